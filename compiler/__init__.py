@@ -1,0 +1,3 @@
+"""fastpack.compiler"""
+
+__all__: list[str] = []

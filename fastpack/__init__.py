@@ -1,0 +1,3 @@
+"""fastpack.fastpack"""
+
+__all__: list[str] = []

@@ -1,0 +1,351 @@
+"""`index.fpx`: the binary, memory-mapped sample index (formats/SPEC.md section 3)."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import (
+    BadMagicError,
+    CorruptIndexError,
+    DatasetNotFoundError,
+    OffsetOutOfRangeError,
+    TruncatedFileError,
+    UnsupportedVersionError,
+)
+from .string_table import string_at
+
+MAGIC = b"\x89FPX\r\n\x1a\n"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+HEADER_SIZE = 64
+ENTRY_SIZE = 48
+ALIGN = 64
+_HEADER = struct.Struct("<8sIIQIIQ24s")
+_ENTRY = struct.Struct("<24s8sQQ")
+
+# Section name -> dtype for the fixed sections; per-field sections follow _FIELD_SECTIONS.
+_FIXED_SECTIONS: dict[str, str] = {
+    "shard": "<u4",
+    "label": "<i8",
+    "key.offsets": "<u8",
+    "key.blob": "|u1",
+    "source.offsets": "<u8",
+    "source.blob": "|u1",
+}
+_FIELD_SECTIONS: dict[str, str] = {"offset": "<u8", "size": "<u8", "crc32": "<u4"}
+
+AnyArray = npt.NDArray[np.generic]
+
+
+def _section_dtypes(fields: Sequence[str]) -> dict[str, str]:
+    dtypes = dict(_FIXED_SECTIONS)
+    for f in fields:
+        for suffix, dtype in _FIELD_SECTIONS.items():
+            dtypes[f"{f}.{suffix}"] = dtype
+    return dtypes
+
+
+def _expected_count(name: str, num_samples: int) -> int | None:
+    """Element count a section must have; None for blobs (any length)."""
+    if name.endswith(".blob"):
+        return None
+    if name.endswith(".offsets"):
+        return num_samples + 1
+    return num_samples
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexPart:
+    """The index rows of one shard, in sample order; what the compiler appends per shard."""
+
+    shard: int
+    labels: npt.NDArray[np.int64]
+    key_blob: npt.NDArray[np.uint8]
+    key_offsets: npt.NDArray[np.uint64]
+    source_blob: npt.NDArray[np.uint8]
+    source_offsets: npt.NDArray[np.uint64]
+    offsets: Mapping[str, npt.NDArray[np.uint64]]
+    sizes: Mapping[str, npt.NDArray[np.uint64]]
+    crc32: Mapping[str, npt.NDArray[np.uint32]]
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(kw_only=True)
+class IndexWriter:
+    """Writes an index whose totals are known up front, one shard's part at a time.
+
+    Memory stays independent of the dataset's size: the file is memory-mapped and each part is
+    copied into its slice. The file appears under its final name only on `close()`.
+    """
+
+    path: Path
+    num_samples: int
+    num_shards: int
+    fields: Sequence[str]
+    key_blob_size: int
+    source_blob_size: int
+    _layout: dict[str, tuple[str, int, int]] = field(init=False, default_factory=dict)
+    _map: np.memmap[tuple[int], np.dtype[np.uint8]] | None = field(init=False, default=None)
+    _rows: int = field(init=False, default=0)
+    _key_bytes: int = field(init=False, default=0)
+    _source_bytes: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        dtypes = _section_dtypes(self.fields)
+        position = _align(HEADER_SIZE + ENTRY_SIZE * len(dtypes))
+        for name, dtype in dtypes.items():
+            count = _expected_count(name, self.num_samples)
+            if count is None:
+                count = self.key_blob_size if name == "key.blob" else self.source_blob_size
+            self._layout[name] = (dtype, position, count)
+            position = _align(position + count * np.dtype(dtype).itemsize)
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+        self._map = np.memmap(self._tmp, dtype=np.uint8, mode="w+", shape=(position,))
+        self._write_header(position)
+        self.section("key.offsets")[0] = 0
+        self.section("source.offsets")[0] = 0
+
+    def _write_header(self, file_size: int) -> None:
+        if self._map is None:
+            raise ValueError(f"{self.path}: index writer is closed")
+        header = _HEADER.pack(
+            MAGIC, VERSION, HEADER_SIZE, self.num_samples, self.num_shards,
+            len(self._layout), file_size, b"",
+        )  # fmt: skip
+        self._map[:HEADER_SIZE] = np.frombuffer(header, dtype=np.uint8)
+        at = HEADER_SIZE
+        for name, (dtype, offset, count) in self._layout.items():
+            entry = _ENTRY.pack(name.encode("ascii"), dtype.encode("ascii"), offset, count)
+            self._map[at : at + ENTRY_SIZE] = np.frombuffer(entry, dtype=np.uint8)
+            at += ENTRY_SIZE
+
+    def section(self, name: str) -> AnyArray:
+        if self._map is None:
+            raise ValueError(f"{self.path}: index writer is closed")
+        dtype, offset, count = self._layout[name]
+        nbytes = count * np.dtype(dtype).itemsize
+        return self._map[offset : offset + nbytes].view(dtype)
+
+    def append(self, part: IndexPart) -> None:
+        n, r = part.num_samples, self._rows
+        if r + n > self.num_samples:
+            raise CorruptIndexError(
+                f"{self.path}: shard {part.shard} brings the index to {r + n} samples, "
+                f"more than the {self.num_samples} announced"
+            )
+        self.section("shard")[r : r + n] = part.shard
+        self.section("label")[r : r + n] = part.labels
+        for f in self.fields:
+            self.section(f"{f}.offset")[r : r + n] = part.offsets[f]
+            self.section(f"{f}.size")[r : r + n] = part.sizes[f]
+            self.section(f"{f}.crc32")[r : r + n] = part.crc32[f]
+        self._key_bytes = self._append_strings(
+            "key", part.key_blob, part.key_offsets, r, self._key_bytes
+        )
+        self._source_bytes = self._append_strings(
+            "source", part.source_blob, part.source_offsets, r, self._source_bytes
+        )
+        self._rows += n
+
+    def _append_strings(
+        self,
+        name: str,
+        blob: npt.NDArray[np.uint8],
+        offsets: npt.NDArray[np.uint64],
+        row: int,
+        used: int,
+    ) -> int:
+        n = len(offsets) - 1
+        self.section(f"{name}.blob")[used : used + len(blob)] = blob
+        self.section(f"{name}.offsets")[row + 1 : row + n + 1] = offsets[1:] + np.uint64(used)
+        return used + len(blob)
+
+    def close(self) -> None:
+        """Check the totals, flush, and rename the file into place."""
+        if self._map is None:
+            return
+        if (self._rows, self._key_bytes, self._source_bytes) != (
+            self.num_samples, self.key_blob_size, self.source_blob_size,
+        ):  # fmt: skip
+            raise CorruptIndexError(
+                f"{self.path}: wrote {self._rows} samples, {self._key_bytes} key bytes and "
+                f"{self._source_bytes} source bytes; announced {self.num_samples}, "
+                f"{self.key_blob_size} and {self.source_blob_size}"
+            )
+        self._map.flush()
+        self._map = None
+        os.replace(self._tmp, self.path)
+
+    def __enter__(self) -> IndexWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._map = None
+            self._tmp.unlink(missing_ok=True)
+
+
+class Index:
+    """A read-only, memory-mapped `index.fpx`. Opening it costs O(1) time and memory."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        try:
+            actual_size = self.path.stat().st_size
+        except FileNotFoundError as e:
+            raise DatasetNotFoundError(f"{self.path}: index file not found") from e
+        if actual_size < HEADER_SIZE:
+            raise TruncatedFileError(
+                f"{self.path}: {actual_size} bytes, shorter than the {HEADER_SIZE}-byte header"
+            )
+        raw: np.memmap[tuple[int], np.dtype[np.uint8]] = np.memmap(
+            self.path, dtype=np.uint8, mode="r"
+        )
+        magic, version, header_size, n, shards, sections, file_size, _ = _HEADER.unpack(
+            bytes(raw[:HEADER_SIZE])
+        )
+        if magic != MAGIC:
+            raise BadMagicError(f"{self.path}: bad magic {magic!r}, expected {MAGIC!r}")
+        if version not in SUPPORTED_VERSIONS:
+            raise UnsupportedVersionError(
+                f"{self.path}: index version {version}, this reader supports {SUPPORTED_VERSIONS}"
+            )
+        if header_size != HEADER_SIZE:
+            raise CorruptIndexError(f"{self.path}: header size {header_size}, expected 64")
+        if actual_size < file_size:
+            raise TruncatedFileError(
+                f"{self.path}: {actual_size} bytes, the header promises {file_size}"
+            )
+        table_end = HEADER_SIZE + ENTRY_SIZE * sections
+        if table_end > actual_size:
+            raise TruncatedFileError(
+                f"{self.path}: section table needs {table_end} bytes, file has {actual_size}"
+            )
+        self.num_samples: int = n
+        self.num_shards: int = shards
+        self._sections = self._read_sections(raw, sections, actual_size)
+        self.fields: tuple[str, ...] = tuple(
+            name[: -len(".offset")] for name in self._sections if name.endswith(".offset")
+        )
+        self._check_required()
+        self.shard = self._sections["shard"]
+        self.label = self._sections["label"]
+        self._key_blob: npt.NDArray[np.uint8] = self._sections["key.blob"]  # type: ignore[assignment]
+        self._key_offsets: npt.NDArray[np.uint64] = self._sections["key.offsets"]  # type: ignore[assignment]
+        self._source_blob: npt.NDArray[np.uint8] = self._sections["source.blob"]  # type: ignore[assignment]
+        self._source_offsets: npt.NDArray[np.uint64] = self._sections["source.offsets"]  # type: ignore[assignment]
+
+    def _read_sections(
+        self, raw: np.memmap[tuple[int], np.dtype[np.uint8]], count: int, size: int
+    ) -> dict[str, AnyArray]:
+        sections: dict[str, AnyArray] = {}
+        for i in range(count):
+            at = HEADER_SIZE + i * ENTRY_SIZE
+            name_b, dtype_b, offset, n = _ENTRY.unpack(bytes(raw[at : at + ENTRY_SIZE]))
+            name = name_b.rstrip(b"\0").decode("ascii", "replace")
+            dtype_s = dtype_b.rstrip(b"\0").decode("ascii", "replace")
+            if name in sections:
+                raise CorruptIndexError(f"{self.path}: section {name!r} appears twice")
+            try:
+                dtype = np.dtype(dtype_s)
+            except TypeError as e:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has unknown dtype {dtype_s!r}"
+                ) from e
+            end = offset + n * dtype.itemsize
+            if end > size:
+                raise TruncatedFileError(
+                    f"{self.path}: section {name!r} ends at byte {end}, file has {size}"
+                )
+            if offset % ALIGN:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} starts at {offset}, not a multiple of {ALIGN}"
+                )
+            sections[name] = raw[offset:end].view(dtype)
+        return sections
+
+    def _check_required(self) -> None:
+        expected = _section_dtypes(self.fields)
+        for name, dtype in expected.items():
+            if name not in self._sections:
+                raise CorruptIndexError(f"{self.path}: required section {name!r} is missing")
+            found = self._sections[name]
+            if found.dtype != np.dtype(dtype):
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has dtype {found.dtype.str}, expected {dtype}"
+                )
+            count = _expected_count(name, self.num_samples)
+            if count is not None and len(found) != count:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has {len(found)} entries, expected {count}"
+                )
+        for name in ("key", "source"):
+            offsets, blob = self._sections[f"{name}.offsets"], self._sections[f"{name}.blob"]
+            if len(offsets) and int(offsets[-1]) != len(blob):
+                raise CorruptIndexError(
+                    f"{self.path}: {name}.offsets ends at {int(offsets[-1])}, "
+                    f"{name}.blob has {len(blob)} bytes"
+                )
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def offsets(self, field_name: str) -> npt.NDArray[np.uint64]:
+        return self._field_section(field_name, "offset")  # type: ignore[return-value]
+
+    def sizes(self, field_name: str) -> npt.NDArray[np.uint64]:
+        return self._field_section(field_name, "size")  # type: ignore[return-value]
+
+    def crc32(self, field_name: str) -> npt.NDArray[np.uint32]:
+        return self._field_section(field_name, "crc32")  # type: ignore[return-value]
+
+    def _field_section(self, field_name: str, suffix: str) -> AnyArray:
+        if field_name not in self.fields:
+            raise KeyError(f"{self.path}: no field {field_name!r}; fields are {self.fields}")
+        return self._sections[f"{field_name}.{suffix}"]
+
+    def key(self, i: int) -> str:
+        return string_at(self._key_blob, self._key_offsets, self._check_sample(i))
+
+    def source(self, i: int) -> str:
+        return string_at(self._source_blob, self._source_offsets, self._check_sample(i))
+
+    def _check_sample(self, i: int) -> int:
+        if not 0 <= i < self.num_samples:
+            raise IndexError(f"{self.path}: sample {i} out of range [0, {self.num_samples})")
+        return i
+
+    def locate(self, i: int, field_name: str, shard_size: int) -> tuple[int, int, int]:
+        """`(shard, offset, size)` of sample `i`'s member `field_name`, checked against the
+        shard's byte size."""
+        shard = int(self.shard[self._check_sample(i)])
+        offset = int(self.offsets(field_name)[i])
+        size = int(self.sizes(field_name)[i])
+        if offset + size > shard_size:
+            raise OffsetOutOfRangeError(
+                f"{self.path}: sample {i} field {field_name!r} spans bytes "
+                f"[{offset}, {offset + size}) of shard {shard}, which has {shard_size} bytes"
+            )
+        return shard, offset, size

@@ -1,0 +1,34 @@
+"""Names of the files inside a dataset directory (formats/SPEC.md section 1)."""
+
+from __future__ import annotations
+
+MANIFEST_NAME = "fastpack.json"
+INDEX_NAME = "index.fpx"
+SHARDS_DIR = "shards"
+REJECTS_NAME = "rejects.jsonl"
+MIN_KEY_WIDTH = 9
+
+
+def shard_stem(shard: int) -> str:
+    """`shards/000042` for shard 42 (zero-padded to 6 digits)."""
+    if shard < 0:
+        raise ValueError(f"shard number must be >= 0, got {shard}")
+    return f"{SHARDS_DIR}/{shard:06d}"
+
+
+def shard_tar_name(shard: int) -> str:
+    return shard_stem(shard) + ".tar"
+
+
+def shard_idx_name(shard: int) -> str:
+    return shard_stem(shard) + ".idx"
+
+
+def key_width(plan_size: int) -> int:
+    """Digits of every key for a build plan of `plan_size` samples."""
+    return max(MIN_KEY_WIDTH, len(str(max(plan_size - 1, 0))))
+
+
+def sample_key(position: int, width: int) -> str:
+    """The key of the sample at plan position `position`."""
+    return f"{position:0{width}d}"

@@ -1,0 +1,154 @@
+"""`fastpack.json`: the dataset manifest (formats/SPEC.md section 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import DatasetNotFoundError, ManifestError, UnsupportedVersionError
+from .layout import INDEX_NAME
+
+FORMAT_NAME = "fastpack"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+DEFAULT_FIELDS = ("jpg", "cls")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardInfo:
+    name: str
+    index_name: str
+    samples: int
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileInfo:
+    name: str
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    num_samples: int
+    fields: tuple[str, ...]
+    classes: tuple[str, ...]
+    key_width: int
+    shards: tuple[ShardInfo, ...]
+    index: FileInfo
+    build: Mapping[str, Any] = field(default_factory=dict)
+    stats: Mapping[str, int] = field(default_factory=dict)
+    version: int = VERSION
+
+    def to_json(self) -> str:
+        """The canonical, byte-stable text of the manifest."""
+        data = asdict(self)
+        data["format"] = FORMAT_NAME
+        return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _require(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in data:
+        raise ManifestError(f"{where}: missing key {key!r}")
+    value = data[key]
+    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        raise ManifestError(
+            f"{where}: key {key!r} should be {kind.__name__}, found {type(value).__name__}"
+        )
+    return value
+
+
+def _parse_file_info(data: Any, where: str) -> FileInfo:
+    if not isinstance(data, dict):
+        raise ManifestError(f"{where}: expected an object, found {type(data).__name__}")
+    return FileInfo(
+        name=_require(data, "name", str, where),
+        bytes=_require(data, "bytes", int, where),
+        sha256=_require(data, "sha256", str, where),
+    )
+
+
+def _parse_shard(data: Any, where: str) -> ShardInfo:
+    if not isinstance(data, dict):
+        raise ManifestError(f"{where}: expected an object, found {type(data).__name__}")
+    return ShardInfo(
+        name=_require(data, "name", str, where),
+        index_name=_require(data, "index_name", str, where),
+        samples=_require(data, "samples", int, where),
+        bytes=_require(data, "bytes", int, where),
+        sha256=_require(data, "sha256", str, where),
+    )
+
+
+def parse_manifest(data: Any, source: str) -> Manifest:
+    """Validate decoded JSON and build a `Manifest`; `source` names the file in errors."""
+    if not isinstance(data, dict):
+        raise ManifestError(f"{source}: expected a JSON object, found {type(data).__name__}")
+    if data.get("format") != FORMAT_NAME:
+        raise ManifestError(f"{source}: 'format' is {data.get('format')!r}, expected 'fastpack'")
+    version = _require(data, "version", int, source)
+    if version not in SUPPORTED_VERSIONS:
+        raise UnsupportedVersionError(
+            f"{source}: manifest version {version}, this reader supports {SUPPORTED_VERSIONS}"
+        )
+    shards = tuple(
+        _parse_shard(s, f"{source}: shards[{i}]")
+        for i, s in enumerate(_require(data, "shards", list, source))
+    )
+    manifest = Manifest(
+        version=version,
+        num_samples=_require(data, "num_samples", int, source),
+        fields=tuple(_require(data, "fields", list, source)),
+        classes=tuple(_require(data, "classes", list, source)),
+        key_width=_require(data, "key_width", int, source),
+        shards=shards,
+        index=_parse_file_info(_require(data, "index", dict, source), f"{source}: index"),
+        build=_require(data, "build", dict, source),
+        stats=_require(data, "stats", dict, source),
+    )
+    total = sum(s.samples for s in shards)
+    if total != manifest.num_samples:
+        raise ManifestError(
+            f"{source}: shards hold {total} samples, 'num_samples' says {manifest.num_samples}"
+        )
+    if manifest.index.name != INDEX_NAME:
+        raise ManifestError(
+            f"{source}: index name {manifest.index.name!r}, expected {INDEX_NAME!r}"
+        )
+    return manifest
+
+
+def manifest_from_text(text: str | bytes, source: str) -> Manifest:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ManifestError(f"{source}: not valid JSON ({e})") from e
+    return parse_manifest(data, source)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError as e:
+        raise DatasetNotFoundError(
+            f"{path}: no manifest; not a fastpack dataset (or its build has not finished)"
+        ) from e
+    return manifest_from_text(text, str(path))
+
+
+def write_manifest(path: str | os.PathLike[str], manifest: Manifest) -> None:
+    """Write atomically: a temporary file, fsync, then rename over `path`."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(manifest.to_json())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

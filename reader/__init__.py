@@ -1,0 +1,3 @@
+"""fastpack.reader"""
+
+__all__: list[str] = []
