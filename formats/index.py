@@ -182,6 +182,7 @@ class IndexWriter:
         if (self._rows, self._key_bytes, self._source_bytes) != (
             self.num_samples, self.key_blob_size, self.source_blob_size,
         ):  # fmt: skip
+            self.discard()
             raise CorruptIndexError(
                 f"{self.path}: wrote {self._rows} samples, {self._key_bytes} key bytes and "
                 f"{self._source_bytes} source bytes; announced {self.num_samples}, "
@@ -203,8 +204,12 @@ class IndexWriter:
         if exc_type is None:
             self.close()
         else:
-            self._map = None
-            self._tmp.unlink(missing_ok=True)
+            self.discard()
+
+    def discard(self) -> None:
+        """Drop the unfinished file."""
+        self._map = None
+        self._tmp.unlink(missing_ok=True)
 
 
 class Index:

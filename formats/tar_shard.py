@@ -91,8 +91,10 @@ class TarShardWriter:
 
 
 def scan_members(path: str | os.PathLike[str]) -> Iterator[MemberLocation]:
-    """Every member of a tar, with its offsets, checking that the file is complete."""
+    """Every member of a tar, with its offsets, checking that the file is complete: every
+    member's data lies inside the file and the end-of-archive blocks follow the last one."""
     size = os.path.getsize(path)
+    archive_end = 0
     try:
         with tarfile.open(path, mode="r:") as tar:
             for info in tar:
@@ -103,8 +105,17 @@ def scan_members(path: str | os.PathLike[str]) -> Iterator[MemberLocation]:
                     )
                 if not info.isreg():
                     raise ShardFormatError(f"{path}: member {info.name!r} is not a regular file")
+                archive_end = end + (-info.size % BLOCK)
                 yield MemberLocation(info.name, info.offset, info.offset_data, info.size)
     except tarfile.ReadError as e:
         raise ShardFormatError(f"{path}: not a readable tar ({e})") from e
     except EOFError as e:
         raise TruncatedFileError(f"{path}: tar ends in the middle of a member ({e})") from e
+    with open(path, "rb") as f:
+        f.seek(archive_end)
+        tail = f.read(len(END_OF_ARCHIVE))
+    if tail != END_OF_ARCHIVE:
+        raise TruncatedFileError(
+            f"{path}: expected two zero blocks (end of archive) at byte {archive_end}; "
+            f"the file has {size} bytes"
+        )

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastpack.formats import (
+    DatasetNotFoundError,
+    FileInfo,
+    Manifest,
+    ManifestError,
+    ShardInfo,
+    UnsupportedVersionError,
+    manifest_from_text,
+    read_manifest,
+    write_manifest,
+)
+
+
+def _manifest() -> Manifest:
+    return Manifest(
+        num_samples=5,
+        fields=("jpg", "cls"),
+        classes=("cat", "dog"),
+        key_width=9,
+        shards=(
+            ShardInfo(
+                name="shards/000000.tar",
+                index_name="shards/000000.idx",
+                samples=3,
+                bytes=4096,
+                sha256="a" * 64,
+            ),
+            ShardInfo(
+                name="shards/000001.tar",
+                index_name="shards/000001.idx",
+                samples=2,
+                bytes=2048,
+                sha256="b" * 64,
+            ),
+        ),
+        index=FileInfo(name="index.fpx", bytes=1024, sha256="c" * 64),
+        build={"shard_size": 1000},
+        stats={"samples": 5, "rejected": 1},
+    )
+
+
+def test_round_trip_is_canonical(tmp_path: Path) -> None:
+    path = tmp_path / "fastpack.json"
+    write_manifest(path, _manifest())
+    text = path.read_text()
+    assert read_manifest(path) == _manifest()
+    assert text == _manifest().to_json()
+    assert text.endswith("}\n")
+    data = json.loads(text)
+    assert (data["format"], data["version"]) == ("fastpack", 1)
+    assert list(data) == sorted(data)
+    assert [p.name for p in tmp_path.iterdir()] == ["fastpack.json"]
+
+
+def _text(**changes: object) -> str:
+    data = json.loads(_manifest().to_json())
+    data.update(changes)
+    return json.dumps(data)
+
+
+def test_unknown_version() -> None:
+    with pytest.raises(UnsupportedVersionError, match=r"m.json: manifest version 2, .* \(1,\)"):
+        manifest_from_text(_text(version=2), "m.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "m.json: not valid JSON"),
+        ("[]", "m.json: expected a JSON object, found list"),
+        (_text(format="other"), "m.json: 'format' is 'other', expected 'fastpack'"),
+        (_text(num_samples=6), "m.json: shards hold 5 samples, 'num_samples' says 6"),
+        (_text(num_samples="5"), "m.json: key 'num_samples' should be int, found str"),
+        (_text(num_samples=True), "m.json: key 'num_samples' should be int, found bool"),
+        (_text(shards=[{"name": "x"}]), r"m.json: shards\[0\]: missing key 'index_name'"),
+        (_text(index={"name": "other.fpx", "bytes": 1, "sha256": ""}), "index name 'other.fpx'"),
+    ],
+)
+def test_bad_manifests(text: str, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        manifest_from_text(text, "m.json")
+
+
+def test_missing_manifest(tmp_path: Path) -> None:
+    with pytest.raises(DatasetNotFoundError, match="no manifest; not a fastpack dataset"):
+        read_manifest(tmp_path / "fastpack.json")

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+import webdataset as wds
+from fastpack.formats import (
+    ShardFormatError,
+    TarShardWriter,
+    TruncatedFileError,
+    UnsupportedVersionError,
+    format_wds_index,
+    member_header,
+    parse_wds_index,
+    scan_members,
+)
+
+from ._samples import LABELS, PAYLOADS, write_shard
+
+
+def test_members_are_plain_ustar_with_zero_mtime(tmp_path: Path) -> None:
+    data, _ = write_shard()
+    path = tmp_path / "s.tar"
+    path.write_bytes(data)
+    with tarfile.open(path) as tar:
+        infos = tar.getmembers()
+        assert [i.name for i in infos] == [
+            f"{i:09d}.{ext}" for i in range(len(PAYLOADS)) for ext in ("jpg", "cls")
+        ]
+        for info in infos:
+            assert (info.mtime, info.uid, info.gid, info.mode) == (0, 0, 0, 0o644)
+            assert info.offset_data == info.offset + 512  # no PAX/GNU extended headers
+            assert not info.pax_headers
+        assert tar.extractfile(infos[2]).read() == PAYLOADS[1]  # type: ignore[union-attr]
+    assert data[257:263] == b"ustar\x00"
+    assert len(data) % 512 == 0
+    assert data[-1024:] == bytes(1024)
+
+
+def test_scan_members_matches_writer_locations(tmp_path: Path) -> None:
+    data, locations = write_shard()
+    path = tmp_path / "s.tar"
+    path.write_bytes(data)
+    assert list(scan_members(path)) == [m for sample in locations for m in sample]
+
+
+def test_webdataset_reads_the_shard(tmp_path: Path) -> None:
+    data, _ = write_shard()
+    path = tmp_path / "s.tar"
+    path.write_bytes(data)
+    samples = list(wds.WebDataset(str(path), shardshuffle=False))
+    assert [s["__key__"] for s in samples] == [f"{i:09d}" for i in range(len(PAYLOADS))]
+    assert [s["jpg"] for s in samples] == list(PAYLOADS)
+    assert [int(s["cls"]) for s in samples] == list(LABELS)
+
+
+@pytest.mark.parametrize("key", ["a.b", "a b", "a/b", "", "tab\tkey"])
+def test_bad_keys_are_refused(key: str) -> None:
+    with pytest.raises(ShardFormatError, match="keys must be non-empty"):
+        TarShardWriter(io.BytesIO()).add_sample(key, [("jpg", b"x")])
+
+
+def test_long_names_and_bad_extensions_are_refused() -> None:
+    with pytest.raises(ShardFormatError, match="over 99 bytes"):
+        member_header("k" * 100 + ".jpg", 1)
+    with pytest.raises(ShardFormatError, match="extension 'J PG'"):
+        TarShardWriter(io.BytesIO()).add_sample("k", [("J PG", b"x")])
+
+
+def test_truncated_shard_is_named(tmp_path: Path) -> None:
+    data, _ = write_shard()
+    path = tmp_path / "s.tar"
+    path.write_bytes(data[:1500])
+    with pytest.raises(TruncatedFileError, match=r"s\.tar"):
+        list(scan_members(path))
+
+
+def test_not_a_tar_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "s.tar"
+    path.write_bytes(b"this is not a tar file" * 40)
+    with pytest.raises(ShardFormatError, match=r"s\.tar: not a readable tar"):
+        list(scan_members(path))
+
+
+def test_wds_index_round_trip_and_errors() -> None:
+    _, locations = write_shard()
+    text = format_wds_index(locations)
+    assert text.splitlines()[0] == f"v1.2 {len(PAYLOADS)}"
+    assert text.splitlines()[1] == "jpg 512 9 000000000.jpg cls 1536 1 000000000.cls"
+    assert parse_wds_index(text, "x.idx") == locations
+    with pytest.raises(ShardFormatError, match=r"x\.idx: header announces 5 samples, found 3"):
+        parse_wds_index(text.replace("v1.2 3", "v1.2 5"), "x.idx")
+    with pytest.raises(ShardFormatError, match="line 2: bad offset"):
+        parse_wds_index(text.replace("jpg 512 ", "jpg 513 ", 1), "x.idx")
+    with pytest.raises(UnsupportedVersionError, match=r"index version 'v1\.1'"):
+        parse_wds_index(text.replace("v1.2", "v1.1"), "x.idx")
