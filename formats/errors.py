@@ -53,3 +53,7 @@ class BuildError(FastpackError):
 
 class SourceError(BuildError, ValueError):
     """The build's source is missing or malformed."""
+
+
+class FetchError(FastpackError, OSError):
+    """A remote object stays unavailable (or keeps arriving incomplete) after the retries."""
