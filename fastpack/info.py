@@ -1,0 +1,74 @@
+"""`fastpack info`: a short summary of a dataset, read from its manifest alone."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .formats import MANIFEST_NAME, DatasetNotFoundError, Manifest, read_manifest
+from .sizes import format_size
+
+SHOWN_CLASSES = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetInfo:
+    """What `fastpack info` prints: the manifest of the dataset at `path`, summed up."""
+
+    path: Path
+    manifest: Manifest
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of the shards and the index (the manifest and DALI indexes are small)."""
+        return sum(s.bytes for s in self.manifest.shards) + self.manifest.index.bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "path": str(self.path),
+            "version": m.version,
+            "samples": m.num_samples,
+            "shards": len(m.shards),
+            "fields": list(m.fields),
+            "classes": list(m.classes),
+            "total_bytes": self.total_bytes,
+            "build": dict(m.build),
+            "stats": dict(m.stats),
+        }
+
+    def format(self) -> str:
+        m = self.manifest
+        lines = [
+            f"dataset   {self.path} (format version {m.version})",
+            f"samples   {m.num_samples}",
+            f"shards    {len(m.shards)}",
+            f"fields    {', '.join(m.fields)}",
+            f"classes   {_format_classes(m.classes)}",
+            f"bytes     {self.total_bytes} ({format_size(self.total_bytes)})",
+            f"build     {_format_mapping(m.build)}",
+            f"stats     {_format_mapping(m.stats)}",
+        ]
+        return "\n".join(lines)
+
+
+def _format_classes(classes: tuple[str, ...]) -> str:
+    if not classes:
+        return "0 (labels are bare integers)"
+    shown = ", ".join(classes[:SHOWN_CLASSES])
+    more = f", ... ({len(classes) - SHOWN_CLASSES} more)" if len(classes) > SHOWN_CLASSES else ""
+    return f"{len(classes)}: {shown}{more}"
+
+
+def _format_mapping(values: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-"
+
+
+def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
+    """Read the manifest of the dataset directory `path`; raises `FastpackError` subclasses."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DatasetNotFoundError(f"{root}: dataset directory not found")
+    return DatasetInfo(path=root, manifest=read_manifest(root / MANIFEST_NAME))
