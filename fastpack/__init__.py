@@ -1,3 +1,71 @@
-"""fastpack.fastpack"""
+"""fastpack: compile labeled images into tar shards with a memory-mapped index, and read them fast.
 
-__all__: list[str] = []
+`import fastpack` is cheap: the compiler and the reader (and torch, which the loader uses) are
+imported on first use of one of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from .formats.errors import FastpackError
+
+if TYPE_CHECKING:
+    from .compiler import BuildOptions, BuildSummary, build
+    from .reader import (
+        CenterCrop,
+        Dataset,
+        RandomResizedCrop,
+        VerifyReport,
+        make_loader,
+        to_float,
+        verify_dataset,
+    )
+
+try:
+    __version__ = version("fastpack")
+except PackageNotFoundError:  # run from a source tree that is not installed
+    __version__ = "0+unknown"
+
+_LAZY: dict[str, str] = {
+    "BuildOptions": "fastpack.compiler",
+    "BuildSummary": "fastpack.compiler",
+    "build": "fastpack.compiler",
+    "CenterCrop": "fastpack.reader",
+    "Dataset": "fastpack.reader",
+    "RandomResizedCrop": "fastpack.reader",
+    "VerifyReport": "fastpack.reader",
+    "make_loader": "fastpack.reader",
+    "to_float": "fastpack.reader",
+    "verify_dataset": "fastpack.reader",
+}
+
+__all__ = [
+    "BuildOptions",
+    "BuildSummary",
+    "CenterCrop",
+    "Dataset",
+    "FastpackError",
+    "RandomResizedCrop",
+    "VerifyReport",
+    "__version__",
+    "build",
+    "make_loader",
+    "to_float",
+    "verify_dataset",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastpack' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

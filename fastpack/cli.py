@@ -1,0 +1,183 @@
+"""The `fastpack` command: parses arguments and calls the typed functions that do the work."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import __version__
+from .formats import FastpackError
+from .sizes import parse_size
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from e
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range: expected {bounds}")
+        return value
+
+    return parse
+
+
+def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("build", help="compile an image collection into a fastpack dataset")
+    p.add_argument("source", type=Path, help="ImageFolder directory, list file, or webdataset tars")
+    p.add_argument("out", type=Path, help="output dataset directory")
+    p.add_argument("--workers", type=_int_at_least(1), help="build processes (default: all cores)")
+    p.add_argument(
+        "--shard-size",
+        type=_size,
+        default=256 * 2**20,
+        help="target bytes per shard: 256MB, 1GiB or a byte count (default: 256MiB)",
+    )
+    p.add_argument("--shuffle-seed", type=int, help="shuffle the samples with this seed")
+    p.add_argument(
+        "--max-side", type=_int_at_least(1), help="shrink images whose longer side exceeds this"
+    )
+    p.add_argument(
+        "--quality",
+        type=_int_at_least(1, 100),
+        default=90,
+        help="JPEG quality of converted images (default: 90)",
+    )
+    p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted build")
+    p.add_argument(
+        "--format",
+        dest="source_format",
+        choices=("auto", "folder", "list", "wds"),
+        default="auto",
+        help="kind of source (default: auto-detect)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_run_build)
+
+
+def _add_info(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("info", help="summarize a dataset from its manifest")
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(handler=_run_info)
+
+
+def _add_verify(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("verify", help="check a dataset's files against its manifest and index")
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--decode", action="store_true", help="also decode every image")
+    p.add_argument("--progress", action="store_true", help="show a progress bar")
+    p.set_defaults(handler=_run_verify)
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "demo", help="draw an ImageFolder, build it and train a tiny model from it (needs torch)"
+    )
+    p.add_argument("--dir", type=Path, help="keep the images and dataset here (new or empty)")
+    p.add_argument("--images", type=_int_at_least(1), default=2000)
+    p.add_argument("--classes", type=_int_at_least(1), default=10)
+    p.add_argument("--batches", type=_int_at_least(1), default=20)
+    p.add_argument("--batch-size", type=_int_at_least(1), default=64)
+    p.add_argument("--workers", type=_int_at_least(0), help="loader workers (default: all cores)")
+    p.add_argument("--size", type=_int_at_least(8), default=224, help="crop size in pixels")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_run_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastpack",
+        description="Compile labeled images into tar shards with a memory-mapped index; read them.",
+    )
+    parser.add_argument("--version", action="version", version=f"fastpack {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_build, _add_info, _add_verify, _add_demo):
+        add(commands)
+    return parser
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
+
+    options = BuildOptions(
+        workers=args.workers,
+        shard_size=args.shard_size,
+        shuffle_seed=args.shuffle_seed,
+        max_side=args.max_side,
+        quality=args.quality,
+        strict=args.strict,
+        resume=args.resume,
+        source_format=args.source_format,
+        progress=not args.no_progress,
+    )
+    print(build(args.source, args.out, options).format())
+    return 0
+
+
+def _run_info(args: argparse.Namespace) -> int:
+    from .info import dataset_info  # noqa: PLC0415
+
+    info = dataset_info(args.dataset)
+    print(json.dumps(info.to_dict(), indent=2, sort_keys=True) if args.json else info.format())
+    return 0
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from .reader import verify_dataset  # noqa: PLC0415
+
+    report = verify_dataset(args.dataset, decode=args.decode, progress=args.progress)
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .demo import DemoOptions, run_demo  # noqa: PLC0415
+
+    options = DemoOptions(
+        directory=args.dir,
+        images=args.images,
+        classes=args.classes,
+        batches=args.batches,
+        batch_size=args.batch_size,
+        workers=args.workers,
+        size=args.size,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+    print(run_demo(options).format())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: `sys.argv[1:]`); returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help, --version and bad arguments
+        return e.code if isinstance(e.code, int) else 2
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except FastpackError as e:
+        print(f"fastpack: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fastpack: interrupted", file=sys.stderr)
+        return 130
