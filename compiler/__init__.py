@@ -1,3 +1,8 @@
-"""fastpack.compiler"""
+"""fastpack.compiler: builds a dataset (tar shards, index, manifest) from images, in parallel,
+deterministically, and resumably."""
 
-__all__: list[str] = []
+from .build import build
+from .image_policy import PreparedImage, Reject, prepare_image
+from .options import BuildOptions, BuildSummary
+
+__all__ = ["BuildOptions", "BuildSummary", "PreparedImage", "Reject", "build", "prepare_image"]

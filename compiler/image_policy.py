@@ -1,0 +1,92 @@
+"""The compiler's image policy (formats/SPEC.md section 6): keep, convert or reject one input.
+
+- A three-component (YCbCr) JPEG, upright, within `max_side`, is kept byte-for-byte once a strict
+  decode at the smallest DCT scale (1/8, which still reads every entropy-coded byte) succeeds.
+- Any other decodable image becomes an RGB JPEG (4:2:0, `quality`): JPEGs (grayscale, CMYK/YCCK,
+  EXIF-rotated, too large) are decoded by simplejpeg, at the smallest DCT scale that still covers
+  the target size; PNG, WebP, BMP, TIFF and the rest by OpenCV, 16-bit scaled to 8 bits, alpha
+  composited over white. EXIF orientation is applied; a longer side over `max_side` is shrunk to
+  it with an area filter.
+- Anything else (empty, truncated, not an image) is a `Reject` with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import simplejpeg
+
+from .exif import NO_ROTATION, apply_orientation, jpeg_orientation, tiff_orientation
+from .pixels import Pixels, bgr_any_to_rgb, fit_within, resize_area, to_uint8
+
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedImage:
+    """The bytes to store: the input itself (`converted=False`) or a new RGB JPEG."""
+
+    data: bytes
+    converted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """An input the compiler cannot use, and why."""
+
+    reason: str
+
+
+def prepare_image(
+    data: bytes, *, max_side: int | None = None, quality: int = 90
+) -> PreparedImage | Reject:
+    """Apply the image policy to the bytes of one input file."""
+    if not data:
+        return Reject("empty file")
+    if data.startswith(JPEG_MAGIC):
+        return _prepare_jpeg(data, max_side, quality)
+    return _convert_other(data, max_side, quality)
+
+
+def _prepare_jpeg(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+        orientation = jpeg_orientation(data)
+        target = fit_within(height, width, max_side)
+        if colorspace == "YCbCr" and orientation == NO_ROTATION and target == (height, width):
+            simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
+            return PreparedImage(data, converted=False)
+        rgb = simplejpeg.decode_jpeg(
+            data, colorspace="RGB", min_height=target[0], min_width=target[1]
+        )
+    except ValueError as e:
+        return Reject(f"corrupt JPEG: {e}")
+    return _finish(rgb, target, orientation, quality)
+
+
+def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    decoded, kinds, blobs = cv2.imdecodeWithMetadata(buffer, cv2.IMREAD_UNCHANGED)
+    if decoded is None or decoded.size == 0:
+        return Reject(f"not a decodable image (starts with {data[:8]!r})")
+    pixels = to_uint8(decoded)
+    rgb = None if pixels is None else bgr_any_to_rgb(pixels)
+    if rgb is None:
+        return Reject(f"unsupported pixel layout {decoded.dtype} x {decoded.shape}")
+    orientation = NO_ROTATION
+    for kind, blob in zip(kinds, blobs, strict=True):
+        if kind == cv2.IMAGE_METADATA_EXIF:
+            orientation = tiff_orientation(np.asarray(blob, dtype=np.uint8).tobytes())
+    target = fit_within(rgb.shape[0], rgb.shape[1], max_side)
+    return _finish(rgb, target, orientation, quality)
+
+
+def _finish(rgb: Pixels, target: tuple[int, int], orientation: int, quality: int) -> PreparedImage:
+    """Shrink (in stored orientation), turn upright, encode as a 4:2:0 RGB JPEG."""
+    upright = apply_orientation(resize_area(rgb, *target), orientation)
+    encoded = simplejpeg.encode_jpeg(
+        np.ascontiguousarray(upright), quality=quality, colorspace="RGB", colorsubsampling="420"
+    )
+    return PreparedImage(bytes(encoded), converted=True)

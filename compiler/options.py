@@ -1,0 +1,70 @@
+"""The options of a build and the summary it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fastpack.formats import BuildError
+
+from .source_detect import SOURCE_FORMATS
+
+SourceFormat = Literal["auto", "folder", "list", "wds"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    workers: int | None = None  # None: os.cpu_count()
+    shard_size: int = 256 * 2**20  # target bytes per shard
+    shuffle_seed: int | None = None  # permute samples at build time
+    max_side: int | None = None  # re-encode images whose longer side exceeds this
+    quality: int = 90  # JPEG quality of re-encoded images
+    strict: bool = False  # a reject fails the build (BuildError) instead
+    resume: bool = False  # skip the finished shards of an interrupted build
+    source_format: SourceFormat = "auto"
+    progress: bool = True  # progress bar (samples/s, MB/s, ETA) on stderr
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("workers", self.workers, self.workers is None or self.workers >= 1, ">= 1 or None"),
+            ("shard_size", self.shard_size, self.shard_size >= 1, ">= 1"),
+            ("max_side", self.max_side, (self.max_side or 1) >= 1, ">= 1 or None"),
+            ("quality", self.quality, 1 <= self.quality <= 100, "in 1..100"),
+            ("source_format", self.source_format, self.source_format in SOURCE_FORMATS,
+             "one of " + ", ".join(SOURCE_FORMATS)),
+        )  # fmt: skip
+        for name, value, ok, expected in checks:
+            if not ok:
+                raise BuildError(f"build option {name}={value!r}: expected {expected}")
+
+    def shaping(self) -> dict[str, int | None]:
+        """The options that shape the output bytes (a resume must not change them)."""
+        return {"shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
+                "max_side": self.max_side, "quality": self.quality}  # fmt: skip
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSummary:
+    inputs: int
+    samples: int
+    shards: int
+    bytes: int  # total size of the shards
+    rejected: int
+    converted: int
+    seconds: float
+
+    def format(self) -> str:
+        """The closing summary of a build."""
+        seconds = max(self.seconds, 1e-9)
+        lines = [
+            f"{self.samples:,} samples from {self.inputs:,} inputs in {self.shards:,} shards "
+            f"({_megabytes(self.bytes)}) in {self.seconds:.1f} s: "
+            f"{self.inputs / seconds:,.0f} inputs/s, {_megabytes(int(self.bytes / seconds))}/s",
+            f"{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
+            + (" (listed in rejects.jsonl)" if self.rejected else ""),
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""The build's progress bar on stderr: samples/s and ETA from tqdm, input MB/s beside them."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+
+from tqdm import tqdm
+
+POSTFIX_SECONDS = 0.5
+
+
+class BuildProgress:
+    """Called with increments `(inputs done, input bytes read)`; a no-op when disabled."""
+
+    def __init__(self, total: int, done: int, *, enabled: bool) -> None:
+        self._bar = tqdm(
+            total=total, initial=done, unit="img", desc="fastpack build", file=sys.stderr,
+            disable=not enabled, dynamic_ncols=True, smoothing=0.1,
+        )  # fmt: skip
+        self._enabled = enabled
+        self._bytes = 0
+        self._start = self._shown = time.monotonic()
+
+    def __call__(self, samples: int, nbytes: int) -> None:
+        if not self._enabled:
+            return
+        self._bytes += nbytes
+        self._bar.update(samples)
+        now = time.monotonic()
+        if now - self._shown >= POSTFIX_SECONDS:
+            self._shown = now
+            rate = self._bytes / max(now - self._start, 1e-9) / 1e6
+            self._bar.set_postfix_str(f"{rate:,.1f} MB/s", refresh=False)
+
+    def __enter__(self) -> BuildProgress:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._bar.close()
