@@ -20,13 +20,15 @@ def read_file(path: str) -> bytes | Reject:
         fd = os.open(path, _FLAGS)
     except OSError as e:
         return Reject(f"cannot read: {e.strerror}")
-    with open(fd, "rb", buffering=0, closefd=True) as file:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return Reject("cannot read: not a regular file")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return Reject("cannot read: not a regular file")
+        with open(fd, "rb", buffering=0, closefd=False) as file:
             return file.readall()
-        except OSError as e:
-            return Reject(f"cannot read: {e.strerror}")
+    except OSError as e:
+        return Reject(f"cannot read: {e.strerror}")
+    finally:
+        os.close(fd)
 
 
 class InputReader:

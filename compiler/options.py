@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fastpack.formats import BuildError
+from fastpack.formats import BuildError, SourceError
 
 from .source_detect import SOURCE_FORMATS
 
@@ -25,13 +25,17 @@ class BuildOptions:
     progress: bool = True  # progress bar (samples/s, MB/s, ETA) on stderr
 
     def __post_init__(self) -> None:
+        if self.source_format not in SOURCE_FORMATS:
+            raise SourceError(
+                f"unknown source format {self.source_format!r}; "
+                f"expected one of {', '.join(SOURCE_FORMATS)}"
+            )
         checks = (
             ("workers", self.workers, self.workers is None or self.workers >= 1, ">= 1 or None"),
             ("shard_size", self.shard_size, self.shard_size >= 1, ">= 1"),
-            ("max_side", self.max_side, (self.max_side or 1) >= 1, ">= 1 or None"),
+            ("max_side", self.max_side, self.max_side is None or self.max_side >= 1,
+             ">= 1 or None"),
             ("quality", self.quality, 1 <= self.quality <= 100, "in 1..100"),
-            ("source_format", self.source_format, self.source_format in SOURCE_FORMATS,
-             "one of " + ", ".join(SOURCE_FORMATS)),
         )  # fmt: skip
         for name, value, ok, expected in checks:
             if not ok:
@@ -47,6 +51,10 @@ def _megabytes(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class BuildSummary:
     inputs: int
@@ -60,11 +68,10 @@ class BuildSummary:
     def format(self) -> str:
         """The closing summary of a build."""
         seconds = max(self.seconds, 1e-9)
-        lines = [
-            f"{self.samples:,} samples from {self.inputs:,} inputs in {self.shards:,} shards "
-            f"({_megabytes(self.bytes)}) in {self.seconds:.1f} s: "
-            f"{self.inputs / seconds:,.0f} inputs/s, {_megabytes(int(self.bytes / seconds))}/s",
+        return (
+            f"{_count(self.samples, 'sample')} from {_count(self.inputs, 'input')} in "
+            f"{_count(self.shards, 'shard')} ({_megabytes(self.bytes)}) in {self.seconds:.1f} s: "
+            f"{self.inputs / seconds:,.0f} inputs/s, {_megabytes(int(self.bytes / seconds))}/s\n"
             f"{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
-            + (" (listed in rejects.jsonl)" if self.rejected else ""),
-        ]
-        return "\n".join(lines)
+            + (" (listed in rejects.jsonl)" if self.rejected else "")
+        )

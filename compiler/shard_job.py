@@ -92,10 +92,10 @@ class _Rows:
     def part(self, shard: int) -> IndexPart:
         key_blob, key_offsets = pack_strings(self.keys)
         source_blob, source_offsets = pack_strings(self.sources)
-        n, fields = len(self.keys), range(len(DEFAULT_FIELDS))
-        offsets = np.array([[m.data_offset for m in s] for s in self.members], "<u8").reshape(n, -1)
-        sizes = np.array([[m.size for m in s] for s in self.members], "<u8").reshape(n, -1)
-        crc32 = np.array(self.crc32, "<u4").reshape(n, -1)
+        shape, fields = (len(self.keys), len(DEFAULT_FIELDS)), range(len(DEFAULT_FIELDS))
+        offsets = np.array([[m.data_offset for m in s] for s in self.members], "<u8").reshape(shape)
+        sizes = np.array([[m.size for m in s] for s in self.members], "<u8").reshape(shape)
+        crc32 = np.array(self.crc32, "<u4").reshape(shape)
         return IndexPart(
             shard=shard,
             labels=np.array(self.labels, "<i8"),

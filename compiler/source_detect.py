@@ -30,10 +30,6 @@ def _looks_like_tar_directory(path: Path) -> bool:
 
 def detect_kind(path: Path, source_format: str) -> str:
     """`folder`, `list` or `wds`: `source_format` checked against the path, or detected."""
-    if source_format not in SOURCE_FORMATS:
-        raise SourceError(
-            f"unknown source format {source_format!r}; expected one of {', '.join(SOURCE_FORMATS)}"
-        )
     if not path.exists():
         raise SourceError(f"{path}: source not found")
     if path.is_dir():

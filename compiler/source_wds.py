@@ -59,7 +59,7 @@ def _row(
     key, members = sample
     image = next((members[e] for e in IMAGE_MEMBERS if e in members), None)
     if image is None or "cls" not in members:
-        missing = "an image member (" + ", ".join(IMAGE_MEMBERS) + ")" if image is None else "cls"
+        missing = f"image member ({', '.join(IMAGE_MEMBERS)})" if image is None else "cls member"
         raise SourceError(f"{path}: sample {key!r} has no {missing}; members: {sorted(members)}")
     cls = tar.extractfile(members["cls"])
     text = cls.read().decode("utf-8", "replace").strip() if cls else ""

@@ -1,0 +1,73 @@
+"""Inputs the compiler tests need beyond tests/conftest.py, and a reader of built datasets."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import simplejpeg
+from fastpack.formats import DatasetFiles
+
+from tests.conftest import synthetic_rgb
+
+
+@dataclass(frozen=True)
+class StoredSample:
+    key: str
+    jpg: bytes
+    cls: bytes
+    label: int
+    source: str
+
+
+def read_dataset(out: Path) -> list[StoredSample]:
+    """Every sample of a built dataset, read from its shards through the index offsets."""
+    files = DatasetFiles(out)
+    index, samples = files.index, []
+    shards = {i: files.shard_path(i).read_bytes() for i in range(len(files.manifest.shards))}
+    for i in range(len(files)):
+        fields = {}
+        for name in ("jpg", "cls"):
+            shard, offset, size = index.locate(i, name, len(shards[int(index.shard[i])]))
+            fields[name] = shards[shard][offset : offset + size]
+        samples.append(
+            StoredSample(index.key(i), fields["jpg"], fields["cls"], int(index.label[i]),
+                         index.source(i))
+        )  # fmt: skip
+    return samples
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under `root` by relative path: for byte-identical comparisons."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def exif_app1(orientation: int, byte_order: str = "<") -> bytes:
+    """An APP1 segment holding a TIFF IFD0 with one Orientation (0x0112, SHORT) entry."""
+    head = b"II" if byte_order == "<" else b"MM"
+    tiff = head + struct.pack(byte_order + "HI", 42, 8) + struct.pack(byte_order + "H", 1)
+    tiff += struct.pack(byte_order + "HHIHH", 0x0112, 3, 1, orientation, 0)
+    tiff += struct.pack(byte_order + "I", 0)
+    payload = b"Exif\x00\x00" + tiff
+    return b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload
+
+
+def with_orientation(jpeg: bytes, orientation: int, byte_order: str = "<") -> bytes:
+    """The JPEG with an EXIF segment right after its SOI marker."""
+    return jpeg[:2] + exif_app1(orientation, byte_order) + jpeg[2:]
+
+
+def gray_jpeg(height: int = 40, width: int = 56, seed: int = 0) -> bytes:
+    gray = synthetic_rgb(height, width, seed)[..., :1].copy()
+    return bytes(simplejpeg.encode_jpeg(gray, 90, colorspace="GRAY", colorsubsampling="Gray"))
+
+
+def cmyk_jpeg(height: int = 40, width: int = 56, seed: int = 0) -> bytes:
+    """A four-component (Adobe YCCK) JPEG, as print workflows produce."""
+    rgb = synthetic_rgb(height, width, seed)
+    cmyk = np.dstack([rgb, np.full((height, width), 255, np.uint8)])
+    return bytes(simplejpeg.encode_jpeg(np.ascontiguousarray(cmyk), 92, colorspace="CMYK"))

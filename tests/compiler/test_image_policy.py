@@ -1,0 +1,175 @@
+"""The image policy (formats/SPEC.md section 6) on real encoded images."""
+
+from __future__ import annotations
+
+import struct
+
+import cv2
+import numpy as np
+import pytest
+import simplejpeg
+from fastpack.compiler import PreparedImage, Reject, prepare_image
+from fastpack.compiler.exif import apply_orientation, jpeg_orientation, tiff_orientation
+
+from tests.compiler._helpers import cmyk_jpeg, exif_app1, gray_jpeg, with_orientation
+from tests.conftest import jpeg_bytes, png_bytes, synthetic_rgb
+
+
+def converted(data: bytes, **kwargs: int | None) -> np.ndarray:
+    """prepare_image's output, checked to be a new 3-component 4:2:0 JPEG, decoded to RGB."""
+    result = prepare_image(data, **kwargs)  # type: ignore[arg-type]
+    assert isinstance(result, PreparedImage), result
+    assert result.converted
+    assert simplejpeg.decode_jpeg_header(result.data)[2:] == ("YCbCr", "420")
+    return simplejpeg.decode_jpeg(result.data, colorspace="RGB")
+
+
+def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    assert a.shape == b.shape
+    return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
+
+
+def as_stored(rgb: np.ndarray) -> np.ndarray:
+    """What the policy's encoder (quality 90, 4:2:0) makes of these pixels, decoded again."""
+    data = simplejpeg.encode_jpeg(np.ascontiguousarray(rgb), 90, "RGB", "420")
+    return simplejpeg.decode_jpeg(data, colorspace="RGB")
+
+
+def test_upright_jpeg_is_kept_byte_for_byte() -> None:
+    data = jpeg_bytes(64, 80, seed=1)
+    assert prepare_image(data) == PreparedImage(data, converted=False)
+    assert prepare_image(data, max_side=80) == PreparedImage(data, converted=False)
+
+
+def test_progressive_and_exif_orientation_1_are_kept() -> None:
+    rgb = cv2.cvtColor(synthetic_rgb(48, 64, 2), cv2.COLOR_RGB2BGR)
+    ok, progressive = cv2.imencode(".jpg", rgb, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])
+    assert ok
+    data = progressive.tobytes()
+    assert prepare_image(data) == PreparedImage(data, converted=False)
+    tagged = with_orientation(jpeg_bytes(seed=3), 1)
+    assert prepare_image(tagged) == PreparedImage(tagged, converted=False)
+
+
+def test_unparsable_exif_does_not_reject() -> None:
+    data = jpeg_bytes(seed=4)
+    payload = b"Exif\x00\x00XX*\x00\x01\x02"  # no valid TIFF byte order
+    garbage = data[:2] + b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + payload + data[2:]
+    assert prepare_image(garbage) == PreparedImage(garbage, converted=False)
+
+
+def test_jpeg_over_max_side_is_shrunk_to_it() -> None:
+    data = jpeg_bytes(120, 300, seed=5)
+    pixels = converted(data, max_side=100)
+    assert pixels.shape == (40, 100, 3)
+    reference = cv2.resize(simplejpeg.decode_jpeg(data), (100, 40), interpolation=cv2.INTER_AREA)
+    # The policy decodes at the smallest DCT scale that covers the target (here 1/2) before the
+    # area filter, so it differs a little from filtering the full-size decode.
+    assert mean_abs_diff(pixels, as_stored(reference)) < 3
+
+
+def test_quality_is_used_for_converted_images() -> None:
+    data = jpeg_bytes(200, 200, seed=6)
+    low = prepare_image(data, max_side=150, quality=20)
+    high = prepare_image(data, max_side=150, quality=95)
+    assert isinstance(low, PreparedImage)
+    assert isinstance(high, PreparedImage)
+    assert len(low.data) < len(high.data) / 2
+
+
+@pytest.mark.parametrize("byte_order", ["<", ">"])
+@pytest.mark.parametrize("orientation", range(2, 9))
+def test_exif_rotated_jpeg_is_turned_upright(orientation: int, byte_order: str) -> None:
+    data = with_orientation(jpeg_bytes(37, 53, seed=orientation), orientation, byte_order)
+    assert jpeg_orientation(data) == orientation
+    # OpenCV's IMREAD_COLOR applies the EXIF orientation itself: the reference.
+    upright = cv2.cvtColor(
+        cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+    )
+    assert np.array_equal(apply_orientation(simplejpeg.decode_jpeg(data), orientation), upright)
+    pixels = converted(data)
+    assert np.array_equal(pixels, as_stored(upright))
+
+
+def test_rotated_jpeg_over_max_side_keeps_the_limit_on_its_longer_side() -> None:
+    data = with_orientation(jpeg_bytes(100, 260, seed=7), 6)
+    assert converted(data, max_side=130).shape == (130, 50, 3)
+
+
+def test_grayscale_jpeg_becomes_rgb() -> None:
+    data = gray_jpeg(40, 56, seed=8)
+    pixels = converted(data)
+    gray = simplejpeg.decode_jpeg(data, colorspace="GRAY")[..., 0]
+    assert np.array_equal(pixels, as_stored(np.dstack([gray] * 3)))
+
+
+def test_cmyk_jpeg_becomes_rgb() -> None:
+    data = cmyk_jpeg(40, 56, seed=9)
+    assert simplejpeg.decode_jpeg_header(data)[2] in ("CMYK", "YCCK")
+    reference = cv2.cvtColor(
+        cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+    )
+    assert np.array_equal(converted(data), as_stored(reference))
+
+
+def test_png_alpha_is_composited_over_white() -> None:
+    rgb = synthetic_rgb(32, 48, 10)
+    alpha = np.zeros((32, 48), np.uint8)
+    alpha[:, 24:] = 255  # left half transparent, right half opaque
+    ok, png = cv2.imencode(".png", np.dstack([cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), alpha]))
+    assert ok
+    pixels = converted(png.tobytes())
+    assert pixels[:, :20].min() >= 245  # white where transparent
+    assert mean_abs_diff(pixels[:, 28:], as_stored(rgb)[:, 28:]) < 0.5
+
+
+def test_half_transparent_png_blends() -> None:
+    pixels = converted(png_bytes(48, 40, seed=11, alpha=True))  # alpha 128 everywhere
+    expected = (synthetic_rgb(48, 40, 11).astype(np.float64) * 128 + 255 * 127) / 255
+    assert mean_abs_diff(pixels, as_stored(expected.round().astype(np.uint8))) < 0.5
+
+
+def test_sixteen_bit_png_is_scaled_to_eight_bits() -> None:
+    rgb = synthetic_rgb(30, 40, 12)
+    ok, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR).astype(np.uint16) * 257)
+    assert ok
+    assert np.array_equal(converted(png.tobytes()), as_stored(rgb))
+
+
+@pytest.mark.parametrize("extension", [".webp", ".bmp", ".tiff"])
+def test_other_formats_are_converted(extension: str) -> None:
+    rgb = synthetic_rgb(30, 44, 13)
+    params = [cv2.IMWRITE_WEBP_QUALITY, 101] if extension == ".webp" else []  # lossless
+    ok, encoded = cv2.imencode(extension, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), params)
+    assert ok
+    assert np.array_equal(converted(encoded.tobytes()), as_stored(rgb))
+
+
+def test_png_exif_orientation_is_applied() -> None:
+    bgr = cv2.cvtColor(synthetic_rgb(20, 30, 14), cv2.COLOR_RGB2BGR)
+    tiff = np.frombuffer(exif_app1(6)[10:], np.uint8)
+    ok, png = cv2.imencodeWithMetadata(".png", bgr, [cv2.IMAGE_METADATA_EXIF], [tiff])
+    assert ok
+    assert tiff_orientation(tiff.tobytes()) == 6
+    upright = apply_orientation(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), 6)
+    pixels = converted(png.tobytes())
+    assert pixels.shape == (30, 20, 3)
+    assert np.array_equal(pixels, as_stored(upright))
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty file"),
+        (b"hello, this is text in a file named x.jpg\n", "not a decodable image"),
+        (jpeg_bytes(64, 80, seed=15)[:-700], "corrupt JPEG"),
+        (jpeg_bytes(64, 80, seed=16)[:300], "corrupt JPEG"),
+        (b"\xff\xd8\xff\xe0" + bytes(40), "corrupt JPEG"),
+        (png_bytes(seed=17)[:-300], "not a decodable image"),
+    ],
+    ids=["empty", "text", "truncated-jpeg", "jpeg-header-only", "jpeg-garbage", "truncated-png"],
+)
+def test_bad_inputs_are_rejected_with_a_reason(data: bytes, reason: str) -> None:
+    result = prepare_image(data)
+    assert isinstance(result, Reject)
+    assert result.reason.startswith(reason)
