@@ -1,0 +1,48 @@
+"""fastpack: `fastpack.compiler.build` (JPEGs stored as they are), read by `Dataset` with its
+`RandomResizedCrop` (box from the JPEG header, decode at the cheapest DCT scale) and
+`make_loader` (a whole batch decoded per worker call into one array)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ._base import Batch, imagefolder_root
+
+FORMAT = "fastpack"
+WORKER_KIND = "processes"
+SHARD_BYTES = 16 << 20  # as LitData's chunks and Mosaic's shards here: shard jobs for 2 workers
+
+
+def build(imagefolder: Path, out: Path, workers: int, max_side: int | None = None) -> None:
+    from fastpack.compiler import BuildOptions  # noqa: PLC0415
+    from fastpack.compiler import build as fastpack_build  # noqa: PLC0415
+
+    options = BuildOptions(
+        workers=workers, shard_size=SHARD_BYTES, max_side=max_side, progress=False
+    )
+    fastpack_build(imagefolder_root(imagefolder), out, options)
+
+
+def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
+    """A pass-through build with `workers` processes."""
+    build(imagefolder, workdir / "dataset", workers)
+
+
+class _FastpackEpochs:
+    def __init__(self, dataset: Any, data: Iterable[Batch]) -> None:
+        self.dataset = dataset
+        self.data = data
+
+    def epoch(self, e: int) -> Iterable[Batch]:
+        self.dataset.set_epoch(e)
+        return self.data
+
+
+def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> _FastpackEpochs:
+    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
+
+    dataset = Dataset(workdir / "dataset", transform=RandomResizedCrop(224), seed=seed)
+    data = make_loader(dataset, batch_size=batch_size, num_workers=workers, seed=seed)
+    return _FastpackEpochs(dataset, data)

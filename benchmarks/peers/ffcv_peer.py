@@ -1,0 +1,68 @@
+"""FFCV: a `.beton` file written by `DatasetWriter`, read by `Loader` with FFCV's own
+`RandomResizedCropRGBImageDecoder` + `RandomHorizontalFlip` (threads, not processes).
+
+`RGBImageField(write_mode="jpg")` re-encodes every image (OpenCV, quality 90), as FFCV always
+does; its input is decoded with PIL as in FFCV's ImageNet example (torchvision ImageFolder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from ._base import FixedEpochs, Sample, imagefolder_root, list_imagefolder
+
+FORMAT = "ffcv"
+WORKER_KIND = "threads"
+JPEG_QUALITY = 90
+
+
+class _Source:
+    """What `DatasetWriter.from_indexed_dataset` reads: (RGB array, label) by index."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
+        sample = self.samples[i]
+        with Image.open(sample.path) as image:
+            return np.asarray(image.convert("RGB")), sample.label
+
+
+def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
+    from ffcv.fields import IntField, RGBImageField  # noqa: PLC0415
+    from ffcv.writer import DatasetWriter  # noqa: PLC0415
+
+    fields = {
+        "image": RGBImageField(write_mode="jpg", jpeg_quality=JPEG_QUALITY),
+        "label": IntField(),
+    }
+    writer = DatasetWriter(str(workdir / "data.beton"), fields, num_workers=workers)
+    writer.from_indexed_dataset(_Source(list_imagefolder(imagefolder_root(imagefolder))))
+
+
+def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+    from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder  # noqa: PLC0415
+    from ffcv.loader import Loader, OrderOption  # noqa: PLC0415
+    from ffcv.transforms import RandomHorizontalFlip, ToTensor  # noqa: PLC0415
+
+    pipelines = {
+        "image": [RandomResizedCropRGBImageDecoder((224, 224)), RandomHorizontalFlip(), ToTensor()],
+        "label": [IntDecoder(), ToTensor()],
+    }
+    data = Loader(
+        str(workdir / "data.beton"),
+        batch_size=batch_size,
+        num_workers=workers,
+        order=OrderOption.RANDOM,
+        pipelines=pipelines,
+        os_cache=True,
+        drop_last=False,
+        seed=seed,
+    )
+    return FixedEpochs(data)

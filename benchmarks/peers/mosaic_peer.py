@@ -1,0 +1,67 @@
+"""Mosaic Streaming: MDS shards written by `MDSWriter` ("jpeg" column: the file bytes as they
+are), read by `StreamingDataset` + `StreamingDataLoader`; PIL decode and transform.
+
+`import streaming` needs torchvision; without it, `benchmarks/stubs` stands in (see its README).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
+from ._crop import Pixels, pil_random_resized_crop
+
+FORMAT = "mosaic"
+WORKER_KIND = "processes"
+SHARD_BYTES = 16 << 20
+
+if importlib.util.find_spec("torchvision") is None:
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "stubs"))
+
+
+def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
+    """`MDSWriter` in one process (its parallel path is one writer per process plus a merge)."""
+    from PIL import Image  # noqa: PLC0415
+    from streaming import MDSWriter  # noqa: PLC0415
+
+    samples = list_imagefolder(imagefolder_root(imagefolder))
+    random.Random(0).shuffle(samples)
+    columns = {"image": "jpeg", "label": "int"}
+    with MDSWriter(out=str(workdir / "mds"), columns=columns, size_limit=SHARD_BYTES) as out:
+        for sample in samples:
+            with Image.open(sample.path) as image:
+                out.write({"image": image, "label": sample.label})
+
+
+def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
+    from streaming import StreamingDataset  # noqa: PLC0415
+
+    class Dataset(StreamingDataset):  # type: ignore[misc]
+        def __getitem__(self, i: int) -> tuple[Pixels, int]:
+            if self._rng is None:
+                self._rng = worker_rng(seed)
+            item = super().__getitem__(i)
+            return pil_random_resized_crop(item["image"], self._rng), int(item["label"])
+
+    Dataset._rng = None
+    return Dataset(
+        local=str(workdir / "mds"),
+        shuffle=True,
+        shuffle_seed=seed,
+        batch_size=batch_size,
+    )
+
+
+def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+    from streaming import StreamingDataLoader  # noqa: PLC0415
+    from streaming.base.util import clean_stale_shared_memory  # noqa: PLC0415
+
+    clean_stale_shared_memory()
+    dataset = _dataset(workdir, batch_size, seed)
+    return FixedEpochs(
+        StreamingDataLoader(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate)
+    )

@@ -1,0 +1,21 @@
+"""webdataset tars read by the webdataset library; simplejpeg full decode + OpenCV crop/resize."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import _wds
+from ._base import FixedEpochs
+from ._crop import simplejpeg_decode_crop
+
+FORMAT = "webdataset"
+WORKER_KIND = "processes"
+
+
+def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
+    """`webdataset.ShardWriter` in one process (it has no parallel writer)."""
+    _wds.write_shards(imagefolder, workdir)
+
+
+def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+    return _wds.make_loader(workdir, simplejpeg_decode_crop, batch_size, workers, seed)

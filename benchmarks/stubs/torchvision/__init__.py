@@ -1,0 +1,3 @@
+"""Import-time stand-in for torchvision, for the Mosaic Streaming benchmark peer only."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Import-time stand-in for `torchvision.transforms`."""
+
+__all__: list[str] = []
