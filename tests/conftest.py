@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import simplejpeg
 
+pytest_plugins = ["tests.s3_server"]
+
 
 def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:
     """A smooth, textured RGB image (gradients + blobs + noise) that compresses like a photo."""
