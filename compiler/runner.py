@@ -1,13 +1,14 @@
 """Running shard jobs: in this process for one worker, else in a pool of processes.
 
 Workers report progress through two shared counters; the caller's callback gets increments.
-A worker whose parent build process died (kill -9) exits at its next sample.
+A worker whose build process died (kill -9) exits within PARENT_CHECK_SECONDS, busy or idle.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -25,6 +26,7 @@ from .shard_record import ShardRecord
 
 REPORT_SECONDS = 0.1
 POLL_SECONDS = 0.2
+PARENT_CHECK_SECONDS = 0.25
 _LOG_LEVEL_ERROR = 2  # cv2.utils.logging.LOG_LEVEL_ERROR: undecodable inputs are rejects, not noise
 
 if TYPE_CHECKING:
@@ -52,15 +54,12 @@ class _SharedProgress:
         self._counters = (samples, nbytes)
         self._pending = [0, 0]
         self._last = time.monotonic()
-        self._parent = os.getppid()
 
     def __call__(self, samples: int, nbytes: int) -> None:
         self._pending[0] += samples
         self._pending[1] += nbytes
         if time.monotonic() - self._last >= REPORT_SECONDS:
             self.flush()
-            if os.getppid() != self._parent:
-                os._exit(1)
 
     def flush(self) -> None:
         for counter, pending in zip(self._counters, self._pending, strict=True):
@@ -70,11 +69,19 @@ class _SharedProgress:
         self._last = time.monotonic()
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Watch for the build process to go away: an orphaned worker would wait forever."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
 _worker: tuple[Plan, _SharedProgress] | None = None
 
 
 def _init_worker(plan_dir: str, samples: Counter, nbytes: Counter) -> None:
     global _worker  # noqa: PLW0603 - per-process state of a pool worker
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     cv2.setNumThreads(1)
     cv2.utils.logging.setLogLevel(_LOG_LEVEL_ERROR)
     _worker = (Plan(Path(plan_dir)), _SharedProgress(samples, nbytes))
