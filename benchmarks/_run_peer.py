@@ -76,7 +76,6 @@ def run_load(args: argparse.Namespace) -> dict[str, Any]:
         "startup_s": startup,
         "warmup": {"images": warmup_images, "seconds": warmup_seconds},
         "epochs": [{"images": n, "seconds": s} for n, s in zip(images, seconds, strict=True)],
-        "worker_kind": peer.WORKER_KIND,
     }
 
 

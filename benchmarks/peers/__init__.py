@@ -1,32 +1,65 @@
-"""The loaders under test, one module per peer (`<name>_peer.py`), each with `FORMAT`,
-`WORKER_KIND`, `convert(imagefolder, workdir, workers)` and `loader(workdir, batch_size, workers,
-seed)`; see `_base.Peer`."""
+"""The loaders under test, one module per peer (`<module>.py` with `convert` and `loader`, see
+`_base.Peer`), and what the harness needs to know about each without importing it."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import cast
 
 from ._base import Batch, Epochs, Peer
 
-# CLI name -> (module, one-line description for the results table)
-PEERS: dict[str, tuple[str, str]] = {
-    "fastpack": ("fastpack_peer", "fastpack Dataset + make_loader (DCT-scaled simplejpeg decode)"),
-    "imagefolder-pil": ("imagefolder_peer", "ImageFolder-style files, PIL decode + transform"),
-    "wds-simplejpeg": ("wds_simplejpeg_peer", "webdataset tars, simplejpeg decode, OpenCV resize"),
-    "wds-pil": ("wds_pil_peer", "webdataset tars, PIL decode + transform"),
-    "litdata": ("litdata_peer", "LitData optimize + StreamingDataset, PIL decode + transform"),
-    "ffcv": ("ffcv_peer", "FFCV .beton, RandomResizedCropRGBImageDecoder"),
-    "dali-cpu": ("dali_peer", "DALI CPU pipeline over webdataset tars + wds2idx"),
-    "mosaic": ("mosaic_peer", "Mosaic Streaming MDS, PIL decode + transform"),
-}
+
+@dataclass(frozen=True)
+class PeerInfo:
+    module: str
+    format: str  # directory of the converted dataset; peers with one format share a conversion
+    worker_kind: str  # what `workers` means: "processes" or "threads"
+    writer: str  # how the conversion runs; "{workers}" stands for the worker count
+    description: str
+
+
+PEERS: dict[str, PeerInfo] = {
+    "fastpack": PeerInfo(
+        "fastpack_peer", "fastpack", "processes", "build, {workers} processes",
+        "fastpack Dataset + make_loader: DCT-scaled simplejpeg decode, batch per worker call",
+    ),
+    "imagefolder-pil": PeerInfo(
+        "imagefolder_peer", "imagefolder", "processes", "none",
+        "one file per image, PIL decode + transform, torch DataLoader",
+    ),
+    "wds-simplejpeg": PeerInfo(
+        "wds_simplejpeg_peer", "webdataset", "processes", "ShardWriter, 1 process",
+        "webdataset tars, simplejpeg full decode + OpenCV crop/resize",
+    ),
+    "wds-pil": PeerInfo(
+        "wds_pil_peer", "webdataset", "processes", "ShardWriter, 1 process",
+        "webdataset tars, PIL decode + transform",
+    ),
+    "litdata": PeerInfo(
+        "litdata_peer", "litdata", "processes", "optimize, {workers} processes",
+        "LitData chunks, StreamingDataset + StreamingDataLoader, PIL decode + transform",
+    ),
+    "ffcv": PeerInfo(
+        "ffcv_peer", "ffcv", "threads", "DatasetWriter, {workers} processes, re-encodes",
+        "FFCV .beton, RandomResizedCropRGBImageDecoder + flip, numba threads",
+    ),
+    "dali-cpu": PeerInfo(
+        "dali_peer", "webdataset-dali", "threads", "ShardWriter + wds2idx, 1 process",
+        "DALI CPU: webdataset reader + image_random_crop decoder + resize + flip",
+    ),
+    "mosaic": PeerInfo(
+        "mosaic_peer", "mosaic", "processes", "MDSWriter, 1 process",
+        "Mosaic Streaming MDS, StreamingDataset + StreamingDataLoader, PIL decode + transform",
+    ),
+}  # fmt: skip
 
 
 def load_peer(name: str) -> Peer:
     """Import the module of peer `name` (its library imports happen here)."""
     if name not in PEERS:
         raise KeyError(f"unknown peer {name!r}; peers are {', '.join(PEERS)}")
-    return cast(Peer, importlib.import_module(f"{__name__}.{PEERS[name][0]}"))
+    return cast(Peer, importlib.import_module(f"{__name__}.{PEERS[name].module}"))
 
 
-__all__ = ["PEERS", "Batch", "Epochs", "Peer", "load_peer"]
+__all__ = ["PEERS", "Batch", "Epochs", "Peer", "PeerInfo", "load_peer"]

@@ -21,10 +21,8 @@ class Epochs(Protocol):
 
 
 class Peer(Protocol):
-    """The module-level interface of `benchmarks.peers.<name>_peer` modules."""
-
-    FORMAT: str  # name of the converted dataset's directory; peers with one FORMAT share it
-    WORKER_KIND: str  # "processes" or "threads": what `workers` means for this loader
+    """The module-level interface of the peer modules: `convert` writes the peer's dataset
+    into `workdir` from an ImageFolder corpus; `loader` constructs the loader over it."""
 
     def convert(self, imagefolder: Path, workdir: Path, workers: int) -> None: ...
 

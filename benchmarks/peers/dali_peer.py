@@ -17,9 +17,6 @@ from . import _wds
 from ._base import Batch
 from ._crop import FLIP_PROB, RATIO, SCALE, SIZE
 
-FORMAT = "webdataset-dali"
-WORKER_KIND = "threads"
-
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """The webdataset peer's tars, plus one index per tar from DALI's `wds2idx` tool."""
@@ -82,5 +79,3 @@ class _DaliEpochs:
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> _DaliEpochs:
     return _DaliEpochs(_pipeline(workdir, batch_size, workers, seed), batch_size)
-
-

@@ -10,8 +10,6 @@ from typing import Any
 
 from ._base import Batch, imagefolder_root
 
-FORMAT = "fastpack"
-WORKER_KIND = "processes"
 SHARD_BYTES = 16 << 20  # as LitData's chunks and Mosaic's shards here: shard jobs for 2 workers
 
 

@@ -14,8 +14,6 @@ from PIL import Image
 
 from ._base import FixedEpochs, Sample, imagefolder_root, list_imagefolder
 
-FORMAT = "ffcv"
-WORKER_KIND = "threads"
 JPEG_QUALITY = 90
 
 

@@ -11,9 +11,6 @@ from torch.utils.data import DataLoader, Dataset
 from ._base import FixedEpochs, Sample, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels, pil_random_resized_crop
 
-FORMAT = "imagefolder"
-WORKER_KIND = "processes"
-
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """Nothing to convert: the loader lists the corpus itself (the listing is part of start-up)."""

@@ -13,8 +13,6 @@ from typing import Any
 from ._base import FixedEpochs, Sample, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels, pil_decode_crop
 
-FORMAT = "litdata"
-WORKER_KIND = "processes"
 CHUNK_BYTES = "16MB"
 
 

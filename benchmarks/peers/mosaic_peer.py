@@ -15,8 +15,6 @@ from typing import Any
 from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels, pil_random_resized_crop
 
-FORMAT = "mosaic"
-WORKER_KIND = "processes"
 SHARD_BYTES = 16 << 20
 
 if importlib.util.find_spec("torchvision") is None:

@@ -8,9 +8,6 @@ from . import _wds
 from ._base import FixedEpochs
 from ._crop import pil_decode_crop
 
-FORMAT = "webdataset"
-WORKER_KIND = "processes"
-
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """`webdataset.ShardWriter` in one process (it has no parallel writer)."""

@@ -1,0 +1,43 @@
+"""The decode-only ceiling: `processes` processes doing nothing but `simplejpeg.decode_jpeg`
+(full size, RGB) on the corpus bytes held in memory. No reading, cropping, resizing or batching:
+no loader that decodes every image at full size can beat it.
+
+`python -m benchmarks._ceiling --corpus /tmp/photo-corpus` prints `RESULT <json>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ._parallel import timed_fork
+from .peers._base import imagefolder_root, list_imagefolder
+
+
+def _decode_all(blobs: list[bytes]) -> None:
+    import simplejpeg  # noqa: PLC0415
+
+    for data in blobs:
+        simplejpeg.decode_jpeg(data, colorspace="RGB")
+
+
+def decode_rate(blobs: list[bytes], processes: int) -> float:
+    """Images per second of `processes` forked decoders, each over its share of `blobs`."""
+    shares = [(blobs[i::processes],) for i in range(processes)]
+    return len(blobs) / timed_fork(_decode_all, shares)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    blobs = [s.path.read_bytes() for s in list_imagefolder(imagefolder_root(args.corpus))]
+    rates = [decode_rate(blobs, args.processes) for _ in range(args.repeats)]
+    print("RESULT " + json.dumps({"rates": rates, "processes": args.processes}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
