@@ -68,7 +68,10 @@ def _prepare_jpeg(data: bytes, max_side: int | None, quality: int) -> PreparedIm
 
 def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
     buffer = np.frombuffer(data, dtype=np.uint8)
-    decoded, kinds, blobs = cv2.imdecodeWithMetadata(buffer, cv2.IMREAD_UNCHANGED)
+    try:
+        decoded, kinds, blobs = cv2.imdecodeWithMetadata(buffer, cv2.IMREAD_UNCHANGED)
+    except cv2.error as e:  # e.g. a header announcing more pixels than OpenCV's limit
+        return Reject(f"not a decodable image ({str(e).strip().splitlines()[-1]})")
     if decoded is None or decoded.size == 0:
         return Reject(f"not a decodable image (starts with {data[:8]!r})")
     pixels = to_uint8(decoded)

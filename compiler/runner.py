@@ -27,7 +27,7 @@ from .shard_record import ShardRecord
 REPORT_SECONDS = 0.1
 POLL_SECONDS = 0.2
 PARENT_CHECK_SECONDS = 0.25
-_LOG_LEVEL_ERROR = 2  # cv2.utils.logging.LOG_LEVEL_ERROR: undecodable inputs are rejects, not noise
+_LOG_SILENT = 0  # cv2.utils.logging.LOG_LEVEL_SILENT: undecodable inputs are rejects, not noise
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def _quiet_single_threaded_cv2() -> Iterator[None]:
     threads, level = cv2.getNumThreads(), cv2.utils.logging.getLogLevel()
     cv2.setNumThreads(1)
-    cv2.utils.logging.setLogLevel(_LOG_LEVEL_ERROR)
+    cv2.utils.logging.setLogLevel(_LOG_SILENT)
     try:
         yield
     finally:
@@ -83,7 +83,7 @@ def _init_worker(plan_dir: str, samples: Counter, nbytes: Counter) -> None:
     global _worker  # noqa: PLW0603 - per-process state of a pool worker
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     cv2.setNumThreads(1)
-    cv2.utils.logging.setLogLevel(_LOG_LEVEL_ERROR)
+    cv2.utils.logging.setLogLevel(_LOG_SILENT)
     _worker = (Plan(Path(plan_dir)), _SharedProgress(samples, nbytes))
 
 

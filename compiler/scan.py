@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,4 +34,4 @@ class SourceScan:
     rows: Iterator[PlanRow]
     classes: tuple[str, ...] = ()
     labels: LabelTable | None = None
-    containers: tuple[str, ...] = field(default=())
+    containers: tuple[str, ...] = ()

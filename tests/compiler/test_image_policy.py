@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import zlib
 
 import cv2
 import numpy as np
@@ -157,6 +158,18 @@ def test_png_exif_orientation_is_applied() -> None:
     assert np.array_equal(pixels, as_stored(upright))
 
 
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose header announces `width` x `height` RGB pixels, with no pixel data."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+
+
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -166,8 +179,21 @@ def test_png_exif_orientation_is_applied() -> None:
         (jpeg_bytes(64, 80, seed=16)[:300], "corrupt JPEG"),
         (b"\xff\xd8\xff\xe0" + bytes(40), "corrupt JPEG"),
         (png_bytes(seed=17)[:-300], "not a decodable image"),
+        (png_header_only(100_000, 100_000), "not a decodable image"),
+        (b"BM" + b"\xff" * 60, "not a decodable image"),
+        (b"II*\x00" + b"\xff" * 100, "not a decodable image"),
     ],
-    ids=["empty", "text", "truncated-jpeg", "jpeg-header-only", "jpeg-garbage", "truncated-png"],
+    ids=[
+        "empty",
+        "text",
+        "truncated-jpeg",
+        "jpeg-header-only",
+        "jpeg-garbage",
+        "truncated-png",
+        "png-too-many-pixels",
+        "bmp-garbage",
+        "tiff-garbage",
+    ],
 )
 def test_bad_inputs_are_rejected_with_a_reason(data: bytes, reason: str) -> None:
     result = prepare_image(data)
