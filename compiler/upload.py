@@ -138,6 +138,8 @@ def build_to_url(
     finally:
         watcher.stop.set()
         watcher.join()
+        if watcher.error is None:
+            uploader.put_finished_shards()  # also after a failure: a resume has less to do
     if watcher.error is not None:
         raise watcher.error
     uploader.put_dataset()

@@ -1,0 +1,136 @@
+"""A local directory of whole shards, bounded in bytes, shared by the streams of one node.
+
+No locks and no shared memory: a shard appears under its name only when complete and checked
+(atomic rename); a download in flight is a `.part` file already truncated to its full size, so
+every stream counts it; each stream keeps the directory under the limit by deleting the least
+recently used shards that it does not need itself. A stream maps a shard as soon as it has it,
+so another stream's deletion never takes bytes from under a reader (POSIX keeps unlinked files
+readable while open). The limit therefore holds as long as it leaves room for the shards each
+stream of the node needs at once (see `StreamingDataset`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._fetch import temp_name
+
+PART_SUFFIX = ".part"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    size: int
+    mtime: float
+    partial: bool
+
+
+class ShardCache:
+    """Whole shards of one dataset under `root`, at most `limit_bytes` together (None: no
+    limit). Names are the manifest's shard names (`shards/000042.tar`)."""
+
+    def __init__(self, root: Path, limit_bytes: int | None) -> None:
+        if limit_bytes is not None and limit_bytes < 0:
+            raise ValueError(f"cache limit must be >= 0 bytes, got {limit_bytes}")
+        self.root = root
+        self.limit_bytes = limit_bytes
+        self._lock = threading.Lock()
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def lookup(self, name: str, size: int) -> Path | None:
+        """The cached shard `name` if it is there with `size` bytes; marks it recently used."""
+        path = self.path(name)
+        try:
+            if path.stat().st_size != size:
+                return None
+            os.utime(path)
+        except FileNotFoundError:
+            return None
+        return path
+
+    def reserve(self, name: str, size: int, keep: Collection[str]) -> Path:
+        """Make room for `size` bytes and create the download's `.part` file at that size;
+        `keep` names the shards the calling stream still needs (never evicted by it)."""
+        path = self.path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_name(path)
+        with self._lock:
+            self._evict(size, keep)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+            self._evict(0, keep)  # other streams may have reserved at the same time
+        return tmp
+
+    def usage(self) -> int:
+        """Bytes of the shards and downloads in the directory now."""
+        return sum(e.size for e in self._entries())
+
+    def _entries(self) -> list[_Entry]:
+        entries = []
+        for directory in {self.root, *(p for p in self.root.glob("*") if p.is_dir())}:
+            try:
+                scan = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue
+            for item in scan:
+                try:
+                    if not item.is_file(follow_symlinks=False) or not _is_shard(item.name):
+                        continue
+                    st = item.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                entries.append(
+                    _Entry(Path(item.path), st.st_size, st.st_mtime, item.name.startswith("."))
+                )
+        return entries
+
+    def _evict(self, incoming: int, keep: Collection[str]) -> None:
+        if self.limit_bytes is None:
+            return
+        entries = self._entries()
+        used = sum(e.size for e in entries) + incoming
+        kept = {self.path(name) for name in keep}
+        victims = sorted(
+            (e for e in entries if not e.partial and e.path not in kept), key=lambda e: e.mtime
+        )
+        for victim in victims:
+            if used <= self.limit_bytes:
+                return
+            victim.path.unlink(missing_ok=True)
+            used -= victim.size
+
+    def remove_stale_downloads(self) -> None:
+        """Delete `.part` files left by processes that no longer run."""
+        for entry in self._entries():
+            if entry.partial and not _owner_alive(entry.path.name):
+                entry.path.unlink(missing_ok=True)
+
+
+def _is_shard(name: str) -> bool:
+    return name.endswith(".tar") or name.endswith(PART_SUFFIX)
+
+
+def _owner_alive(part_name: str) -> bool:
+    """Whether the process named in `.<name>.<pid>.<thread>.part` still runs."""
+    fields = part_name.split(".")
+    try:
+        pid = int(fields[-3])
+    except (IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
