@@ -11,6 +11,8 @@ import pytest
 import simplejpeg
 from fastpack.compiler import PreparedImage, Reject, prepare_image
 from fastpack.compiler.exif import apply_orientation, jpeg_orientation, tiff_orientation
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.compiler._helpers import cmyk_jpeg, exif_app1, gray_jpeg, with_orientation
 from tests.conftest import jpeg_bytes, png_bytes, synthetic_rgb
@@ -199,3 +201,12 @@ def test_bad_inputs_are_rejected_with_a_reason(data: bytes, reason: str) -> None
     result = prepare_image(data)
     assert isinstance(result, Reject)
     assert result.reason.startswith(reason)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_orientation_parsers_never_fail(noise: bytes) -> None:
+    assert 1 <= jpeg_orientation(b"\xff\xd8" + noise) <= 8
+    assert 1 <= jpeg_orientation(b"\xff\xd8" + exif_app1(3)[:12] + noise) <= 8
+    assert 1 <= tiff_orientation(noise) <= 8
+    assert 1 <= tiff_orientation(b"II*\x00\x08\x00\x00\x00" + noise) <= 8
