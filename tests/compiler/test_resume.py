@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import BuildError
+from fastpack.compiler.shard_record import finished_record
+from fastpack.formats import BuildError, shard_tar_name
 
 from tests.compiler._helpers import read_dataset, tree_bytes
 from tests.compiler.test_rejects import hostile_folder
@@ -84,7 +85,12 @@ def test_killed_build_resumes_to_the_same_bytes(tmp_path: Path) -> None:
     # The orphaned workers notice that the build is gone and exit by themselves.
     wait_for(lambda: group_gone(process.pid), 10, "orphaned workers to exit")
     assert not (out / "fastpack.json").exists(), "the build finished before it was killed"
-    finished = len(list((out / "shards").glob("*.tar")))
+    kept = {  # finished shards: tar, idx and build records all there
+        out / shard_tar_name(s): (out / shard_tar_name(s)).stat().st_ino
+        for s in range(300)
+        if finished_record(out, s) is not None
+    }
+    finished = len(kept)
     assert 5 <= finished < 300
 
     with pytest.raises(BuildError, match="holds an interrupted build; pass --resume"):
@@ -98,6 +104,7 @@ def test_killed_build_resumes_to_the_same_bytes(tmp_path: Path) -> None:
     resumed = build(
         source, out, BuildOptions(workers=1, shard_size=shard_size, resume=True, **QUIET)
     )
+    assert {p: p.stat().st_ino for p in kept} == kept  # finished shards were not written again
     clean = tmp_path / "clean"
     build(source, clean, BuildOptions(workers=2, shard_size=shard_size, **QUIET))
     assert tree_bytes(out) == tree_bytes(clean)
