@@ -1,0 +1,150 @@
+"""JPEG decoding with DCT-domain downscaling, then an exact crop and resize with OpenCV.
+
+libjpeg-turbo can decode at n/8 of full size, but only 1/2, 1/4 and 1/8 have SIMD code paths;
+the other scales run slower than a full decode. `render` therefore picks the smallest of those
+scales at which the crop box still covers the output, so the final resize shrinks by at most
+about 2x (or enlarges, when the box is smaller than the output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import simplejpeg
+
+JpegData = bytes | bytearray | memoryview
+Image = npt.NDArray[np.uint8]
+
+MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
+_EPS = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A crop box in the pixel coordinates of the full-size image; fractional values allowed."""
+
+    top: float
+    left: float
+    height: float
+    width: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DecodeOptions:
+    """libjpeg-turbo speed/quality switches (each worth a few percent, see simplejpeg)."""
+
+    fastdct: bool = False
+    fastupsample: bool = False
+
+
+def jpeg_size(data: JpegData) -> tuple[int, int]:
+    """`(height, width)` of a JPEG, read from its header."""
+    height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+    return int(height), int(width)
+
+
+def decode(
+    data: JpegData, options: DecodeOptions = DecodeOptions(), out: Image | None = None
+) -> Image:
+    """Full-size RGB decode, into `out` when given (it must have the image's shape)."""
+    image: Image = simplejpeg.decode_jpeg(
+        data,
+        colorspace="RGB",
+        fastdct=options.fastdct,
+        fastupsample=options.fastupsample,
+        buffer=out,
+    )
+    return image if out is None else out
+
+
+def dct_shift(box_height: float, box_width: float, out_height: int, out_width: int) -> int:
+    """Largest `k <= 3` such that the box, scaled by `1 / 2**k`, still covers the output."""
+    k = 0
+    while (
+        k < MAX_SHIFT
+        and box_height / 2 ** (k + 1) >= out_height
+        and box_width / 2 ** (k + 1) >= out_width
+    ):
+        k += 1
+    return k
+
+
+def decode_scaled(
+    data: JpegData, height: int, width: int, shift: int, options: DecodeOptions
+) -> Image:
+    """Decode at `1 / 2**shift` of full size (libjpeg rounds the scaled size up)."""
+    image: Image = simplejpeg.decode_jpeg(
+        data,
+        colorspace="RGB",
+        fastdct=options.fastdct,
+        fastupsample=options.fastupsample,
+        min_height=-(-height >> shift) if shift else 0,
+        min_width=-(-width >> shift) if shift else 0,
+    )
+    return image
+
+
+def render(
+    data: JpegData,
+    size: tuple[int, int],
+    box: Box,
+    out: Image,
+    *,
+    flip: bool = False,
+    options: DecodeOptions = DecodeOptions(),
+) -> None:
+    """Decode the JPEG `data` of full size `size` at the cheapest scale that covers `box`, and
+    write the box, resized to `out`'s shape and optionally mirrored, into `out`."""
+    out_h, out_w = out.shape[:2]
+    shift = dct_shift(box.height, box.width, out_h, out_w)
+    image = decode_scaled(data, size[0], size[1], shift, options)
+    sy, sx = image.shape[0] / size[0], image.shape[1] / size[1]
+    scaled = Box(box.top * sy, box.left * sx, box.height * sy, box.width * sx)
+    crop_resize(image, scaled, out, flip=flip)
+
+
+def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> None:
+    """Resample `box` of `image` into `out`.
+
+    An integral box is sliced and resized (INTER_LINEAR up to 2x shrink, INTER_AREA beyond); a
+    fractional one within 2x is sampled exactly with an affine warp, which keeps the sub-pixel
+    position that rounding the box would lose.
+    """
+    out_h, out_w = out.shape[:2]
+    shrink = max(box.height / out_h, box.width / out_w)
+    if shrink <= 2 and not _is_integral(box):
+        _warp(image, box, out, flip)
+        return
+    top, left = round(box.top), round(box.left)
+    bottom = max(round(box.top + box.height), top + 1)
+    right = max(round(box.left + box.width), left + 1)
+    interpolation = cv2.INTER_LINEAR if shrink <= 2 else cv2.INTER_AREA
+    cv2.resize(image[top:bottom, left:right], (out_w, out_h), dst=out, interpolation=interpolation)
+    if flip:
+        cv2.flip(out, 1, dst=out)
+
+
+def _is_integral(box: Box) -> bool:
+    return all(abs(v - round(v)) < _EPS for v in (box.top, box.left, box.height, box.width))
+
+
+def _warp(image: Image, box: Box, out: Image, flip: bool) -> None:
+    """Bilinear sampling of `box` at the output's pixel centres (the same convention as
+    cv2.resize), mirrored by a negative x step when `flip`."""
+    out_h, out_w = out.shape[:2]
+    fy, fx = box.height / out_h, box.width / out_w
+    x0 = box.left + 0.5 * fx - 0.5
+    if flip:
+        x0, fx = box.left + box.width - 0.5 * fx - 0.5, -fx
+    matrix = np.array([[fx, 0.0, x0], [0.0, fy, box.top + 0.5 * fy - 0.5]])
+    cv2.warpAffine(
+        image,
+        matrix,
+        (out_w, out_h),
+        dst=out,
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_REPLICATE,
+    )

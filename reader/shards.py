@@ -1,0 +1,70 @@
+"""How payload bytes come out of shard files: one small strategy class per I/O method."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Protocol
+
+from fastpack.formats import DatasetFiles, DatasetNotFoundError, TruncatedFileError
+
+
+class ShardReader(Protocol):
+    """Reads byte ranges of a dataset's shards, opening each shard on first use."""
+
+    def size(self, shard: int) -> int:
+        """Byte size of shard `shard` (opening it if needed)."""
+        ...
+
+    def read(self, shard: int, offset: int, size: int) -> memoryview | bytes:
+        """`size` bytes at `offset` of shard `shard`; the range must be checked already."""
+        ...
+
+
+def open_shard_fd(files: DatasetFiles, shard: int) -> tuple[int, int]:
+    """Open shard `shard` read-only: `(fd, size)`, with a named error if it is missing or shorter
+    than the manifest says."""
+    path = files.shard_path(shard)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError as e:
+        raise DatasetNotFoundError(
+            f"{path}: shard {shard} listed in {files.root / 'fastpack.json'} not found"
+        ) from e
+    size = os.fstat(fd).st_size
+    expected = files.manifest.shards[shard].bytes
+    if size < expected or size == 0:
+        os.close(fd)
+        raise TruncatedFileError(
+            f"{path}: shard {shard} has {size} bytes, the manifest records {expected}"
+        )
+    return fd, size
+
+
+class MmapShardReader:
+    """Maps each shard read-only on first use and hands out zero-copy views of it.
+
+    One map per opened shard lives in a dict keyed by shard number (shards, not samples); the
+    pages belong to the page cache, so forked workers share them.
+    """
+
+    def __init__(self, files: DatasetFiles) -> None:
+        self._files = files
+        self._views: dict[int, memoryview] = {}
+
+    def _view(self, shard: int) -> memoryview:
+        view = self._views.get(shard)
+        if view is None:
+            fd, size = open_shard_fd(self._files, shard)
+            try:
+                view = memoryview(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
+            finally:
+                os.close(fd)
+            self._views[shard] = view
+        return view
+
+    def size(self, shard: int) -> int:
+        return len(self._view(shard))
+
+    def read(self, shard: int, offset: int, size: int) -> memoryview:
+        return self._view(shard)[offset : offset + size]

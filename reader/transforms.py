@@ -1,0 +1,193 @@
+"""Crop-and-resize transforms that read the JPEG header first and decode only what they need.
+
+A transform maps JPEG bytes to a uint8 RGB image of a fixed shape, written into a caller's
+buffer when one is given. Random transforms draw from the generator the Dataset derives from
+(seed, epoch, sample index), so results do not depend on worker count or order.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+
+from .decode import Box, DecodeOptions, Image, JpegData, jpeg_size, render
+
+Size = int | tuple[int, int]
+
+_TRIES = 10  # attempts at a random box before the centre-crop fallback (as torchvision)
+_DRAWS = 2 * _TRIES + 3  # (scale, log-ratio) per try, top, left, flip
+
+
+class Transform(Protocol):
+    """What `Dataset` needs of a transform."""
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        """`(height, width)` of every output image."""
+        ...
+
+    @property
+    def random(self) -> bool:
+        """Whether the transform consumes random numbers (the Dataset then builds a generator)."""
+        ...
+
+    def __call__(
+        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+    ) -> Image:
+        """Transform one JPEG; write into `out` (shape `(*output_shape, 3)`) when given."""
+        ...
+
+
+def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
+    """The generator for sample `index` in `epoch`: a function of these three numbers only."""
+    return np.random.default_rng((seed, epoch, index))
+
+
+def _pair(size: Size) -> tuple[int, int]:
+    height, width = (size, size) if isinstance(size, int) else size
+    if height <= 0 or width <= 0:
+        raise ValueError(f"size must be positive, got {size!r}")
+    return int(height), int(width)
+
+
+def _range(name: str, value: tuple[float, float]) -> tuple[float, float]:
+    low, high = float(value[0]), float(value[1])
+    if not 0 < low <= high:
+        raise ValueError(f"{name} must be (low, high) with 0 < low <= high, got {value!r}")
+    return low, high
+
+
+def _output(shape: tuple[int, int], out: Image | None) -> Image:
+    if out is None:
+        return np.empty((*shape, 3), np.uint8)
+    if out.shape != (*shape, 3) or out.dtype != np.uint8 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous uint8 array of shape {(*shape, 3)}, "
+            f"got {out.dtype} {out.shape}"
+        )
+    return out
+
+
+def random_resized_box(
+    height: int,
+    width: int,
+    scale: tuple[float, float],
+    ratio: tuple[float, float],
+    draws: list[float],
+) -> Box:
+    """torchvision's RandomResizedCrop box, driven by uniform `draws` in [0, 1): ten tries of
+    (area scale, log aspect ratio), then a centre crop of the ratio clamped into `ratio`."""
+    area = height * width
+    log_lo, log_hi = math.log(ratio[0]), math.log(ratio[1])
+    for t in range(_TRIES):
+        target = area * (scale[0] + (scale[1] - scale[0]) * draws[2 * t])
+        aspect = math.exp(log_lo + (log_hi - log_lo) * draws[2 * t + 1])
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            top = int(draws[2 * _TRIES] * (height - h + 1))
+            left = int(draws[2 * _TRIES + 1] * (width - w + 1))
+            return Box(top, left, h, w)
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, round(width / ratio[0])
+    elif in_ratio > ratio[1]:
+        w, h = round(height * ratio[1]), height
+    else:
+        w, h = width, height
+    return Box((height - h) // 2, (width - w) // 2, h, w)
+
+
+class RandomResizedCrop:
+    """A random box of `scale` of the area and aspect ratio in `ratio`, resized to `size`, then
+    mirrored with probability `flip_prob`; decoded at the cheapest DCT scale covering the box."""
+
+    random = True
+
+    def __init__(
+        self,
+        size: Size,
+        scale: tuple[float, float] = (0.08, 1.0),
+        ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        flip_prob: float = 0.5,
+        *,
+        fastdct: bool = False,
+        fastupsample: bool = False,
+    ) -> None:
+        self.output_shape = _pair(size)
+        self.scale = _range("scale", scale)
+        self.ratio = _range("ratio", ratio)
+        if not 0 <= flip_prob <= 1:
+            raise ValueError(f"flip_prob must be in [0, 1], got {flip_prob}")
+        self.flip_prob = float(flip_prob)
+        self.options = DecodeOptions(fastdct=fastdct, fastupsample=fastupsample)
+
+    def __repr__(self) -> str:
+        return (
+            f"RandomResizedCrop(size={self.output_shape}, scale={self.scale}, "
+            f"ratio={self.ratio}, flip_prob={self.flip_prob}, {self.options})"
+        )
+
+    def __call__(
+        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+    ) -> Image:
+        if rng is None:
+            raise ValueError("RandomResizedCrop needs a numpy Generator")
+        out = _output(self.output_shape, out)
+        size = jpeg_size(data)
+        box, flip = self.params(size[0], size[1], rng)
+        render(data, size, box, out, flip=flip, options=self.options)
+        return out
+
+    def params(self, height: int, width: int, rng: np.random.Generator) -> tuple[Box, bool]:
+        """The crop box and the flip decision for an image of `height` x `width`."""
+        draws: list[float] = rng.random(_DRAWS).tolist()
+        box = random_resized_box(height, width, self.scale, self.ratio, draws)
+        return box, draws[-1] < self.flip_prob
+
+
+class CenterCrop:
+    """Resize the shorter side to `resize` (default `round(size / 0.875)`), then take the
+    central `size`; decoded at the cheapest DCT scale covering the crop."""
+
+    random = False
+
+    def __init__(
+        self,
+        size: Size,
+        resize: int | None = None,
+        *,
+        fastdct: bool = False,
+        fastupsample: bool = False,
+    ) -> None:
+        self.output_shape = _pair(size)
+        longest = max(self.output_shape)
+        self.resize = round(longest / 0.875) if resize is None else int(resize)
+        if self.resize < longest:
+            raise ValueError(f"resize ({self.resize}) must be >= the crop size {size!r}")
+        self.options = DecodeOptions(fastdct=fastdct, fastupsample=fastupsample)
+
+    def __repr__(self) -> str:
+        return f"CenterCrop(size={self.output_shape}, resize={self.resize}, {self.options})"
+
+    def box(self, height: int, width: int) -> Box:
+        """The crop in full-size coordinates: torchvision's Resize(resize) + CenterCrop(size)."""
+        if height <= width:
+            resized = (self.resize, int(self.resize * width / height))
+        else:
+            resized = (int(self.resize * height / width), self.resize)
+        fy, fx = resized[0] / height, resized[1] / width
+        out_h, out_w = self.output_shape
+        top = round((resized[0] - out_h) / 2)
+        left = round((resized[1] - out_w) / 2)
+        return Box(top / fy, left / fx, out_h / fy, out_w / fx)
+
+    def __call__(
+        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+    ) -> Image:
+        out = _output(self.output_shape, out)
+        size = jpeg_size(data)
+        render(data, size, self.box(*size), out, options=self.options)
+        return out
