@@ -1,0 +1,143 @@
+"""build, info and verify on real datasets, good and damaged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastpack.formats import DatasetFiles, read_manifest
+
+from .conftest import CLASSES, PER_CLASS, Run, write_image_folder
+
+SAMPLES = len(CLASSES) * PER_CLASS
+
+
+def error_line(err: str) -> str:
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fastpack: error: ")
+    return line
+
+
+def test_build_writes_the_dataset_and_prints_the_summary(tmp_path: Path, run: Run) -> None:
+    source = write_image_folder(tmp_path / "src")
+    code, out, _ = run(
+        "build",
+        source,
+        tmp_path / "ds",
+        "--workers",
+        "2",
+        "--shard-size",
+        "4KiB",
+        "--shuffle-seed",
+        "3",
+        "--max-side",
+        "50",
+        "--quality",
+        "80",
+        "--no-progress",
+    )
+    assert code == 0
+    manifest = read_manifest(tmp_path / "ds" / "fastpack.json")
+    assert manifest.num_samples == SAMPLES
+    assert manifest.classes == CLASSES
+    assert len(manifest.shards) > 1  # a 4 KiB target cannot hold 15 images in one shard
+    assert manifest.build["shuffle_seed"] == 3
+    assert manifest.build["max_side"] == 50
+    assert manifest.stats["converted"] > 0  # images wider than 50 px were shrunk
+    assert str(SAMPLES) in out
+
+
+def test_info(built: tuple[Path, Path], run: Run) -> None:
+    code, out, _ = run("info", built[1])
+    assert code == 0
+    manifest = read_manifest(built[1] / "fastpack.json")
+    assert f"samples   {SAMPLES}" in out
+    assert f"shards    {len(manifest.shards)}" in out
+    assert f"classes   {len(CLASSES)}: {', '.join(CLASSES)}" in out
+    total = sum(s.bytes for s in manifest.shards) + manifest.index.bytes
+    assert f"bytes     {total} " in out
+
+
+def test_info_json(built: tuple[Path, Path], run: Run) -> None:
+    code, out, _ = run("info", built[1], "--json")
+    assert code == 0
+    info = json.loads(out)
+    manifest = read_manifest(built[1] / "fastpack.json")
+    assert info["samples"] == SAMPLES
+    assert info["classes"] == list(CLASSES)
+    assert info["shards"] == len(manifest.shards)
+    assert info["build"] == dict(manifest.build)
+    assert info["stats"] == dict(manifest.stats)
+
+
+def test_verify_a_good_dataset(built: tuple[Path, Path], run: Run) -> None:
+    for extra in ([], ["--decode"]):
+        code, out, err = run("verify", built[1], *extra)
+        assert (code, err) == (0, ""), out
+
+
+def flip_payload_byte(root: Path, sample: int) -> Path:
+    """Change one byte in the middle of sample `sample`'s JPEG data; returns its shard."""
+    files = DatasetFiles(root)
+    shard = int(files.index.shard[sample])
+    path = files.shard_path(shard)
+    offset = int(files.index.offsets("jpg")[sample]) + int(files.index.sizes("jpg")[sample]) // 2
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_verify_finds_a_changed_byte(dataset_copy: Path, run: Run) -> None:
+    shard = flip_payload_byte(dataset_copy, sample=4)
+    for extra in ([], ["--decode"]):
+        code, out, _ = run("verify", dataset_copy, *extra)
+        assert code == 1
+        assert shard.name in out
+
+
+def test_verify_finds_a_truncated_shard(dataset_copy: Path, run: Run) -> None:
+    path = DatasetFiles(dataset_copy).shard_path(0)
+    path.write_bytes(path.read_bytes()[:-1024])
+    code, out, err = run("verify", dataset_copy)
+    assert code == 1
+    assert path.name in out + err
+
+
+def test_verify_finds_a_missing_shard(dataset_copy: Path, run: Run) -> None:
+    path = DatasetFiles(dataset_copy).shard_path(0)
+    path.unlink()
+    code, out, err = run("verify", dataset_copy)
+    assert code == 1
+    assert path.name in out + err
+
+
+def test_verify_not_a_dataset(tmp_path: Path, run: Run) -> None:
+    code, out, err = run("verify", tmp_path)
+    assert code == 1
+    assert "not a fastpack dataset" in out + err
+
+
+def test_build_from_a_missing_source(tmp_path: Path, run: Run) -> None:
+    code, _, err = run("build", tmp_path / "nope", tmp_path / "out", "--no-progress")
+    assert code == 1
+    assert str(tmp_path / "nope") in error_line(err)
+    assert not (tmp_path / "out" / "fastpack.json").exists()
+
+
+def test_build_counts_rejects_and_strict_fails(tmp_path: Path, run: Run) -> None:
+    source = write_image_folder(tmp_path / "src")
+    bad = source / CLASSES[1] / "broken.jpg"
+    bad.write_bytes(b"\xff\xd8 this is not a JPEG")
+    code, _, err = run("build", source, tmp_path / "strict", "--strict", "--no-progress")
+    assert code == 1
+    assert "broken.jpg" in error_line(err)
+    assert not (tmp_path / "strict" / "fastpack.json").exists()
+
+    code, _, _ = run("build", source, tmp_path / "lenient", "--no-progress")
+    assert code == 0
+    manifest = read_manifest(tmp_path / "lenient" / "fastpack.json")
+    assert (manifest.num_samples, manifest.stats["rejected"]) == (SAMPLES, 1)
+    rejects = (tmp_path / "lenient" / "rejects.jsonl").read_text()
+    assert "broken.jpg" in rejects
