@@ -1,0 +1,106 @@
+"""Every file in examples/ runs with tiny settings and prints what it should."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fastpack.formats import DatasetFiles, read_manifest
+
+from tests.conftest import jpeg_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+CLASSES = ("ants", "bees", "cats")
+PER_CLASS = (6, 4, 5)
+
+
+@pytest.fixture(scope="module")
+def image_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("examples") / "src"
+    for c, (name, count) in enumerate(zip(CLASSES, PER_CLASS, strict=True)):
+        (root / name).mkdir(parents=True)
+        for i in range(count):
+            (root / name / f"{i}.jpg").write_bytes(jpeg_bytes(48 + 3 * i, 64, seed=10 * c + i))
+    return root
+
+
+@pytest.fixture(scope="module")
+def dataset(image_folder: Path) -> Path:
+    """The dataset that build_and_train.py writes, shared with the reading examples."""
+    out = image_folder.parent / "dataset"
+    run_example("build_and_train.py", image_folder, out, "--workers", "1", "--steps", "0")
+    return out
+
+
+def run_example(name: str, *args: str | Path) -> str:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return result.stdout
+
+
+def label_counts() -> str:
+    return " ".join(f"{label}:{count}" for label, count in enumerate(PER_CLASS))
+
+
+def test_every_example_is_tested() -> None:
+    tested = {"build_and_train.py", "read_with_webdataset.py", "read_with_dali.py"}
+    assert {p.name for p in EXAMPLES} == tested
+
+
+def test_build_and_train(image_folder: Path, tmp_path: Path) -> None:
+    out = run_example(
+        "build_and_train.py", image_folder, tmp_path / "ds",
+        "--workers", "1", "--batch-size", "4", "--steps", "5", "--size", "32",
+    )  # fmt: skip
+    manifest = read_manifest(tmp_path / "ds" / "fastpack.json")
+    assert manifest.num_samples == sum(PER_CLASS)
+    assert manifest.classes == CLASSES
+    losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)$", out, re.MULTILINE)]
+    assert len(losses) == 5
+    assert all(math.isfinite(v) and v > 0 for v in losses)
+    assert re.search(r"^trained 5 steps, 20 images in .* images/s\)$", out, re.MULTILINE), out
+
+
+def test_build_and_train_from_an_existing_dataset(dataset: Path) -> None:
+    out = run_example(
+        "build_and_train.py", "unused", dataset, "--skip-build",
+        "--workers", "0", "--batch-size", "2", "--steps", "9", "--size", "32",
+    )  # fmt: skip
+    assert f"{sum(PER_CLASS)} samples, {len(CLASSES)} classes" in out
+    assert "trained 9 steps, 18 images" in out  # 9 steps cross an epoch boundary (7 batches)
+
+
+def test_read_with_webdataset(dataset: Path) -> None:
+    out = run_example("read_with_webdataset.py", dataset, "--batch-size", "4", "--size", "24")
+    assert "first batch: images uint8 (4, 24, 24, 3)" in out
+    assert f"read {sum(PER_CLASS)} samples in 4 batches from " in out
+    assert f"samples per label: {label_counts()}" in out
+
+
+def test_read_with_dali(dataset: Path) -> None:
+    out = run_example(
+        "read_with_dali.py", dataset, "--batch-size", "4", "--size", "24", "--device", "cpu"
+    )
+    assert "first batch: images uint8 (4, 24, 24, 3) on cpu" in out
+    shards = len(read_manifest(dataset / "fastpack.json").shards)
+    assert f"read {sum(PER_CLASS)} samples from {shards} shards" in out
+    assert f"samples per label: {label_counts()}" in out
+
+
+def test_readers_agree_with_the_index(dataset: Path) -> None:
+    """The label counts the examples print come from the shards; the index must say the same."""
+    files = DatasetFiles(dataset)
+    assert Counter(int(v) for v in files.index.label) == dict(enumerate(PER_CLASS))
