@@ -1,0 +1,135 @@
+"""The wheel holds every package folder, data file and entry point; `import fastpack` stays cheap;
+the README's test command is the one CI runs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import fastpack
+
+ROOT = Path(__file__).resolve().parent.parent
+# Source folder -> the package it installs as (pyproject.toml's package-dir).
+PACKAGE_DIRS = {
+    "fastpack": "fastpack",
+    "compiler": "fastpack/compiler",
+    "reader": "fastpack/reader",
+    "formats": "fastpack/formats",
+}
+README_TEST_COMMAND = (
+    'pip install torch==2.13.0 && pip install -e ".[torch,dali,test]" && pytest -q'
+)
+
+
+def source_files(suffixes: tuple[str, ...]) -> dict[str, Path]:
+    """Installed path (`fastpack/compiler/x.py`) -> source file, for every file of the packages."""
+    found = {}
+    for folder, installed in PACKAGE_DIRS.items():
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.name.endswith(suffixes) and "__pycache__" not in path.parts:
+                found[f"{installed}/{path.relative_to(ROOT / folder).as_posix()}"] = path
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    """Build the wheel from a copy of the project's packaging inputs."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for folder in PACKAGE_DIRS:
+        shutil.copytree(
+            ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (path,) = tmp.glob("fastpack-*.whl")
+    return zipfile.ZipFile(path)
+
+
+def package_names() -> dict[str, str]:
+    """Dotted package name -> its folder, for every folder holding an `__init__.py`."""
+    names = {}
+    for folder, installed in PACKAGE_DIRS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            names[".".join([*installed.split("/"), *rel])] = str(init.parent.relative_to(ROOT))
+    return names
+
+
+def test_every_package_folder_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    packages = package_names()
+    assert {"fastpack", "fastpack.compiler", "fastpack.reader", "fastpack.formats"} <= set(packages)
+    missing = {
+        dotted: folder
+        for dotted, folder in packages.items()
+        if dotted.replace(".", "/") + "/__init__.py" not in names
+    }
+    assert missing == {}, f"package folders left out of the wheel: {missing}"
+
+
+def test_every_module_and_data_file_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    expected = source_files((".py", "py.typed", ".md"))
+    assert "fastpack/formats/SPEC.md" in expected
+    assert {f"{p}/py.typed" for p in PACKAGE_DIRS.values()} <= set(expected)
+    missing = sorted(set(expected) - set(wheel.namelist()))
+    assert missing == [], f"files left out of the wheel: {missing}"
+
+
+def test_wheel_declares_the_command_and_extras(wheel: zipfile.ZipFile) -> None:
+    (entry_points,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    assert "fastpack = fastpack.cli:main" in wheel.read(entry_points).decode()
+    (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    text = wheel.read(metadata).decode()
+    for extra in ("torch", "dali", "test"):
+        assert f"Provides-Extra: {extra}" in text
+
+
+def test_import_fastpack_does_not_import_torch_or_the_parts() -> None:
+    code = (
+        "import sys, fastpack; "
+        "print(sorted(m for m in ('torch', 'fastpack.compiler', 'fastpack.reader', 'nvidia.dali') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_public_api_resolves() -> None:
+    assert fastpack.__all__ == sorted(fastpack.__all__)
+    for name in fastpack.__all__:
+        assert getattr(fastpack, name) is not None, name
+    assert issubclass(fastpack.FastpackError, Exception)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = fastpack.nope  # type: ignore[attr-defined]
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    ci = (ROOT / ".ci" / "run").read_text("utf-8")
+    assert README_TEST_COMMAND in readme
+    assert f"{README_TEST_COMMAND} || exit $?" in ci.splitlines()
