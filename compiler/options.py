@@ -10,6 +10,7 @@ from fastpack.formats import BuildError, SourceError
 from .source_detect import SOURCE_FORMATS
 
 SourceFormat = Literal["auto", "folder", "list", "wds"]
+MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,11 +68,15 @@ class BuildSummary:
 
     def format(self) -> str:
         """The closing summary of a build."""
-        seconds = max(self.seconds, 1e-9)
+        rates = ""
+        if self.seconds >= MIN_RATE_SECONDS:
+            rates = (
+                f" ({self.inputs / self.seconds:,.0f} inputs/s, "
+                f"{_megabytes(int(self.bytes / self.seconds))}/s)"
+            )
         return (
             f"{_count(self.samples, 'sample')} from {_count(self.inputs, 'input')} in "
-            f"{_count(self.shards, 'shard')} ({_megabytes(self.bytes)}) in {self.seconds:.1f} s: "
-            f"{self.inputs / seconds:,.0f} inputs/s, {_megabytes(int(self.bytes / seconds))}/s\n"
-            f"{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
+            f"{_count(self.shards, 'shard')} ({_megabytes(self.bytes)}) in {self.seconds:.1f} s"
+            f"{rates}\n{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
             + (" (listed in rejects.jsonl)" if self.rejected else "")
         )

@@ -60,7 +60,10 @@ def check_out_dir(out: Path, *, resume: bool, fingerprint: Mapping[str, Any]) ->
         return OutState.RESUME
     if manifest.exists():
         if not resume:
-            raise BuildError(f"{out}: already holds a fastpack dataset; {_ADVICE}")
+            raise BuildError(
+                f"{out}: already holds a fastpack dataset; choose an empty directory, or pass "
+                "--resume (resume=True) to keep it as it is if it was built with these options"
+            )
         wanted = {k: v for k, v in fingerprint.items() if k != "source"}
         _check_same(out, "the dataset there", read_manifest(manifest).build, wanted)
         return OutState.COMPLETE

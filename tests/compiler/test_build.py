@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import BuildOptions, build
+from fastpack.compiler import BuildOptions, BuildSummary, build
 from fastpack.formats import (
     DatasetFiles,
     key_width,
@@ -162,3 +162,20 @@ def test_summary_and_progress_bar(
     assert "0 converted to RGB JPEG, 0 rejected" in text
     build(source, tmp_path / "quiet", BuildOptions(workers=1, progress=False))
     assert capsys.readouterr().err == ""
+
+
+def test_summary_text() -> None:
+    summary = BuildSummary(
+        inputs=2000, samples=1990, shards=1, bytes=50_000_000, rejected=10, converted=3, seconds=2.0
+    )
+    assert summary.format() == (
+        "1,990 samples from 2,000 inputs in 1 shard (50.0 MB) in 2.0 s "
+        "(1,000 inputs/s, 25.0 MB/s)\n"
+        "3 converted to RGB JPEG, 10 rejected (listed in rejects.jsonl)"
+    )
+    instant = BuildSummary(
+        inputs=1, samples=1, shards=2, bytes=0, rejected=0, converted=0, seconds=0
+    )
+    assert instant.format() == (
+        "1 sample from 1 input in 2 shards (0.0 MB) in 0.0 s\n0 converted to RGB JPEG, 0 rejected"
+    )

@@ -141,7 +141,10 @@ def test_resume_of_a_finished_dataset(tmp_path: Path) -> None:
     out = tmp_path / "out"
     build(source, out, BuildOptions(workers=1, **QUIET))
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
-    with pytest.raises(BuildError, match="already holds a fastpack dataset; pass --resume"):
+    with pytest.raises(
+        BuildError,
+        match="already holds a fastpack dataset; choose an empty directory, or pass --resume",
+    ):
         build(source, out, BuildOptions(workers=1, **QUIET))
     summary = build(source, out, BuildOptions(workers=1, resume=True, **QUIET))
     assert (summary.samples, summary.inputs) == (4, 4)
