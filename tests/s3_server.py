@@ -25,6 +25,7 @@ import pytest
 ACCESS_KEY = "fastpack-test"
 SECRET_KEY = "fastpack-test-secret"
 START_TIMEOUT_S = 60.0
+PROBE_BUCKET = "fastpack-probe"
 # Each of master, volume, filer and s3 listens on an HTTP port and a gRPC port.
 _PORT_NAMES = (
     "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
@@ -81,7 +82,7 @@ class S3Server:
             weed_binary(), "server", f"-dir={self.root / 'data'}", "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1", "-s3", f"-s3.config={self.root / 's3.json'}",
             "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.volumeSizeLimitMB=64",
-            "-volume.max=50", "-volume.preStopSeconds=0", "-master.electionTimeout=1s", *ports,
+            "-volume.max=500", "-volume.preStopSeconds=0", "-master.electionTimeout=1s", *ports,
         ]  # fmt: skip
 
     def start(self) -> None:
@@ -114,11 +115,16 @@ class S3Server:
         return self._lists_buckets()
 
     def _lists_buckets(self) -> bool:
+        """Whether a bucket listing and a write then read of a probe object go through (after
+        a restart, reads and writes fail until the volumes have registered again)."""
         try:
-            self.filesystem().ls("", refresh=True)
+            fs = self.filesystem()
+            if PROBE_BUCKET not in fs.ls("", refresh=True):
+                fs.mkdir(PROBE_BUCKET)
+            fs.pipe(f"{PROBE_BUCKET}/probe", b"probe")
+            return bool(fs.cat_file(f"{PROBE_BUCKET}/probe") == b"probe")
         except Exception:
             return False
-        return True
 
     def stop(self) -> None:
         """Kill the server at once, as a crash would (its data stays for `start()`)."""
