@@ -26,6 +26,10 @@ from ._fetch import download
 from ._retry import RetryPolicy, retry_call
 
 DEFAULT_PART_BYTES = 32 * 2**20
+# One filesystem per process and set of options, never freed before the process ends: an
+# fsspec filesystem finalized early in a DataLoader worker closes its connections from the wrong
+# event loop, and one inherited through fork must never be used (its loop did not fork).
+_FILESYSTEMS: dict[tuple[int, str], tuple[Any, str]] = {}
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -40,6 +44,19 @@ def _import_fsspec() -> Any:
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise ImportError("datasets at URLs need fsspec: pip install 'fastpack[s3]'") from e
     return fsspec
+
+
+def _filesystem(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
+    """`(filesystem, path)` for `url`; the filesystem is shared by this process's locations
+    with the same scheme and options."""
+    fsspec = _import_fsspec()
+    protocol = url.split("://", 1)[0]
+    key = (os.getpid(), f"{protocol} {sorted(storage_options.items())!r}")
+    if key not in _FILESYSTEMS:
+        options = {"skip_instance_cache": True, **storage_options}
+        _FILESYSTEMS[key] = fsspec.core.url_to_fs(f"{protocol}://", **options)
+    fs = _FILESYSTEMS[key][0]
+    return fs, fs._strip_protocol(url).rstrip("/")
 
 
 class RemoteLocation:
@@ -62,11 +79,9 @@ class RemoteLocation:
 
     @property
     def fs(self) -> Any:
-        """The fsspec filesystem; a forked process makes its own (event loops do not fork)."""
+        """The fsspec filesystem of this process (a forked process makes its own)."""
         if self._fs is None or self._pid != os.getpid():
-            fsspec = _import_fsspec()
-            options = {"skip_instance_cache": True, **self.storage_options}
-            self._fs, self._root = fsspec.core.url_to_fs(self.url, **options)
+            self._fs, self._root = _filesystem(self.url, self.storage_options)
             self._pid = os.getpid()
         return self._fs
 

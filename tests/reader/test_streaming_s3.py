@@ -1,0 +1,225 @@
+"""Datasets in a real S3 server (SeaweedFS on 127.0.0.1): building to a bucket, streaming from
+it across ranks and workers, a bounded cache, an outage mid-epoch, and the failures."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastpack.compiler import BuildOptions
+from fastpack.compiler.upload import Uploader, build_to_url
+from fastpack.formats import (
+    MANIFEST_NAME,
+    BuildError,
+    ChecksumMismatchError,
+    DatasetNotFoundError,
+    FetchError,
+    read_manifest,
+)
+from fastpack.reader import verify_dataset
+from fastpack.reader._retry import RetryPolicy
+from fastpack.reader.remote import fetch_dataset, read_manifest_at, read_remote_manifest
+from fastpack.reader.shard_cache import ShardCache
+from fastpack.reader.stream_source import FetchOptions
+from fastpack.reader.streaming import StreamingDataset
+from torch.utils.data import DataLoader
+
+from tests.reader._streaming_data import build_small, counts, indices, sample_of_image
+from tests.s3_server import S3Server
+
+QUICK = FetchOptions(retry=RetryPolicy(attempts=2, backoff_s=0.05))
+
+
+@pytest.fixture
+def built(make_image_folder: Callable[..., Path], tmp_path: Path) -> Path:
+    """120 samples in about 30 shards."""
+    return build_small(make_image_folder(classes=4, per_class=30, size=40), tmp_path / "ds")
+
+
+def _publish(built: Path, s3_server: S3Server, bucket: str, tmp_path: Path) -> str:
+    url = f"s3://{bucket}/ds"
+    uploader = Uploader(built, url, s3_server.storage_options, resume=False)
+    uploader.put_dataset()
+    return url
+
+
+def test_build_to_bucket_then_stream_two_ranks_two_workers(
+    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    source = make_image_folder(classes=4, per_class=25, size=40)
+    url = f"s3://{s3_bucket}/imagenet-tiny"
+    options = BuildOptions(workers=2, shard_size=16_000, progress=False)
+    staging = tmp_path / "staging"
+    build_to_url(source, url, options, staging=staging, storage_options=s3_server.storage_options)
+    local = read_manifest(staging / MANIFEST_NAME)
+    assert read_remote_manifest(url, s3_server.storage_options) == local
+    assert len(local.shards) > 8
+    by_digest = sample_of_image(staging)
+    seen: list[int] = []
+    for rank in range(2):
+        dataset = StreamingDataset(
+            url, rank=rank, world_size=2, shuffle_window=2, cache_dir=tmp_path / "cache",
+            storage_options=s3_server.storage_options, fetch=FetchOptions(part_bytes=4096),
+        )  # fmt: skip
+        loader = DataLoader(dataset, batch_size=None, num_workers=2)
+        rank_ids = indices((image.numpy() for image, _ in loader), by_digest)
+        assert len(rank_ids) == 50
+        seen += rank_ids
+    assert (counts(seen, 100) == 1).all()
+
+
+def test_a_failed_build_leaves_no_dataset_behind(
+    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    source = make_image_folder(classes=2, per_class=20, size=40)
+    (source / "class_01" / "img_0007.jpg").write_bytes(b"not an image")
+    url = f"s3://{s3_bucket}/broken"
+    options = BuildOptions(workers=1, shard_size=8_000, strict=True, progress=False)
+    with pytest.raises(BuildError):
+        build_to_url(source, url, options, staging=tmp_path / "staging",
+                     storage_options=s3_server.storage_options)  # fmt: skip
+    fs = s3_server.filesystem()
+    assert fs.ls(f"{s3_bucket}/broken/shards")  # the shards finished before the reject
+    assert not fs.exists(f"{s3_bucket}/broken/{MANIFEST_NAME}")
+    with pytest.raises(DatasetNotFoundError, match=r"broken/fastpack.json: no manifest"):
+        read_remote_manifest(url, s3_server.storage_options)
+
+
+def test_resume_uploads_only_what_is_missing(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = f"s3://{s3_bucket}/ds"
+    manifest = read_manifest(built / MANIFEST_NAME)
+    first = Uploader(built, url, s3_server.storage_options, resume=False)
+    for shard in manifest.shards[:5]:  # an upload cut short: some shards, no manifest
+        first.put(shard.name)
+    fs = s3_server.filesystem()
+    stamps = {
+        s.name: fs.info(f"{s3_bucket}/ds/{s.name}")["LastModified"] for s in manifest.shards[:5]
+    }
+    time.sleep(1.1)
+    Uploader(built, url, s3_server.storage_options, resume=True).put_dataset()
+    for name, stamp in stamps.items():
+        assert fs.info(f"{s3_bucket}/ds/{name}", refresh=True)["LastModified"] == stamp
+    report = verify_dataset(fetch_dataset(url, tmp_path / "copy", s3_server.storage_options))
+    assert report.ok, report.format()
+    with pytest.raises(BuildError, match="already holds a fastpack dataset"):
+        Uploader(built, url, s3_server.storage_options, resume=False).check_target()
+
+
+def test_cache_limit_below_the_dataset_evicts_and_stays_bounded(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    manifest = read_manifest(built / MANIFEST_NAME)
+    largest = max(s.bytes for s in manifest.shards)
+    limit = 2 * 3 * largest  # two workers, each holding a window of 2 shards + 1 prefetched
+    assert limit < sum(s.bytes for s in manifest.shards) / 3
+    dataset = StreamingDataset(
+        url, shuffle_window=2, prefetch=1, cache_limit=limit, cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options,
+    )  # fmt: skip
+    cache = ShardCache(dataset.root, limit)
+    peak, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], cache.usage())
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    by_digest = sample_of_image(built)
+    try:
+        seen = [image.numpy() for image, _ in DataLoader(dataset, batch_size=None, num_workers=2)]
+    finally:
+        done.set()
+        watcher.join()
+    assert (counts(indices(seen, by_digest), 120) == 1).all()
+    assert 0 < peak[0] <= limit
+    assert cache.usage() <= limit
+    assert len(list((dataset.root / "shards").glob("*.tar"))) < len(manifest.shards)
+
+
+def test_server_outage_mid_epoch_loses_and_repeats_nothing(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    patient = FetchOptions(
+        threads=1, retry=RetryPolicy(attempts=12, backoff_s=0.2, max_backoff_s=2)
+    )
+    dataset = StreamingDataset(
+        url, shuffle_window=2, prefetch=1, cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options, fetch=patient,
+    )  # fmt: skip
+    by_digest = sample_of_image(built)
+    images = []
+    restart = threading.Thread(target=lambda: (time.sleep(1.0), s3_server.start()))
+    with caplog.at_level(logging.WARNING, logger="fastpack.remote"):
+        for image, _ in dataset:
+            images.append(image)
+            if len(images) == 10:
+                s3_server.stop()
+                restart.start()
+        restart.join()
+    assert (counts(indices(images, by_digest), 120) == 1).all()
+    assert any("retrying" in r.getMessage() for r in caplog.records)
+
+
+def test_corrupted_object_raises_a_checksum_error(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    fs = s3_server.filesystem()
+    key = f"{s3_bucket}/ds/shards/000002.tar"
+    data = bytearray(fs.cat_file(key))
+    data[600] ^= 0xFF  # one byte inside the first image, same size
+    fs.pipe(key, bytes(data))
+    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
+                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    with pytest.raises(
+        ChecksumMismatchError, match=r"shards/000002\.tar: sha256 .* manifest records"
+    ):
+        list(dataset)
+    assert not list((dataset.root / "shards").glob("000002.tar*"))
+
+
+def test_missing_shard_raises_naming_it_after_the_retries(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    s3_server.filesystem().rm(f"{s3_bucket}/ds/shards/000003.tar")
+    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
+                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    with pytest.raises(FetchError, match=r"ds/shards/000003\.tar: unavailable after 2 attempts"):
+        list(dataset)
+
+
+def test_unknown_bucket_is_a_clear_error(s3_server: S3Server, tmp_path: Path) -> None:
+    url = "s3://no-such-bucket-here/ds"
+    with pytest.raises(DatasetNotFoundError, match=r"no-such-bucket-here/ds/fastpack.json: no "
+                       r"manifest.*bucket does not exist"):  # fmt: skip
+        StreamingDataset(url, cache_dir=tmp_path, storage_options=s3_server.storage_options)
+
+
+def test_credentials_and_endpoint_from_the_environment(
+    built: Path, s3_env: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_env, s3_bucket, tmp_path)
+    assert read_manifest_at(url) == read_manifest(built / MANIFEST_NAME)
+    dataset = StreamingDataset(url, cache_dir=tmp_path / "cache", world_size=4, rank=3)
+    assert sum(1 for _ in dataset) == len(dataset) == 30
+
+
+def test_cache_limit_below_one_stream_is_refused(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    with pytest.raises(ValueError, match=r"cache_limit=1000 bytes is below one stream's working"):
+        StreamingDataset(url, cache_limit=1000, cache_dir=tmp_path / "cache",
+                         storage_options=s3_server.storage_options)  # fmt: skip
