@@ -72,7 +72,6 @@ class PlanWriter:
     """Appends rows in chunks; `close` returns `(rows, total size)`."""
 
     def __init__(self, directory: Path, *, members: bool) -> None:
-        self._directory = directory
         columns = ["source.blob", "source.offsets", "label", "size"]
         columns += list(_MEMBER_COLUMNS) if members else []
         self._files: dict[str, BinaryIO] = {c: _path(directory, c).open("wb") for c in columns}
