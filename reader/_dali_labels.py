@@ -1,0 +1,45 @@
+"""Labels from the `cls` members of a batch: ASCII decimal bytes, zero-padded to one width."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from fastpack.formats import ShardFormatError
+
+_ZERO, _NINE, _MINUS = ord("0"), ord("9"), ord("-")
+MAX_DIGITS = 18  # any 18-digit decimal fits an int64
+
+
+def parse_labels(padded: npt.NDArray[np.uint8], source: str) -> npt.NDArray[np.int64]:
+    """Parse a (batch, width) array of `cls` bytes, each row padded with zero bytes on the right.
+
+    Every row must be `-?[0-9]+` (formats/SPEC.md section 4); `source` names the dataset in the
+    error raised for a row that is not.
+    """
+    if padded.ndim != 2:
+        raise ValueError(f"expected a (batch, width) array of cls bytes, got shape {padded.shape}")
+    rows = padded.astype(np.int64)
+    used = rows != 0
+    lengths = used.sum(axis=1)
+    negative = rows[:, 0] == _MINUS if rows.shape[1] else np.zeros(len(rows), bool)
+    digit = (rows >= _ZERO) & (rows <= _NINE)
+    columns = np.arange(rows.shape[1])
+    body = columns[None, :] >= negative[:, None]  # positions after an optional leading '-'
+    good = (
+        (used == (columns[None, :] < lengths[:, None])).all(axis=1)  # zeros only at the end
+        & (digit | ~used | ~body).all(axis=1)
+        & (lengths - negative > 0)
+        & (lengths - negative <= MAX_DIGITS)
+    )
+    if not good.all():
+        bad = int(np.flatnonzero(~good)[0])
+        found = bytes(padded[bad][: lengths[bad]].tobytes())
+        raise ShardFormatError(
+            f"{source}: a .cls member holds {found!r}, expected an ASCII decimal label "
+            f"of at most {MAX_DIGITS} digits (formats/SPEC.md section 4)"
+        )
+    values = np.zeros(len(rows), np.int64)
+    for j in columns:
+        take = digit[:, j] & body[:, j]
+        values = np.where(take, values * 10 + (rows[:, j] - _ZERO), values)
+    return np.where(negative, -values, values)

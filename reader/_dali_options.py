@@ -1,0 +1,57 @@
+"""The options of one rank's DALI pipeline; free of DALI imports so that it loads cheaply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+READER_NAME = "shards"
+Device = Literal["cpu", "gpu"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineOptions:
+    """Everything that shapes one rank's pipeline, checked on construction."""
+
+    paths: tuple[str, ...]
+    index_paths: tuple[str, ...]
+    batch_size: int
+    train: bool
+    shuffle: bool
+    size: int
+    resize_size: int
+    device: Device
+    device_id: int | None
+    num_threads: int
+    seed: int
+    shard_id: int
+    num_shards: int
+    initial_fill: int
+    prefetch_queue_depth: int
+    dont_use_mmap: bool
+    scale: tuple[float, float]
+    ratio: tuple[float, float]
+    mean: tuple[float, ...]  # per channel, 0..1 scale, as `to_float`
+    std: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "gpu"):
+            raise ValueError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
+        for name in ("batch_size", "size", "num_threads", "initial_fill", "prefetch_queue_depth"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.resize_size < self.size:
+            raise ValueError(f"resize_size {self.resize_size} must be at least size {self.size}")
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise ValueError(f"mean and std need 3 values, std > 0; got {self.mean}, {self.std}")
+        _check_range("scale", self.scale, 1.0)
+        _check_range("ratio", self.ratio, None)
+
+
+def _check_range(name: str, value: tuple[float, float], upper: float | None) -> None:
+    low, high = value
+    if not (0 < low <= high and (upper is None or high <= upper)):
+        bound = f" <= {upper}" if upper is not None else ""
+        raise ValueError(f"{name} must satisfy 0 < low <= high{bound}, got {value}")

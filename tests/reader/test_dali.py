@@ -1,0 +1,265 @@
+"""The DALI reader in CPU-only mode: pixels against simplejpeg + OpenCV, labels, sharding, epoch
+length, bad input. The GPU path (`device="gpu"`) needs a GPU and is not run here."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import pytest
+import simplejpeg
+import torch
+from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
+from fastpack.reader._dali_labels import parse_labels
+from fastpack.reader._dali_malloc import ENV_VARIABLE, fix_mmap_threshold
+from fastpack.reader._dali_rank import resolve_shard
+from fastpack.reader.dali import DaliLoader, make_dali_loader
+from hypothesis import given
+from hypothesis import strategies as st
+
+from .conftest import Built
+
+N = 13  # samples: one image per class, so a label names its sample
+SIZE, RESIZE = 56, 64
+# Mean absolute difference (0..255) between DALI's eval output and simplejpeg full decode +
+# cv2.resize (INTER_AREA down, INTER_LINEAR up) + centre crop. Both decode with libjpeg-turbo;
+# the resize filters differ (DALI: linear with antialiasing). Measured on these noisy images:
+# per image at most ~2.8, over the dataset ~1.1.
+PER_IMAGE_TOLERANCE = 4.0
+DATASET_TOLERANCE = 1.8
+
+Batches = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+@pytest.fixture
+def dataset(build_dataset: Callable[..., Built]) -> Built:
+    """13 samples with labels 0..12 in 7 shards (2 samples each, the last 1), sides 48..191."""
+    return build_dataset(classes=N, per_class=1, size=96, shard_size=40_000)
+
+
+def _loader(path: Path, **kwargs: object) -> DaliLoader:
+    options: dict[str, object] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
+    options.update(kwargs)
+    return make_dali_loader(path, resize_size=RESIZE, **options)  # type: ignore[arg-type]
+
+
+def _epoch(loader: DaliLoader) -> Batches:
+    return [(images.clone(), labels.clone()) for images, labels in loader]
+
+
+def _labels(batches: Batches) -> list[int]:
+    return [int(v) for _, labels in batches for v in labels]
+
+
+def _reference(data: bytes) -> npt.NDArray[np.uint8]:
+    """simplejpeg full decode, shorter side to RESIZE with OpenCV, centre SIZE x SIZE."""
+    image = simplejpeg.decode_jpeg(data, colorspace="RGB")
+    h, w = image.shape[:2]
+    scale = RESIZE / min(h, w)
+    out_h, out_w = (RESIZE, round(w * scale)) if h <= w else (round(h * scale), RESIZE)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
+    top, left = (out_h - SIZE + 1) // 2, (out_w - SIZE + 1) // 2
+    return np.asarray(resized[top : top + SIZE, left : left + SIZE])
+
+
+def _payloads(path: Path) -> dict[int, bytes]:
+    """label -> stored JPEG bytes, read through the index."""
+    files = DatasetFiles(path)
+    out = {}
+    for i in range(len(files)):
+        shard = files.shard_path(int(files.index.shard[i])).read_bytes()
+        _, offset, size = files.index.locate(i, "jpg", len(shard))
+        out[int(files.index.label[i])] = shard[offset : offset + size]
+    return out
+
+
+def test_eval_pixels_and_labels_match_simplejpeg(dataset: Built) -> None:
+    batches = _epoch(_loader(dataset.path))
+    assert sorted(_labels(batches)) == list(range(N))
+    references = {label: _reference(data) for label, data in _payloads(dataset.path).items()}
+    diffs = []
+    for images, labels in batches:
+        assert images.dtype == torch.uint8
+        assert images.shape == (len(labels), SIZE, SIZE, 3)
+        assert labels.dtype == torch.int64
+        for image, label in zip(images.numpy(), labels.tolist(), strict=True):
+            diff = np.abs(image.astype(np.int16) - references[label]).mean()
+            wrong = np.abs(image.astype(np.int16) - references[(label + 1) % N]).mean()
+            assert diff < PER_IMAGE_TOLERANCE < wrong, (label, diff, wrong)
+            diffs.append(diff)
+    assert float(np.mean(diffs)) < DATASET_TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("num_shards", "batch_size", "sizes"),
+    [(1, 4, [4, 4, 4, 1]), (2, 4, [4, 3]), (3, 2, [2, 2, 1])],
+)
+def test_every_sample_once_per_epoch(
+    dataset: Built, num_shards: int, batch_size: int, sizes: list[int]
+) -> None:
+    """Each rank yields ceil(N / n) samples in equal batches; together they cover every sample,
+    and only a rank whose share is one short repeats a sample, once. Shuffled tars and samples."""
+    loaders = [
+        _loader(dataset.path, train=True, batch_size=batch_size, shard_id=r, num_shards=num_shards)
+        for r in range(num_shards)
+    ]
+    share = math.ceil(N / num_shards)
+    orders = []
+    for _ in range(3):
+        seen: Counter[int] = Counter()
+        for loader in loaders:
+            assert (len(loader), loader.samples_per_epoch) == (len(sizes), share)
+            batches = _epoch(loader)
+            assert [len(labels) for _, labels in batches] == sizes
+            labels = _labels(batches)
+            assert len(labels) - len(set(labels)) <= 1
+            seen.update(labels)
+            orders.append(labels)
+        assert set(seen) == set(range(N))
+        assert max(seen.values()) <= 2
+        assert sum(seen.values()) - N == num_shards * share - N  # the repeats
+    assert len({tuple(order) for order in orders}) > num_shards  # the order changes
+
+
+def test_drop_last_gives_equal_full_batches(dataset: Built) -> None:
+    loaders = [
+        _loader(dataset.path, batch_size=4, drop_last=True, shard_id=r, num_shards=2)
+        for r in range(2)
+    ]
+    for _ in range(2):
+        labels = []
+        for loader in loaders:
+            assert (len(loader), loader.samples_per_epoch) == (1, 4)
+            batches = _epoch(loader)
+            assert [len(b) for _, b in batches] == [4]
+            labels += _labels(batches)
+        assert len(set(labels)) == 8
+
+
+def test_train_crops_are_seeded_and_vary(dataset: Built) -> None:
+    first, second = (
+        _loader(dataset.path, train=True, seed=5, size=32, batch_size=5) for _ in range(2)
+    )
+    epochs = [_epoch(first), _epoch(first)]
+    assert all(images.shape[1:] == (32, 32, 3) for images, _ in epochs[0])
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(epochs[0], _epoch(second), strict=True))
+    by_label = [
+        {
+            int(label): image
+            for images, labels in epoch
+            for image, label in zip(images, labels, strict=True)
+        }
+        for epoch in epochs
+    ]
+    assert any(not torch.equal(by_label[0][k], by_label[1][k]) for k in range(N))
+
+
+def test_unfinished_epoch_is_read_to_its_end(dataset: Built) -> None:
+    loader = _loader(dataset.path, batch_size=3)
+    for _ in loader:
+        break
+    assert sorted(_labels(_epoch(loader))) == list(range(N))
+    assert sorted(_labels(_epoch(loader))) == list(range(N))
+
+
+def test_shard_from_environment(dataset: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    loader = _loader(dataset.path)
+    assert (loader.shard_id, loader.num_shards) == (1, 2)
+    assert _labels(_epoch(loader)) == list(range(6, N))  # DALI shard 1 of 2: samples 6..12
+
+
+def test_resolve_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert resolve_shard(None, None) == (0, 1)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    assert resolve_shard(None, None) == (3, 4)
+    assert resolve_shard(1, None) == (1, 4)
+    assert resolve_shard(0, 2) == (0, 2)
+    with pytest.raises(ValueError, match=r"shard_id must be in \[0, 2\), got 3"):
+        resolve_shard(None, 2)
+    monkeypatch.setenv("RANK", "one")
+    with pytest.raises(ValueError, match="RANK='one' is not an integer"):
+        resolve_shard(None, None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"device": "tpu"}, "device must be 'cpu' or 'gpu', got 'tpu'"),
+        ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+        ({"size": 80}, "resize_size 64 must be at least size 80"),
+        ({"scale": (0.5, 1.5)}, r"scale must satisfy 0 < low <= high <= 1.0, got \(0.5, 1.5\)"),
+        ({"num_shards": 14, "shard_id": 0}, "13 samples cannot be split over 14 shards"),
+        ({"drop_last": True, "batch_size": 7, "num_shards": 2}, "leave 6 per shard, less than"),
+        ({"seed": -1}, "seed must be >= 0, got -1"),
+    ],
+)
+def test_bad_arguments(dataset: Built, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _loader(dataset.path, **kwargs)
+
+
+def test_missing_dataset_and_shard_index(dataset: Built, tmp_path: Path) -> None:
+    with pytest.raises(DatasetNotFoundError, match="dataset directory not found"):
+        _loader(tmp_path / "nothing")
+    (dataset.path / "shards" / "000003.idx").unlink()
+    with pytest.raises(DatasetNotFoundError, match=r"000003\.idx: shard file listed in the"):
+        _loader(dataset.path)
+
+
+def test_cls_that_is_not_a_number(dataset: Built) -> None:
+    files = DatasetFiles(dataset.path)
+    row = 4
+    shard = files.shard_path(int(files.index.shard[row]))
+    offset = int(files.index.offsets("cls")[row])
+    with shard.open("r+b") as f:
+        f.seek(offset)
+        assert f.read(1) == b"4"
+        f.seek(offset)
+        f.write(b"x")
+    with pytest.raises(ShardFormatError, match=r"a \.cls member holds b'x', expected an ASCII"):
+        _epoch(_loader(dataset.path))
+
+
+def test_without_dali(dataset: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nvidia.dali.plugin.base_iterator", None)
+    with pytest.raises(ModuleNotFoundError, match=r"needs NVIDIA DALI and torch \(pip install"):
+        _loader(dataset.path)
+
+
+def _padded(rows: list[bytes]) -> npt.NDArray[np.uint8]:
+    width = max(len(r) for r in rows)
+    return np.array([list(r.ljust(width, b"\0")) for r in rows], np.uint8)
+
+
+@given(st.lists(st.integers(-(10**17), 10**18 - 1), min_size=1, max_size=20))
+def test_parse_labels_reads_decimal(values: list[int]) -> None:
+    parsed = parse_labels(_padded([str(v).encode() for v in values]), "ds")
+    assert parsed.dtype == np.int64
+    assert parsed.tolist() == values
+
+
+@pytest.mark.parametrize("bad", [b"", b"-", b"1a", b"1\x002", b"--1", b"1-", b" 1", b"9" * 19])
+def test_parse_labels_rejects(bad: bytes) -> None:
+    with pytest.raises(ShardFormatError, match=r"ds: a \.cls member holds b"):
+        parse_labels(_padded([b"7", bad]), "ds")
+
+
+def test_fixed_mmap_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    assert fix_mmap_threshold(256 * 1024) is True  # glibc, as on the machines that run this
+    monkeypatch.setenv(ENV_VARIABLE, "65536")
+    assert fix_mmap_threshold(256 * 1024) is False
+    with pytest.raises(ValueError, match="must be >= 0 bytes, got -1"):
+        fix_mmap_threshold(-1)
