@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pytest
 import simplejpeg
 import torch
+from fastpack.compiler import BuildOptions, build
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
 from fastpack.reader._dali_labels import parse_labels
 from fastpack.reader._dali_malloc import ENV_VARIABLE, fix_mmap_threshold
@@ -22,8 +23,6 @@ from fastpack.reader._dali_rank import resolve_shard
 from fastpack.reader.dali import DaliLoader, make_dali_loader
 from hypothesis import given
 from hypothesis import strategies as st
-
-from .conftest import Built
 
 N = 13  # samples: one image per class, so a label names its sample
 SIZE, RESIZE = 56, 64
@@ -38,9 +37,12 @@ Batches = list[tuple[torch.Tensor, torch.Tensor]]
 
 
 @pytest.fixture
-def dataset(build_dataset: Callable[..., Built]) -> Built:
-    """13 samples with labels 0..12 in 7 shards (2 samples each, the last 1), sides 48..191."""
-    return build_dataset(classes=N, per_class=1, size=96, shard_size=40_000)
+def dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Path:
+    """13 samples with labels 0..12 in several tars, image sides 48..191."""
+    source = make_image_folder(classes=N, per_class=1, size=96)
+    build(source, tmp_path / "ds", BuildOptions(workers=1, shard_size=40_000, progress=False))
+    assert len(DatasetFiles(tmp_path / "ds").manifest.shards) >= 4  # tar order can be shuffled
+    return tmp_path / "ds"
 
 
 def _loader(path: Path, **kwargs: object) -> DaliLoader:
@@ -80,10 +82,10 @@ def _payloads(path: Path) -> dict[int, bytes]:
     return out
 
 
-def test_eval_pixels_and_labels_match_simplejpeg(dataset: Built) -> None:
-    batches = _epoch(_loader(dataset.path))
+def test_eval_pixels_and_labels_match_simplejpeg(dataset: Path) -> None:
+    batches = _epoch(_loader(dataset))
     assert sorted(_labels(batches)) == list(range(N))
-    references = {label: _reference(data) for label, data in _payloads(dataset.path).items()}
+    references = {label: _reference(data) for label, data in _payloads(dataset).items()}
     diffs = []
     for images, labels in batches:
         assert images.dtype == torch.uint8
@@ -102,12 +104,12 @@ def test_eval_pixels_and_labels_match_simplejpeg(dataset: Built) -> None:
     [(1, 4, [4, 4, 4, 1]), (2, 4, [4, 3]), (3, 2, [2, 2, 1])],
 )
 def test_every_sample_once_per_epoch(
-    dataset: Built, num_shards: int, batch_size: int, sizes: list[int]
+    dataset: Path, num_shards: int, batch_size: int, sizes: list[int]
 ) -> None:
     """Each rank yields ceil(N / n) samples in equal batches; together they cover every sample,
     and only a rank whose share is one short repeats a sample, once. Shuffled tars and samples."""
     loaders = [
-        _loader(dataset.path, train=True, batch_size=batch_size, shard_id=r, num_shards=num_shards)
+        _loader(dataset, train=True, batch_size=batch_size, shard_id=r, num_shards=num_shards)
         for r in range(num_shards)
     ]
     share = math.ceil(N / num_shards)
@@ -128,10 +130,9 @@ def test_every_sample_once_per_epoch(
     assert len({tuple(order) for order in orders}) > num_shards  # the order changes
 
 
-def test_drop_last_gives_equal_full_batches(dataset: Built) -> None:
+def test_drop_last_gives_equal_full_batches(dataset: Path) -> None:
     loaders = [
-        _loader(dataset.path, batch_size=4, drop_last=True, shard_id=r, num_shards=2)
-        for r in range(2)
+        _loader(dataset, batch_size=4, drop_last=True, shard_id=r, num_shards=2) for r in range(2)
     ]
     for _ in range(2):
         labels = []
@@ -143,10 +144,8 @@ def test_drop_last_gives_equal_full_batches(dataset: Built) -> None:
         assert len(set(labels)) == 8
 
 
-def test_train_crops_are_seeded_and_vary(dataset: Built) -> None:
-    first, second = (
-        _loader(dataset.path, train=True, seed=5, size=32, batch_size=5) for _ in range(2)
-    )
+def test_train_crops_are_seeded_and_vary(dataset: Path) -> None:
+    first, second = (_loader(dataset, train=True, seed=5, size=32, batch_size=5) for _ in range(2))
     epochs = [_epoch(first), _epoch(first)]
     assert all(images.shape[1:] == (32, 32, 3) for images, _ in epochs[0])
     assert all(torch.equal(a[0], b[0]) for a, b in zip(epochs[0], _epoch(second), strict=True))
@@ -161,18 +160,18 @@ def test_train_crops_are_seeded_and_vary(dataset: Built) -> None:
     assert any(not torch.equal(by_label[0][k], by_label[1][k]) for k in range(N))
 
 
-def test_unfinished_epoch_is_read_to_its_end(dataset: Built) -> None:
-    loader = _loader(dataset.path, batch_size=3)
+def test_unfinished_epoch_is_read_to_its_end(dataset: Path) -> None:
+    loader = _loader(dataset, batch_size=3)
     for _ in loader:
         break
     assert sorted(_labels(_epoch(loader))) == list(range(N))
     assert sorted(_labels(_epoch(loader))) == list(range(N))
 
 
-def test_shard_from_environment(dataset: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shard_from_environment(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    loader = _loader(dataset.path)
+    loader = _loader(dataset)
     assert (loader.shard_id, loader.num_shards) == (1, 2)
     assert _labels(_epoch(loader)) == list(range(6, N))  # DALI shard 1 of 2: samples 6..12
 
@@ -205,21 +204,21 @@ def test_resolve_shard(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"seed": -1}, "seed must be >= 0, got -1"),
     ],
 )
-def test_bad_arguments(dataset: Built, kwargs: dict[str, object], message: str) -> None:
+def test_bad_arguments(dataset: Path, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        _loader(dataset.path, **kwargs)
+        _loader(dataset, **kwargs)
 
 
-def test_missing_dataset_and_shard_index(dataset: Built, tmp_path: Path) -> None:
+def test_missing_dataset_and_shard_index(dataset: Path, tmp_path: Path) -> None:
     with pytest.raises(DatasetNotFoundError, match="dataset directory not found"):
         _loader(tmp_path / "nothing")
-    (dataset.path / "shards" / "000003.idx").unlink()
+    (dataset / "shards" / "000003.idx").unlink()
     with pytest.raises(DatasetNotFoundError, match=r"000003\.idx: shard file listed in the"):
-        _loader(dataset.path)
+        _loader(dataset)
 
 
-def test_cls_that_is_not_a_number(dataset: Built) -> None:
-    files = DatasetFiles(dataset.path)
+def test_cls_that_is_not_a_number(dataset: Path) -> None:
+    files = DatasetFiles(dataset)
     row = 4
     shard = files.shard_path(int(files.index.shard[row]))
     offset = int(files.index.offsets("cls")[row])
@@ -229,13 +228,13 @@ def test_cls_that_is_not_a_number(dataset: Built) -> None:
         f.seek(offset)
         f.write(b"x")
     with pytest.raises(ShardFormatError, match=r"a \.cls member holds b'x', expected an ASCII"):
-        _epoch(_loader(dataset.path))
+        _epoch(_loader(dataset))
 
 
-def test_without_dali(dataset: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_dali(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nvidia.dali.plugin.base_iterator", None)
     with pytest.raises(ModuleNotFoundError, match=r"needs NVIDIA DALI and torch \(pip install"):
-        _loader(dataset.path)
+        _loader(dataset)
 
 
 def _padded(rows: list[bytes]) -> npt.NDArray[np.uint8]:
