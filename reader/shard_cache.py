@@ -1,25 +1,40 @@
 """A local directory of whole shards, bounded in bytes, shared by the streams of one node.
 
-No locks and no shared memory: a shard appears under its name only when complete and checked
-(atomic rename); a download in flight is a `.part` file already truncated to its full size, so
-every stream counts it; each stream keeps the directory under the limit by deleting the least
-recently used shards that it does not need itself. A stream maps a shard as soon as it has it,
-so another stream's deletion never takes bytes from under a reader (POSIX keeps unlinked files
-readable while open). The limit therefore holds as long as it leaves room for the shards each
-stream of the node needs at once (see `StreamingDataset`).
+A shard appears under its name only when complete and checked (atomic rename). A download in
+flight is a `.part` file truncated to its full size from the start, so every stream counts it.
+A stream makes room for a download by deleting the least recently used shards that it does not
+need itself, under an exclusive `flock` on the cache's `.lock` file, held for that bookkeeping
+only (the cache is a local directory; the dataset itself is never locked). A stream maps a shard
+as soon as it has it, so another stream's deletion never takes bytes from under a reader (POSIX
+keeps unlinked files readable while open). The limit holds as long as it leaves room for the
+shards each stream of the node needs at once (see `StreamingDataset`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._fetch import temp_name
 
 PART_SUFFIX = ".part"
+LOCK_NAME = ".lock"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive `flock` on `path` (created if needed), across the processes of a node."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @dataclass(frozen=True)
@@ -61,14 +76,13 @@ class ShardCache:
         path = self.path(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_name(path)
-        with self._lock:
+        with self._lock, _locked(self.root / LOCK_NAME):
             self._evict(size, keep)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 os.ftruncate(fd, size)
             finally:
                 os.close(fd)
-            self._evict(0, keep)  # other streams may have reserved at the same time
         return tmp
 
     def usage(self) -> int:

@@ -3,6 +3,8 @@ determinism, resume, pread; and the plan's rules as properties."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 from fastpack.reader import CenterCrop, Dataset, MmapShardReader
+from fastpack.reader._retry import RetryPolicy
 from fastpack.reader._shard_io import PreadShardReader
 from fastpack.reader._stream_plan import Stream, stream_plan
+from fastpack.reader.shard_cache import ShardCache
 from fastpack.reader.streaming import StreamingDataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -224,3 +228,43 @@ def test_plan_covers_the_epoch(
     else:
         assert seen_counts.min() >= 1
         assert seen_counts.sum() == ranks[0] * world
+
+
+def _put(cache: ShardCache, name: str, size: int, age: float) -> None:
+    path = cache.path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(size))
+    stamp = time.time() - age
+    os.utime(path, (stamp, stamp))
+
+
+def test_cache_evicts_least_recently_used_shards_not_kept(tmp_path: Path) -> None:
+    cache = ShardCache(tmp_path, limit_bytes=3000)
+    _put(cache, "shards/000000.tar", 1000, age=30)
+    _put(cache, "shards/000001.tar", 1000, age=20)
+    _put(cache, "shards/000002.tar", 1000, age=10)
+    assert cache.lookup("shards/000000.tar", 1000) is not None  # now the most recent
+    tmp = cache.reserve("shards/000003.tar", 1500, keep=["shards/000002.tar"])
+    assert tmp.stat().st_size == 1500  # a download counts at its full size from the start
+    assert not cache.path("shards/000001.tar").exists()
+    assert cache.path("shards/000002.tar").exists()  # kept, though older than 000000
+    assert not cache.path("shards/000000.tar").exists()
+    assert cache.usage() == 2500
+    assert cache.lookup("shards/000002.tar", 999) is None  # wrong size: not a hit
+
+
+def test_cache_removes_downloads_of_dead_processes(tmp_path: Path) -> None:
+    cache = ShardCache(tmp_path, limit_bytes=None)
+    mine = cache.reserve("shards/000000.tar", 10, keep=[])
+    dead = tmp_path / "shards" / ".000001.tar.999999999.1.part"
+    dead.write_bytes(b"x")
+    cache.remove_stale_downloads()
+    assert mine.exists()
+    assert not dead.exists()
+
+
+def test_bad_cache_and_retry_settings_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cache limit must be >= 0 bytes, got -1"):
+        ShardCache(tmp_path, limit_bytes=-1)
+    with pytest.raises(ValueError, match="attempts must be >= 1"):
+        RetryPolicy(attempts=0)

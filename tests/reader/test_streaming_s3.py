@@ -200,6 +200,19 @@ def test_missing_shard_raises_naming_it_after_the_retries(
         list(dataset)
 
 
+def test_truncated_object_raises_after_the_retries(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    fs = s3_server.filesystem()
+    key = f"{s3_bucket}/ds/shards/000001.tar"
+    fs.pipe(key, fs.cat_file(key)[:3000])
+    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
+                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    with pytest.raises(FetchError, match=r"000001\.tar: unavailable .* came back as 3000 bytes"):
+        list(dataset)
+
+
 def test_unknown_bucket_is_a_clear_error(s3_server: S3Server, tmp_path: Path) -> None:
     url = "s3://no-such-bucket-here/ds"
     with pytest.raises(DatasetNotFoundError, match=r"no-such-bucket-here/ds/fastpack.json: no "
