@@ -6,7 +6,9 @@ skips the objects already uploaded with the right size (an upload appears whole 
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +29,15 @@ from .options import BuildOptions, BuildSummary
 from .shard_record import finished_record
 
 POLL_SECONDS = 0.5
+CACHE_ENV = "FASTPACK_CACHE_DIR"
 _RECORD_SUFFIX = ".shard.json"
+
+
+def default_staging_dir(url: str) -> Path:
+    """Where a build to `url` is staged unless told otherwise: a directory named after the URL
+    under `$FASTPACK_CACHE_DIR` (else `~/.cache/fastpack`), so that a resume finds it."""
+    cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "fastpack")
+    return cache / "staging" / hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
 
 
 def _filesystem(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str]:
@@ -122,14 +132,17 @@ def build_to_url(
     url: str,
     options: BuildOptions = DEFAULT_OPTIONS,
     *,
-    staging: str | os.PathLike[str],
+    staging: str | os.PathLike[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    keep_staging: bool = False,
 ) -> BuildSummary:
     """Build `source` into the local directory `staging` and publish it at `url`.
 
-    `staging` holds the build (and its resume state) and must be the same directory when
-    resuming; it is kept afterwards (a local copy of the dataset)."""
-    uploader = Uploader(Path(staging), url, storage_options, resume=options.resume)
+    `staging` (default `default_staging_dir(url)`) holds the build and its resume state: a
+    resume needs the same one. Once the dataset is published it is deleted, unless
+    `keep_staging` (it is then a local copy of the dataset)."""
+    staging = Path(staging) if staging is not None else default_staging_dir(url)
+    uploader = Uploader(staging, url, storage_options, resume=options.resume)
     uploader.check_target()
     watcher = _Watcher(uploader)
     watcher.start()
@@ -143,4 +156,6 @@ def build_to_url(
     if watcher.error is not None:
         raise watcher.error
     uploader.put_dataset()
+    if not keep_staging:
+        shutil.rmtree(staging)
     return summary

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from fastpack.compiler import BuildOptions
-from fastpack.compiler.upload import Uploader, build_to_url
+from fastpack.compiler.upload import Uploader, build_to_url, default_staging_dir
 from fastpack.formats import (
+    BUILD_DIR,
     MANIFEST_NAME,
     BuildError,
     ChecksumMismatchError,
@@ -21,6 +22,7 @@ from fastpack.formats import (
     read_manifest,
 )
 from fastpack.reader import verify_dataset
+from fastpack.reader._remote_verify import verify_remote
 from fastpack.reader._retry import RetryPolicy
 from fastpack.reader.remote import fetch_dataset, read_manifest_at, read_remote_manifest
 from fastpack.reader.shard_cache import ShardCache
@@ -54,7 +56,8 @@ def test_build_to_bucket_then_stream_two_ranks_two_workers(
     url = f"s3://{s3_bucket}/imagenet-tiny"
     options = BuildOptions(workers=2, shard_size=16_000, progress=False)
     staging = tmp_path / "staging"
-    build_to_url(source, url, options, staging=staging, storage_options=s3_server.storage_options)
+    build_to_url(source, url, options, staging=staging, storage_options=s3_server.storage_options,
+                 keep_staging=True)  # fmt: skip
     local = read_manifest(staging / MANIFEST_NAME)
     assert read_remote_manifest(url, s3_server.storage_options) == local
     assert len(local.shards) > 8
@@ -82,6 +85,7 @@ def test_a_failed_build_leaves_no_dataset_behind(
     with pytest.raises(BuildError):
         build_to_url(source, url, options, staging=tmp_path / "staging",
                      storage_options=s3_server.storage_options)  # fmt: skip
+    assert (tmp_path / "staging" / BUILD_DIR).is_dir()  # kept for a resume
     fs = s3_server.filesystem()
     assert fs.ls(f"{s3_bucket}/broken/shards")  # the shards finished before the reject
     assert not fs.exists(f"{s3_bucket}/broken/{MANIFEST_NAME}")
@@ -109,6 +113,42 @@ def test_resume_uploads_only_what_is_missing(
     assert report.ok, report.format()
     with pytest.raises(BuildError, match="already holds a fastpack dataset"):
         Uploader(built, url, s3_server.storage_options, resume=False).check_target()
+
+
+def test_build_to_url_by_default_stages_in_the_cache_and_cleans_up(
+    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("FASTPACK_CACHE_DIR", str(tmp_path / "cache"))
+    url = f"s3://{s3_bucket}/ds"
+    staging = default_staging_dir(url)
+    assert staging.is_relative_to(tmp_path / "cache")
+    options = BuildOptions(workers=1, shard_size=16_000, progress=False)
+    source = make_image_folder(classes=2, per_class=10, size=40)
+    summary = build_to_url(source, url, options, storage_options=s3_server.storage_options)
+    assert not staging.exists()
+    assert read_remote_manifest(url, s3_server.storage_options).num_samples == summary.samples
+    assert verify_remote(url, s3_server.storage_options, decode=True).ok
+
+
+def test_verify_remote_reports_a_damaged_shard_by_its_url(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    fs = s3_server.filesystem()
+    key = f"{s3_bucket}/ds/shards/000004.tar"
+    data = bytearray(fs.cat_file(key))
+    data[700] ^= 0xFF
+    fs.pipe(key, bytes(data))
+    fs.rm(f"{s3_bucket}/ds/shards/000005.tar")
+    report = verify_remote(url, s3_server.storage_options)
+    assert not report.ok
+    text = "\n".join(report.problems)
+    assert f"{url}/shards/000004.tar" in text
+    assert f"{url}/shards/000005.tar" in text
+    assert "/tmp" not in text
+    missing = verify_remote(f"s3://{s3_bucket}/nothing-here", s3_server.storage_options)
+    assert "nothing-here/fastpack.json: no manifest" in "\n".join(missing.problems)
 
 
 def test_cache_limit_below_the_dataset_evicts_and_stays_bounded(
