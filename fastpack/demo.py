@@ -20,13 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 from .compiler import BuildOptions, BuildSummary, build
 from .formats import FastpackError
+from .reader import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Dataset,
+    RandomResizedCrop,
+    make_loader,
+    to_float,
+)
 from .synthetic import make_image_folder
 
 if TYPE_CHECKING:
     import torch
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 LOG_EVERY = 5  # batches between two loss lines
 Log = Callable[[str], None]
 
@@ -38,9 +44,8 @@ class DemoOptions:
     classes: int = 10
     batches: int = 20
     batch_size: int = 64
-    workers: int | None = (
-        None  # loader workers and build processes (0: load in-process); None: all cores
-    )
+    # Loader workers and build processes; 0: load in the main process; None: all cores.
+    workers: int | None = None
     size: int = 224
     seed: int = 0
     progress: bool = True
@@ -143,8 +148,6 @@ def _tiny_model(torch: Any, classes: int) -> torch.nn.Module:
 def _train(
     torch: Any, dataset_dir: Path, summary: BuildSummary, options: DemoOptions, log: Log
 ) -> DemoResult:
-    from .reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
-
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(options.seed)
     dataset = Dataset(dataset_dir, transform=RandomResizedCrop(options.size), seed=options.seed)
@@ -182,8 +185,6 @@ def _train(
 
 def _step(torch: Any, model: Any, optimizer: Any, batch: tuple[Any, Any], device: str) -> float:
     """One optimizer step on a batch of uint8 NHWC images and labels; returns the loss."""
-    from .reader import to_float  # noqa: PLC0415
-
     images, labels = batch
     x = to_float(images, mean=IMAGENET_MEAN, std=IMAGENET_STD, device=device)
     loss = torch.nn.functional.cross_entropy(model(x), labels.to(device))
