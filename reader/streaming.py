@@ -34,7 +34,7 @@ from fastpack.formats import (
     read_manifest,
 )
 
-from ._shard_io import IO_METHODS, IoMethod
+from ._shard_io import IO_METHODS, IoMethod, ShardFile
 from ._stream_plan import Chunk, Stream, StreamPlan, stream_plan
 from .decode import Image, decode
 from .remote import RemoteLocation, is_url, read_manifest_bytes
@@ -57,10 +57,11 @@ class StreamingDataset:
     An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):
     batch with `DataLoader(ds, batch_size=..., num_workers=...)`; batching needs a transform
     with a fixed output shape (`RandomResizedCrop`, `CenterCrop`). Call `set_epoch(e)` before
-    each epoch. `state_dict()` and `load_state_dict()` describe one stream (the process calling
-    them: a DataLoader worker, or the main process with `num_workers=0`), which is what
-    torchdata's `StatefulDataLoader` saves and restores per worker; a resumed run must use the
-    same world size and worker count.
+    each epoch (workers copy the dataset when they start: with `persistent_workers=True` they
+    would keep the first epoch). `state_dict()` and `load_state_dict()` describe one stream
+    (the process calling them: a DataLoader worker, or the main process with `num_workers=0`),
+    which is what torchdata's `StatefulDataLoader` saves and restores per worker; a resumed run
+    must use the same world size and worker count.
 
     `cache_limit` bounds the bytes of shards in the node's cache directory; each stream evicts
     the least recently used shards it does not need. It must leave room for the
@@ -282,7 +283,7 @@ class StreamingDataset:
             self._labels = self._files.index.label.view(np.ndarray)
         return self._files
 
-    def _sample(self, shard_file: Any, i: int) -> Sample:
+    def _sample(self, shard_file: ShardFile, i: int) -> Sample:
         files = self._opened()
         _, offset, size = files.index.locate(i, self.field, shard_file.size)
         data = shard_file.read(offset, size)
