@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastpack.formats import DatasetFiles, read_manifest
 
+import fastpack
 from tests.conftest import jpeg_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,9 +33,9 @@ def image_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def dataset(image_folder: Path) -> Path:
-    """The dataset that build_and_train.py writes, shared with the reading examples."""
+    """The image folder, built; shared by the examples that read a dataset."""
     out = image_folder.parent / "dataset"
-    run_example("build_and_train.py", image_folder, out, "--workers", "1", "--steps", "0")
+    fastpack.build(image_folder, out, fastpack.BuildOptions(workers=1, progress=False))
     return out
 
 
