@@ -44,7 +44,6 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--shard-size",
         type=_size,
-        default=256 * 2**20,
         help="target bytes per shard: 256MB, 1GiB or a byte count (default: 256MiB)",
     )
     p.add_argument("--shuffle-seed", type=int, help="shuffle the samples with this seed")
@@ -54,7 +53,6 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--quality",
         type=_int_at_least(1, 100),
-        default=90,
         help="JPEG quality of converted images (default: 90)",
     )
     p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
@@ -116,16 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_build(args: argparse.Namespace) -> int:
     from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
 
+    given = {"shard_size": args.shard_size, "quality": args.quality}  # else BuildOptions' default
     options = BuildOptions(
         workers=args.workers,
-        shard_size=args.shard_size,
         shuffle_seed=args.shuffle_seed,
         max_side=args.max_side,
-        quality=args.quality,
         strict=args.strict,
         resume=args.resume,
         source_format=args.source_format,
         progress=not args.no_progress,
+        **{name: value for name, value in given.items() if value is not None},
     )
     print(build(args.source, args.out, options).format())
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fastpack.compiler import BuildOptions
 from fastpack.formats import DatasetFiles, read_manifest
 
 from .conftest import CLASSES, PER_CLASS, Run, write_image_folder
@@ -141,3 +142,11 @@ def test_build_counts_rejects_and_strict_fails(tmp_path: Path, run: Run) -> None
     assert (manifest.num_samples, manifest.stats["rejected"]) == (SAMPLES, 1)
     rejects = (tmp_path / "lenient" / "rejects.jsonl").read_text()
     assert "broken.jpg" in rejects
+
+
+def test_build_defaults_are_the_compilers(built: tuple[Path, Path]) -> None:
+    manifest = read_manifest(built[1] / "fastpack.json")
+    defaults = BuildOptions()
+    assert manifest.build["shard_size"] == defaults.shard_size
+    assert manifest.build["quality"] == defaults.quality
+    assert manifest.build["shuffle_seed"] is None
