@@ -22,10 +22,12 @@ def _decode_all(blobs: list[bytes]) -> None:
         simplejpeg.decode_jpeg(data, colorspace="RGB")
 
 
-def decode_rate(blobs: list[bytes], processes: int) -> float:
-    """Images per second of `processes` forked decoders, each over its share of `blobs`."""
+def decode_rate(blobs: list[bytes], processes: int) -> tuple[float, float]:
+    """(images per second, CPU ms per image) of `processes` forked decoders, each over its
+    share of `blobs`."""
     shares = [(blobs[i::processes],) for i in range(processes)]
-    return len(blobs) / timed_fork(_decode_all, shares)
+    wall, cpu = timed_fork(_decode_all, shares)
+    return len(blobs) / wall, 1000 * cpu / len(blobs)
 
 
 def main() -> None:
@@ -35,8 +37,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     blobs = [s.path.read_bytes() for s in list_imagefolder(imagefolder_root(args.corpus))]
-    rates = [decode_rate(blobs, args.processes) for _ in range(args.repeats)]
-    print("RESULT " + json.dumps({"rates": rates, "processes": args.processes}), flush=True)
+    runs = [decode_rate(blobs, args.processes) for _ in range(args.repeats)]
+    result = {
+        "rates": [rate for rate, _ in runs],
+        "cpu_ms": [cpu for _, cpu in runs],
+        "processes": args.processes,
+    }
+    print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

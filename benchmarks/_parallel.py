@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import resource
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,15 +14,27 @@ def _wait_then(start: Any, target: Callable[..., None], args: tuple[Any, ...]) -
     target(*args)
 
 
-def timed_fork(target: Callable[..., None], per_process: Sequence[tuple[Any, ...]]) -> float:
-    """Seconds from a common start until every `target(*args)` (one process each) returns.
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and of its children that have been waited for."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
-    Set-up before the start (fork, copying the arguments) is not timed."""
+
+def timed_fork(
+    target: Callable[..., None], per_process: Sequence[tuple[Any, ...]]
+) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the processes) from a common start until every
+    `target(*args)` (one process each) returns. The CPU time includes each process's set-up
+    (fork, copying its arguments), which the wall time leaves out."""
     context = mp.get_context("fork")
     start = context.Barrier(len(per_process) + 1)
     workers = [
         context.Process(target=_wait_then, args=(start, target, args)) for args in per_process
     ]
+    cpu = cpu_seconds()
     for worker in workers:
         worker.start()
     start.wait()
@@ -32,4 +45,4 @@ def timed_fork(target: Callable[..., None], per_process: Sequence[tuple[Any, ...
     codes = [w.exitcode for w in workers]
     if any(code != 0 for code in codes):
         raise RuntimeError(f"{target.__name__}: a process failed, exit codes {codes}")
-    return seconds
+    return seconds, cpu_seconds() - cpu

@@ -8,9 +8,9 @@ from typing import Any
 from .peers import PEERS
 
 LOADER_HEADER = (
-    "| peer | images/s median | range | x ceiling | x best peer | start-up s "
+    "| peer | images/s median | range | x ceiling | x best peer | CPU ms/image | start-up s "
     "| PSS total peak MiB | RSS total peak MiB | processes | build images/s | build | "
-    "dataset MB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+    "dataset MB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
 )
 
 
@@ -56,6 +56,7 @@ def loader_table(report: dict[str, Any]) -> str:
             f"{min(rates):.0f}-{max(rates):.0f}",
             f"{median / ceiling:.2f}" if ceiling else "-",
             f"{median / best[1]:.2f}" if best else "-",
+            f"{summary['cpu_ms']:.2f}" if "cpu_ms" in summary else "-",
             f"{summary['startup_s']:.2f}",
             f"{summary['pss_mib']:.0f}",
             f"{summary['rss_mib']:.0f}",
@@ -65,10 +66,12 @@ def loader_table(report: dict[str, Any]) -> str:
         rows.append("| " + " | ".join(cells) + " |")
         failed += [f"- **{peer}**: a round failed: `{e}`" for e in summary["failed_rounds"]]
     if ceiling:
-        rates = report["ceiling"]["result"]["rates"]
+        result = report["ceiling"]["result"]
+        rates, cpu = result["rates"], statistics.median(result.get("cpu_ms", [0.0]))
         rows.append(
             f"| decode-only ceiling ({workers} processes, simplejpeg, bytes in memory) "
-            f"| {ceiling:.0f} | {min(rates):.0f}-{max(rates):.0f} | 1.00 | | | | | | | | |"
+            f"| {ceiling:.0f} | {min(rates):.0f}-{max(rates):.0f} | 1.00 | | {cpu:.2f} "
+            "| | | | | | | |"
         )
     else:
         failed.append(f"- decode-only ceiling failed: `{report['ceiling']['error']}`")
@@ -125,16 +128,31 @@ def context(report: dict[str, Any]) -> str:
     )
 
 
-def markdown(report: dict[str, Any]) -> str:
-    return (
-        "\n\n".join(
-            [
-                "# Reader benchmark results",
-                "Produced by `python -m benchmarks.reader_bench` (see `benchmarks/README.md`).",
-                context(report),
-                "## Loaders\n\n" + loader_table(report),
-                "## Build speed\n\n" + build_table(report),
-            ]
-        )
-        + "\n"
-    )
+def markdown(report: dict[str, Any], title: str = "Reader benchmark results") -> str:
+    sections = [
+        f"# {title}",
+        "Produced by `python -m benchmarks.reader_bench` (see `benchmarks/README.md`).",
+        context(report),
+        "## Loaders\n\n" + loader_table(report),
+    ]
+    if report["builds"] or report.get("build_bench"):
+        sections.append("## Build speed\n\n" + build_table(report))
+    return "\n\n".join(sections) + "\n"
+
+
+def main() -> None:
+    """Re-render a page from a `results.json` written by `reader_bench`."""
+    import argparse  # noqa: PLC0415
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("results", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--title", default="Reader benchmark results")
+    args = parser.parse_args()
+    args.out.write_text(markdown(json.loads(args.results.read_text()), args.title))
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._parallel import cpu_seconds
 from .peers import Batch, load_peer
 
 SIZE = 224
@@ -67,15 +68,16 @@ def run_load(args: argparse.Namespace) -> dict[str, Any]:
         check_batch(b, args.batch_size) for b in warmup
     )
     warmup_seconds = time.perf_counter() - start
-    seconds, images = [], []
+    timed = []
     for e in range(1, args.epochs + 1):
-        t0 = time.perf_counter()
-        images.append(sum(check_batch(b, args.batch_size) for b in epochs.epoch(e)))
-        seconds.append(time.perf_counter() - t0)
+        t0, cpu0 = time.perf_counter(), cpu_seconds()
+        images = sum(check_batch(b, args.batch_size) for b in epochs.epoch(e))
+        seconds, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+        timed.append({"images": images, "seconds": seconds, "cpu_s": cpu})
     return {
         "startup_s": startup,
         "warmup": {"images": warmup_images, "seconds": warmup_seconds},
-        "epochs": [{"images": n, "seconds": s} for n, s in zip(images, seconds, strict=True)],
+        "epochs": timed,
     }
 
 

@@ -39,6 +39,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-side", type=int, default=320, help="for the resizing build")
     parser.add_argument("--no-build-bench", action="store_true", help="skip the max-side builds")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per step")
+    parser.add_argument("--title", default="Reader benchmark results", help="heading of --out")
     args = parser.parse_args(argv)
     args.peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = [p for p in args.peers if p not in PEERS]
@@ -92,18 +93,20 @@ def build_bench(args: argparse.Namespace, log_dir: Path) -> dict[str, Outcome]:
 
 
 def summarize_loads(outcomes: list[Outcome]) -> dict[str, Any]:
-    """Rates of every timed epoch of every round, start-up median, memory peaks (max)."""
-    done = [o for o in outcomes if o.result is not None]
+    """Rates and CPU cost of every timed epoch of every round, start-up median, memory peaks."""
+    done = [o.result for o in outcomes if o.result is not None]
     if not done:
         return {"error": outcomes[0].error}
-    rates = [e["images"] / e["seconds"] for o in done for e in o.result["epochs"]]  # type: ignore[index]
+    epochs = [e for result in done for e in result["epochs"]]
+    rates = [e["images"] / e["seconds"] for e in epochs]
     return {
         "rates": rates,
         "median": statistics.median(rates),
-        "startup_s": statistics.median(o.result["startup_s"] for o in done),  # type: ignore[index]
-        "pss_mib": max(o.memory.pss_mib for o in done),
-        "rss_mib": max(o.memory.rss_mib for o in done),
-        "processes": max(o.memory.processes for o in done),
+        "cpu_ms": statistics.median(1000 * e["cpu_s"] / e["images"] for e in epochs),
+        "startup_s": statistics.median(result["startup_s"] for result in done),
+        "pss_mib": max(o.memory.pss_mib for o in outcomes),
+        "rss_mib": max(o.memory.rss_mib for o in outcomes),
+        "processes": max(o.memory.processes for o in outcomes),
         "failed_rounds": [o.error for o in outcomes if o.result is None],
     }
 
@@ -131,6 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if builds[PEERS[peer].format].result is not None:
                 loads[peer].append(load(args, peer, log_dir, round_))
     report["builds"] = {fmt: asdict(o) for fmt, o in builds.items()}
+    report["runs"] = {peer: [asdict(o) for o in runs] for peer, runs in loads.items()}
     report["loads"] = {
         peer: summarize_loads(runs) if runs else {"error": builds[PEERS[peer].format].error}
         for peer, runs in loads.items()
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     raw = args.workdir / "results.json"
     raw.write_text(json.dumps(report, indent=1))
-    args.out.write_text(_report.markdown(report))
+    args.out.write_text(_report.markdown(report, args.title))
     print(f"wrote {args.out} (raw numbers: {raw})")
 
 

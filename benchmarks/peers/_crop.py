@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 from io import BytesIO
+from typing import cast
 
 import cv2
 import numpy as np
@@ -47,9 +48,11 @@ def pil_random_resized_crop(image: Image.Image, rng: random.Random) -> Pixels:
     """torchvision on a PIL image: `convert("RGB")`, crop, resize BILINEAR, maybe flip."""
     image = image.convert("RGB")
     top, left, h, w = crop_box(image.height, image.width, rng)
-    image = image.crop((left, top, left + w, top + h)).resize((SIZE, SIZE), Image.BILINEAR)
+    image = image.crop((left, top, left + w, top + h)).resize(
+        (SIZE, SIZE), Image.Resampling.BILINEAR
+    )
     if rng.random() < FLIP_PROB:
-        image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
     return np.asarray(image)
 
 
@@ -63,9 +66,8 @@ def cv_random_resized_crop(pixels: Pixels, rng: random.Random) -> Pixels:
     top, left, h, w = crop_box(pixels.shape[0], pixels.shape[1], rng)
     shrink = max(h, w) / SIZE
     interpolation = cv2.INTER_LINEAR if shrink <= 2 else cv2.INTER_AREA
-    out: Pixels = cv2.resize(
-        pixels[top : top + h, left : left + w], (SIZE, SIZE), interpolation=interpolation
-    )
+    crop = pixels[top : top + h, left : left + w]
+    out = cast(Pixels, cv2.resize(crop, (SIZE, SIZE), interpolation=interpolation))
     if rng.random() < FLIP_PROB:
         out = np.ascontiguousarray(out[:, ::-1])
     return out

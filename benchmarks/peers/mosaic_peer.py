@@ -39,13 +39,14 @@ def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
     from streaming import StreamingDataset  # noqa: PLC0415
 
     class Dataset(StreamingDataset):  # type: ignore[misc]
+        _rng: random.Random | None = None  # made in each worker on first use
+
         def __getitem__(self, i: int) -> tuple[Pixels, int]:
             if self._rng is None:
                 self._rng = worker_rng(seed)
             item = super().__getitem__(i)
             return pil_random_resized_crop(item["image"], self._rng), int(item["label"])
 
-    Dataset._rng = None
     return Dataset(
         local=str(workdir / "mds"),
         shuffle=True,
