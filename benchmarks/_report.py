@@ -107,6 +107,13 @@ def build_table(report: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def _run_loads(report: dict[str, Any]) -> str:
+    loads = [load for _, _, load in report.get("load_per_run", [])]
+    if not loads:
+        return ""
+    return f"; 1-min load at the end of each loader run: {min(loads):.2f}-{max(loads):.2f}"
+
+
 def context(report: dict[str, Any]) -> str:
     m, c, a = report["machine"], report["corpus"], report["args"]
     versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
@@ -116,7 +123,7 @@ def context(report: dict[str, Any]) -> str:
             f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, "
             f"Linux {m['kernel']}, Python {m['python']}",
             f"- Load average (1, 5, 15 min) before: {report['load_before']}; "
-            f"after: {report['load_after']}",
+            f"after: {report['load_after']}{_run_loads(report)}",
             f"- Corpus: `{c['path']}`, {c['images']} JPEGs in {c['classes']} classes, "
             f"mean {c['mean_kb']} KB, mean {c['mean_hw'][0]}x{c['mean_hw'][1]} (HxW)",
             f"- Workload: RandomResizedCrop 224 (scale 0.08-1, ratio 3/4-4/3) + flip, batch "

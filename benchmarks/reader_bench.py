@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shutil
 import statistics
 from dataclasses import asdict
@@ -78,7 +79,7 @@ def load(args: argparse.Namespace, peer: str, log_dir: Path, round_: int) -> Out
 
 
 def ceiling(args: argparse.Namespace, log_dir: Path) -> Outcome:
-    options = ["--corpus", str(args.corpus), "--processes", str(args.workers), "--repeats", "5"]
+    options = ["--corpus", str(args.corpus), "--processes", str(args.workers), "--repeats", "9"]
     return run_step("_ceiling", options, log_dir / "ceiling.log", args.timeout, memory=False)
 
 
@@ -129,10 +130,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if PEERS[peer].format not in builds:
             builds[PEERS[peer].format] = convert(args, peer, log_dir)
     loads: dict[str, list[Outcome]] = {peer: [] for peer in args.peers}
+    report["load_per_run"] = []
     for round_ in range(args.rounds):
         for peer in args.peers:
             if builds[PEERS[peer].format].result is not None:
                 loads[peer].append(load(args, peer, log_dir, round_))
+                report["load_per_run"].append([peer, round_, os.getloadavg()[0]])
     report["builds"] = {fmt: asdict(o) for fmt, o in builds.items()}
     report["runs"] = {peer: [asdict(o) for o in runs] for peer, runs in loads.items()}
     report["loads"] = {

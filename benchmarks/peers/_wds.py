@@ -7,6 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import webdataset as wds
+from torch.utils.data import DataLoader
+
 from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels
 
@@ -18,7 +21,6 @@ Decode = Callable[[bytes, random.Random], Pixels]
 
 def write_shards(imagefolder: Path, out: Path, seed: int = 0) -> list[Path]:
     """The corpus in random order as `<key>.jpg` (bytes as they are) + `<key>.cls` tar shards."""
-    import webdataset as wds  # noqa: PLC0415
 
     samples = list_imagefolder(imagefolder_root(imagefolder))
     random.Random(seed).shuffle(samples)
@@ -58,8 +60,6 @@ def make_loader(
 ) -> FixedEpochs:
     """The webdataset FAQ pipeline: shard shuffle, split by worker, sample shuffle buffer,
     decode + transform, batch in the worker; a DataLoader with `batch_size=None` on top."""
-    import webdataset as wds  # noqa: PLC0415
-    from torch.utils.data import DataLoader  # noqa: PLC0415
 
     urls = [str(p) for p in shards(directory)]
     dataset: Any = (

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from nvidia.dali import fn, pipeline_def, types
 
 from . import _wds
 from ._base import Batch
@@ -27,7 +28,6 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
 
 
 def _pipeline(workdir: Path, batch_size: int, workers: int, seed: int) -> Any:
-    from nvidia.dali import fn, pipeline_def, types  # noqa: PLC0415
 
     tars = _wds.shards(workdir)
 

@@ -8,14 +8,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fastpack.compiler import BuildOptions
+from fastpack.compiler import build as fastpack_build
+from fastpack.reader import Dataset, RandomResizedCrop, make_loader
+
 from ._base import Batch, imagefolder_root
 
 SHARD_BYTES = 16 << 20  # as LitData's chunks and Mosaic's shards here: shard jobs for 2 workers
 
 
 def build(imagefolder: Path, out: Path, workers: int, max_side: int | None = None) -> None:
-    from fastpack.compiler import BuildOptions  # noqa: PLC0415
-    from fastpack.compiler import build as fastpack_build  # noqa: PLC0415
 
     options = BuildOptions(
         workers=workers, shard_size=SHARD_BYTES, max_side=max_side, progress=False
@@ -39,7 +41,6 @@ class _FastpackEpochs:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> _FastpackEpochs:
-    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
 
     dataset = Dataset(workdir / "dataset", transform=RandomResizedCrop(224), seed=seed)
     data = make_loader(dataset, batch_size=batch_size, num_workers=workers, seed=seed)

@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from ffcv.fields import IntField, RGBImageField
+from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder
+from ffcv.loader import Loader, OrderOption
+from ffcv.transforms import RandomHorizontalFlip, ToTensor
+from ffcv.writer import DatasetWriter
 from PIL import Image
 
 from ._base import FixedEpochs, Sample, imagefolder_root, list_imagefolder
@@ -33,8 +38,6 @@ class _Source:
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
-    from ffcv.fields import IntField, RGBImageField  # noqa: PLC0415
-    from ffcv.writer import DatasetWriter  # noqa: PLC0415
 
     fields = {
         "image": RGBImageField(write_mode="jpg", jpeg_quality=JPEG_QUALITY),
@@ -45,9 +48,6 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
-    from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder  # noqa: PLC0415
-    from ffcv.loader import Loader, OrderOption  # noqa: PLC0415
-    from ffcv.transforms import RandomHorizontalFlip, ToTensor  # noqa: PLC0415
 
     pipelines = {
         "image": [RandomResizedCropRGBImageDecoder((224, 224)), RandomHorizontalFlip(), ToTensor()],

@@ -10,6 +10,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+import litdata
+from litdata import StreamingDataLoader, StreamingDataset
+
 from ._base import FixedEpochs, Sample, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels, pil_decode_crop
 
@@ -22,7 +25,6 @@ def _encode(sample: Sample) -> dict[str, Any]:
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """`litdata.optimize` with `workers` processes, in random order."""
-    import litdata  # noqa: PLC0415
 
     samples = list_imagefolder(imagefolder_root(imagefolder))
     random.Random(0).shuffle(samples)
@@ -49,7 +51,6 @@ class _Transform:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
-    from litdata import StreamingDataLoader, StreamingDataset  # noqa: PLC0415
 
     dataset = StreamingDataset(
         str(workdir / "chunks"),

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
 from ._crop import Pixels, pil_random_resized_crop
 
@@ -20,12 +22,13 @@ SHARD_BYTES = 16 << 20
 if importlib.util.find_spec("torchvision") is None:
     sys.path.append(str(Path(__file__).resolve().parents[1] / "stubs"))
 
+# streaming imports torchvision: only after the stub path above
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset  # noqa: E402
+from streaming.base.util import clean_stale_shared_memory  # noqa: E402
+
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """`MDSWriter` in one process (its parallel path is one writer per process plus a merge)."""
-    from PIL import Image  # noqa: PLC0415
-    from streaming import MDSWriter  # noqa: PLC0415
-
     samples = list_imagefolder(imagefolder_root(imagefolder))
     random.Random(0).shuffle(samples)
     columns = {"image": "jpeg", "label": "int"}
@@ -36,7 +39,6 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
 
 
 def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
-    from streaming import StreamingDataset  # noqa: PLC0415
 
     class Dataset(StreamingDataset):  # type: ignore[misc]
         _rng: random.Random | None = None  # made in each worker on first use
@@ -56,8 +58,6 @@ def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
-    from streaming import StreamingDataLoader  # noqa: PLC0415
-    from streaming.base.util import clean_stale_shared_memory  # noqa: PLC0415
 
     clean_stale_shared_memory()
     dataset = _dataset(workdir, batch_size, seed)
