@@ -82,7 +82,8 @@ _worker: tuple[Plan, _SharedProgress] | None = None
 def _init_worker(plan_dir: str, samples: Counter, nbytes: Counter) -> None:
     global _worker  # noqa: PLW0603 - per-process state of a pool worker
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-    cv2.setNumThreads(1)
+    # OpenCV's thread count is inherited from the parent (set before the fork, see _run_pool):
+    # `cv2.setNumThreads` in a forked child can deadlock on the parent's live thread pool.
     cv2.utils.logging.setLogLevel(_LOG_SILENT)
     _worker = (Plan(Path(plan_dir)), _SharedProgress(samples, nbytes))
 
@@ -108,12 +109,15 @@ def _run_pool(jobs: Sequence[ShardJob], plan_dir: Path, workers: int, progress: 
     context = mp.get_context()
     samples, nbytes = context.Value("q", 0), context.Value("q", 0)
     reported = (0, 0)
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(str(plan_dir), samples, nbytes),
-    ) as pool:
+    with (
+        _quiet_single_threaded_cv2(),
+        ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(str(plan_dir), samples, nbytes),
+        ) as pool,
+    ):
         pending: set[Future[ShardRecord]] = {pool.submit(_work, job) for job in jobs}
         try:
             while pending:

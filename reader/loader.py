@@ -33,14 +33,12 @@ def collate(
 
 
 class WorkerInit:
-    """Limits OpenCV to one thread in each worker (workers are the parallelism), then calls the
-    user's `worker_init_fn`, if any."""
+    """Calls the user's `worker_init_fn`, if any, in each worker."""
 
     def __init__(self, then: Callable[[int], None] | None = None) -> None:
         self.then = then
 
     def __call__(self, worker_id: int) -> None:
-        cv2.setNumThreads(1)
         if self.then is not None:
             self.then(worker_id)
 
@@ -63,7 +61,8 @@ def make_loader(
     Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`) and are
     decoded by `dataset.__getitems__` in the workers. Call `dataset.set_epoch(e)` before each
     epoch. Defaults: `num_workers = min(8, cpu count)`, `pin_memory` when CUDA is available,
-    fork workers on Linux. Other keyword arguments go to `DataLoader`.
+    fork workers on Linux, OpenCV limited to one thread (in this process too, so that
+    the forked workers inherit it). Other keyword arguments go to `DataLoader`.
     """
     import torch  # noqa: PLC0415 - torch is optional, imported on use
     from torch.utils.data import DataLoader  # noqa: PLC0415
@@ -84,6 +83,10 @@ def make_loader(
         "generator": generator,
     }
     if num_workers > 0:
+        # Workers are the parallelism: OpenCV runs one thread in each. This is set here, in the
+        # process that forks them, because `cv2.setNumThreads` in a forked child can deadlock on
+        # the parent's live OpenCV thread pool. It limits OpenCV in this process too.
+        cv2.setNumThreads(1)
         options["prefetch_factor"] = prefetch_factor
         options["persistent_workers"] = persistent_workers
         if sys.platform.startswith("linux"):
