@@ -1,0 +1,88 @@
+"""Datasets for the reader tests, built by `fastpack.compiler.build` from ImageFolder trees."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from fastpack.formats import (
+    INDEX_NAME,
+    MANIFEST_NAME,
+    FileInfo,
+    read_manifest,
+    write_manifest,
+)
+
+
+class Built(NamedTuple):
+    source: Path  # the ImageFolder
+    path: Path  # the dataset
+
+
+@pytest.fixture
+def build_dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callable[..., Built]:
+    """Factory: an ImageFolder (conftest's `make_image_folder`) compiled into a dataset."""
+
+    def build(
+        *,
+        classes: int = 3,
+        per_class: int = 4,
+        size: int = 64,
+        shard_size: int = 24_000,
+        name: str = "ds",
+        seed: int = 0,
+    ) -> Built:
+        from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 - only when building
+
+        source = make_image_folder(
+            classes=classes, per_class=per_class, size=size, seed=seed, name=f"{name}-src"
+        )
+        out = tmp_path / name
+        build(source, out, BuildOptions(workers=1, shard_size=shard_size, progress=False))
+        return Built(source, out)
+
+    return build
+
+
+def section(root: Path, name: str) -> np.memmap:
+    """A writable view of one section of `root`'s index, found through the section table
+    (formats/SPEC.md section 3): to damage or edit an index in place."""
+    path = root / INDEX_NAME
+    with path.open("rb") as f:
+        (count,) = struct.unpack_from("<I", f.read(64), 28)
+        table = f.read(48 * count)
+    for k in range(count):
+        raw_name, dtype, offset, length = struct.unpack_from("<24s8sQQ", table, 48 * k)
+        if raw_name.rstrip(b"\0").decode() == name:
+            return np.memmap(path, np.dtype(dtype.rstrip(b"\0").decode()), "r+", offset, length)
+    raise KeyError(name)
+
+
+def refresh_manifest(root: Path) -> None:
+    """Record the current sizes and SHA-256s of the index and shards in the manifest, as if the
+    files had been written so (to reach checks behind the checksums)."""
+    manifest = read_manifest(root / MANIFEST_NAME)
+
+    def info(name: str) -> tuple[int, str]:
+        data = (root / name).read_bytes()
+        return len(data), hashlib.sha256(data).hexdigest()
+
+    size, digest = info(INDEX_NAME)
+    shards = []
+    for s in manifest.shards:
+        shard_size, shard_digest = info(s.name)
+        shards.append(replace(s, bytes=shard_size, sha256=shard_digest))
+    write_manifest(
+        root / MANIFEST_NAME,
+        replace(
+            manifest,
+            index=FileInfo(name=INDEX_NAME, bytes=size, sha256=digest),
+            shards=tuple(shards),
+        ),
+    )

@@ -1,0 +1,102 @@
+"""Dataset: every sample comes back as stored and decoded; batches; pickling; bad arguments."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import simplejpeg
+from fastpack.formats import DatasetNotFoundError
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+
+from .conftest import Built
+
+
+def test_every_sample_matches_its_source(build_dataset: Callable[..., Built]) -> None:
+    built = build_dataset(classes=3, per_class=5)
+    ds = Dataset(built.path)
+    assert len(ds) == 15
+    assert ds.classes == ("class_00", "class_01", "class_02")
+    seen = set()
+    for i in range(len(ds)):
+        source = built.source / ds.source(i)
+        original = source.read_bytes()
+        image, label = ds[i]
+        assert bytes(ds.read_bytes(i)) == original
+        assert image.dtype == np.uint8
+        assert image.ndim == 3
+        assert image.shape[2] == 3
+        np.testing.assert_array_equal(image, simplejpeg.decode_jpeg(original, colorspace="RGB"))
+        assert isinstance(label, np.int64)
+        assert ds.classes[label] == source.parent.name
+        seen.add(ds.source(i))
+    assert len(seen) == 15
+    assert ds.labels.tolist() == [int(ds[i][1]) for i in range(len(ds))]
+
+
+def test_getitems_matches_getitem(build_dataset: Callable[..., Built]) -> None:
+    ds = Dataset(build_dataset().path, transform=RandomResizedCrop(24), seed=3)
+    ds.set_epoch(2)
+    indices = [5, 0, 11, 5]
+    images, labels = ds.__getitems__(indices)
+    assert images.shape == (4, 24, 24, 3)
+    assert images.dtype == np.uint8
+    assert labels.dtype == np.int64
+    assert labels.shape == (4,)
+    for k, i in enumerate(indices):
+        image, label = ds[i]
+        np.testing.assert_array_equal(images[k], image)
+        assert labels[k] == label
+
+
+def test_getitems_without_transform(build_dataset: Callable[..., Built]) -> None:
+    ds = Dataset(build_dataset().path)
+    first = ds[0][0]
+    same = [i for i in range(len(ds)) if ds[i][0].shape == first.shape]
+    images, _labels = ds.__getitems__(same)
+    assert images.shape == (len(same), *first.shape)
+    for k, i in enumerate(same):
+        np.testing.assert_array_equal(images[k], ds[i][0])
+    other = next(i for i in range(len(ds)) if ds[i][0].shape != first.shape)
+    with pytest.raises(ValueError, match=rf"samples 0 and {other} have sizes .*transform"):
+        ds.__getitems__([0, other])
+
+
+def test_pickle_carries_configuration_only(build_dataset: Callable[..., Built]) -> None:
+    small = Dataset(build_dataset(per_class=2, name="small").path, transform=CenterCrop(16))
+    large = Dataset(build_dataset(per_class=12, name="large").path, transform=CenterCrop(16))
+    for ds in (small, large):
+        ds[0]  # open the index and a shard
+        ds.set_epoch(4)
+    blobs = [pickle.dumps(ds) for ds in (small, large)]
+    assert len(blobs[0]) < 1000
+    assert abs(len(blobs[0]) - len(blobs[1])) < 16  # only the path differs
+    copy = pickle.loads(blobs[1])
+    assert copy._state is None
+    assert copy.epoch == 4
+    assert copy.seed == large.seed
+    for i in (0, len(large) - 1):
+        np.testing.assert_array_equal(copy[i][0], large[i][0])
+
+
+def test_index_out_of_range(build_dataset: Callable[..., Built]) -> None:
+    ds = Dataset(build_dataset().path)
+    for i in (len(ds), -1):
+        with pytest.raises(IndexError, match=rf"index.fpx: sample {i} out of range \[0, 12\)"):
+            ds[i]
+    with pytest.raises(IndexError, match="sample 12 out of range"):
+        ds.__getitems__([0, 12])
+
+
+def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path) -> None:
+    path = build_dataset().path
+    with pytest.raises(ValueError, match=r"no field 'png'; fields are \('jpg', 'cls'\)"):
+        Dataset(path, field="png")
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        Dataset(path, seed=-1)
+    with pytest.raises(ValueError, match="epoch must be >= 0"):
+        Dataset(path).set_epoch(-2)
+    with pytest.raises(DatasetNotFoundError, match="nowhere: dataset directory not found"):
+        Dataset(tmp_path / "nowhere")

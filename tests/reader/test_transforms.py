@@ -1,0 +1,199 @@
+"""Transforms: shapes, seeding, and the DCT-scaled path against a full-decode reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import cv2
+import numpy as np
+import pytest
+import simplejpeg
+from fastpack.reader import (
+    Box,
+    CenterCrop,
+    Dataset,
+    RandomResizedCrop,
+    random_resized_box,
+    sample_rng,
+)
+from fastpack.reader.decode import dct_shift
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import synthetic_rgb
+
+from .conftest import Built
+
+DRAWS = 23
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 99.0 if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def photos(count: int, subsampling: str) -> list[bytes]:
+    """Photo-like 400x500 JPEGs."""
+    return [
+        bytes(
+            simplejpeg.encode_jpeg(
+                synthetic_rgb(400, 500, seed), quality=90, colorsubsampling=subsampling
+            )
+        )
+        for seed in range(count)
+    ]
+
+
+def reference(data: bytes, box: Box, shape: tuple[int, int], flip: bool) -> np.ndarray:
+    """Full decode, the same (integral) box, INTER_AREA resize."""
+    image = simplejpeg.decode_jpeg(data, colorspace="RGB")
+    top, left = round(box.top), round(box.left)
+    crop = image[top : top + round(box.height), left : left + round(box.width)]
+    out = cv2.resize(crop, (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
+    return out[:, ::-1] if flip else out
+
+
+@pytest.mark.parametrize("subsampling", ["420", "444"])
+@pytest.mark.parametrize("shape", [(224, 224), (112, 112), (64, 96)])
+def test_random_resized_crop_matches_full_decode(subsampling: str, shape: tuple[int, int]) -> None:
+    transform = RandomResizedCrop(shape)
+    scores, scaled = [], 0
+    for n, data in enumerate(photos(12, subsampling)):
+        for i in range(4):
+            box, flip = transform.params(400, 500, sample_rng(n, 0, i))
+            scaled += dct_shift(box.height, box.width, *shape) > 0
+            out = transform(data, sample_rng(n, 0, i))
+            scores.append(psnr(out, reference(data, box, shape, flip)))
+    assert np.mean(scores) >= 32, scores
+    assert min(scores) >= 26, scores
+    if shape[0] < 200:  # boxes of twice the output decode at a reduced DCT scale
+        assert scaled >= len(scores) // 4
+
+
+def test_center_crop_matches_full_decode() -> None:
+    for size in (224, 96, 64):
+        transform = CenterCrop(size)
+        scores = []
+        for data in photos(8, "420"):
+            image = simplejpeg.decode_jpeg(data, colorspace="RGB")
+            short = round(size / 0.875)
+            resized = cv2.resize(
+                image, (int(short * 500 / 400), short), interpolation=cv2.INTER_AREA
+            )
+            top = round((resized.shape[0] - size) / 2)
+            left = round((resized.shape[1] - size) / 2)
+            expected = resized[top : top + size, left : left + size]
+            scores.append(psnr(transform(data), expected))
+        assert np.mean(scores) >= 32, (size, scores)
+
+
+def test_center_crop_box() -> None:
+    transform = CenterCrop(224)
+    assert transform.resize == 256
+    box = transform.box(400, 600)  # resized to 256 x 384, crop at (16, 80)
+    assert box.height == pytest.approx(224 * 400 / 256)
+    assert box.top == pytest.approx(16 * 400 / 256)
+    assert box.left == pytest.approx(80 * 600 / 384)
+    tall = transform.box(600, 400)
+    assert (tall.width, tall.left) == (
+        pytest.approx(224 * 400 / 256),
+        pytest.approx(16 * 400 / 256),
+    )
+    small = CenterCrop(64).box(400, 500)  # a 350-pixel box for 64 pixels: decoded at 1/4
+    assert dct_shift(small.height, small.width, 64, 64) == 2
+
+
+@pytest.mark.parametrize(
+    "transform", [RandomResizedCrop(32), RandomResizedCrop((24, 40)), CenterCrop((40, 24))]
+)
+def test_output_shape_and_buffer(transform: RandomResizedCrop | CenterCrop) -> None:
+    data = photos(1, "420")[0]
+    out = transform(data, sample_rng(0, 0, 0))
+    assert out.shape == (*transform.output_shape, 3)
+    assert out.dtype == np.uint8
+    buffer = np.zeros_like(out)
+    assert transform(data, sample_rng(0, 0, 0), buffer) is buffer
+    np.testing.assert_array_equal(buffer, out)
+    with pytest.raises(ValueError, match=r"out must be a C-contiguous uint8 array of shape"):
+        transform(data, sample_rng(0, 0, 0), np.zeros((5, 5, 3), np.uint8))
+
+
+def test_flip_mirrors_the_same_crop() -> None:
+    data = photos(1, "444")[0]
+    for shape in [(224, 224), (64, 64)]:  # the warp path and the slice path (and DCT scaling)
+        for i in range(6):
+            plain = RandomResizedCrop(shape, flip_prob=0.0)(data, sample_rng(1, 0, i))
+            mirrored = RandomResizedCrop(shape, flip_prob=1.0)(data, sample_rng(1, 0, i))
+            np.testing.assert_array_equal(mirrored, plain[:, ::-1])
+
+
+def test_dataset_draws_depend_on_seed_epoch_index(build_dataset: Callable[..., Built]) -> None:
+    path = build_dataset().path
+    a = Dataset(path, transform=RandomResizedCrop(32), seed=7)
+    b = Dataset(path, transform=RandomResizedCrop(32), seed=7)
+    b.__getitems__([3, 2, 1])  # reading order and history do not matter
+    for i in range(len(a)):
+        np.testing.assert_array_equal(a[i][0], b[i][0])
+    first = a.__getitems__(list(range(len(a))))[0]
+    a.set_epoch(1)
+    second = a.__getitems__(list(range(len(a))))[0]
+    other_seed = Dataset(path, transform=RandomResizedCrop(32), seed=8).__getitems__(
+        list(range(len(a)))
+    )[0]
+    for k in range(len(a)):
+        assert not np.array_equal(first[k], second[k])
+        assert not np.array_equal(first[k], other_seed[k])
+
+
+def test_center_crop_is_deterministic(build_dataset: Callable[..., Built]) -> None:
+    path = build_dataset().path
+    ds = Dataset(path, transform=CenterCrop(32), seed=1)
+    before = ds.__getitems__([0, 1])[0]
+    ds.set_epoch(5)
+    np.testing.assert_array_equal(ds.__getitems__([0, 1])[0], before)
+
+
+@given(
+    height=st.integers(1, 3000),
+    width=st.integers(1, 3000),
+    draws=st.lists(st.floats(0, 1, exclude_max=True), min_size=DRAWS, max_size=DRAWS),
+)
+def test_random_box_inside_image(height: int, width: int, draws: list[float]) -> None:
+    box = random_resized_box(height, width, (0.08, 1.0), (3 / 4, 4 / 3), draws)
+    assert box.height > 0
+    assert box.width > 0
+    assert 0 <= box.top <= height - box.height
+    assert 0 <= box.left <= width - box.width
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [((100, 100), Box(0, 0, 100, 100)), ((100, 300), Box(0, 83, 100, 133)),
+     ((300, 100), Box(83, 0, 133, 100))],
+)  # fmt: skip
+def test_random_box_fallback_is_a_centre_crop(size: tuple[int, int], expected: Box) -> None:
+    # an area scale above 1 never fits, so every try fails and the clamped centre crop remains
+    assert random_resized_box(*size, (2.0, 3.0), (3 / 4, 4 / 3), [0.5] * DRAWS) == expected
+
+
+def test_fast_decode_options_stay_close() -> None:
+    data = photos(1, "420")[0]
+    exact = RandomResizedCrop(96)(data, sample_rng(0, 0, 0))
+    fast = RandomResizedCrop(96, fastdct=True, fastupsample=True)(data, sample_rng(0, 0, 0))
+    assert psnr(exact, fast) > 30
+
+
+def test_bad_transform_arguments() -> None:
+    with pytest.raises(ValueError, match="size must be positive"):
+        RandomResizedCrop(0)
+    with pytest.raises(ValueError, match=r"scale must be \(low, high\) with 0 < low <= high"):
+        RandomResizedCrop(32, scale=(0.5, 0.1))
+    with pytest.raises(ValueError, match=r"ratio must be"):
+        RandomResizedCrop(32, ratio=(0.0, 1.0))
+    with pytest.raises(ValueError, match=r"flip_prob must be in \[0, 1\]"):
+        RandomResizedCrop(32, flip_prob=1.5)
+    with pytest.raises(ValueError, match=r"resize \(100\) must be >= the crop size 128"):
+        CenterCrop(128, resize=100)
+    with pytest.raises(ValueError, match="RandomResizedCrop needs a numpy Generator"):
+        RandomResizedCrop(32)(photos(1, "420")[0])
