@@ -39,7 +39,7 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], i
 def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("build", help="compile an image collection into a fastpack dataset")
     p.add_argument("source", type=Path, help="ImageFolder directory, list file, or webdataset tars")
-    p.add_argument("out", type=Path, help="output dataset directory")
+    p.add_argument("out", help="output dataset directory, or a URL such as s3://bucket/prefix")
     p.add_argument("--workers", type=_int_at_least(1), help="build processes (default: all cores)")
     p.add_argument(
         "--shard-size",
@@ -65,19 +65,25 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="kind of source (default: auto-detect)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--staging",
+        type=Path,
+        help="with a URL as OUT: local directory that holds the build until it is published "
+        "(default: under ~/.cache/fastpack; a --resume needs the same one)",
+    )
     p.set_defaults(handler=_run_build)
 
 
 def _add_info(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("info", help="summarize a dataset from its manifest")
-    p.add_argument("dataset", type=Path)
+    p.add_argument("dataset", help="dataset directory or URL")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=_run_info)
 
 
 def _add_verify(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("verify", help="check a dataset's files against its manifest and index")
-    p.add_argument("dataset", type=Path)
+    p.add_argument("dataset", help="dataset directory or URL")
     p.add_argument("--decode", action="store_true", help="also decode every image")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
     p.set_defaults(handler=_run_verify)
@@ -125,7 +131,15 @@ def _run_build(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         **{name: value for name, value in given.items() if value is not None},
     )
-    print(build(args.source, args.out, options).format())
+    from .reader import is_url  # noqa: PLC0415
+
+    if is_url(args.out):
+        from .compiler import build_to_url  # noqa: PLC0415
+
+        summary = build_to_url(args.source, args.out, options, staging=args.staging)
+    else:
+        summary = build(args.source, args.out, options)
+    print(summary.format())
     return 0
 
 
@@ -138,10 +152,14 @@ def _run_info(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from .reader import verify_dataset  # noqa: PLC0415
+    from .reader import is_url, verify_dataset, verify_remote  # noqa: PLC0415
 
-    report = verify_dataset(args.dataset, decode=args.decode, progress=args.progress)
-    print(report.format())
+    if is_url(args.dataset):
+        report = verify_remote(args.dataset, decode=args.decode, progress=args.progress)
+        print(report.format().replace(str(report.path), args.dataset))
+    else:
+        report = verify_dataset(args.dataset, decode=args.decode, progress=args.progress)
+        print(report.format())
     return 0 if report.ok else 1
 
 

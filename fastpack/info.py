@@ -17,7 +17,7 @@ SHOWN_CLASSES = 8
 class DatasetInfo:
     """What `fastpack info` prints: the manifest of the dataset at `path`, summed up."""
 
-    path: Path
+    path: str
     manifest: Manifest
 
     @property
@@ -67,8 +67,13 @@ def _format_mapping(values: Any) -> str:
 
 
 def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
-    """Read the manifest of the dataset directory `path`; raises `FastpackError` subclasses."""
+    """Read the manifest of the dataset directory or URL `path`; raises `FastpackError`
+    subclasses."""
+    from .reader import is_url, read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
+
+    if is_url(path):
+        return DatasetInfo(path=os.fspath(path), manifest=read_manifest_at(path))
     root = Path(path)
     if not root.is_dir():
         raise DatasetNotFoundError(f"{root}: dataset directory not found")
-    return DatasetInfo(path=root, manifest=read_manifest(root / MANIFEST_NAME))
+    return DatasetInfo(path=str(root), manifest=read_manifest(root / MANIFEST_NAME))

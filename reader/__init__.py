@@ -3,12 +3,20 @@
 `import fastpack.reader` needs no torch; `make_loader` and `to_float` import it when called.
 """
 
+from ._remote_verify import verify_remote
+from ._retry import RetryPolicy
+from ._shard_io import PreadShardReader
+from .dali import DaliLoader, make_dali_loader
 from .dataset import Dataset
 from .decode import Box, DecodeOptions
 from .loader import make_loader
 from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
+from .remote import fetch_dataset, is_url, read_manifest_at, read_remote_manifest
 from .sampler import EpochBatch, EpochBatchSampler
+from .shard_cache import ShardCache
 from .shards import MmapShardReader, ShardReader
+from .stream_source import FetchOptions
+from .streaming import StreamingDataset
 from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box, sample_rng
 from .verify import VerifyReport, verify_dataset
 
@@ -17,18 +25,30 @@ __all__ = [
     "IMAGENET_STD",
     "Box",
     "CenterCrop",
+    "DaliLoader",
     "Dataset",
     "DecodeOptions",
     "EpochBatch",
     "EpochBatchSampler",
+    "FetchOptions",
     "MmapShardReader",
+    "PreadShardReader",
     "RandomResizedCrop",
+    "RetryPolicy",
+    "ShardCache",
     "ShardReader",
+    "StreamingDataset",
     "Transform",
     "VerifyReport",
+    "fetch_dataset",
+    "is_url",
+    "make_dali_loader",
     "make_loader",
     "random_resized_box",
+    "read_manifest_at",
+    "read_remote_manifest",
     "sample_rng",
     "to_float",
     "verify_dataset",
+    "verify_remote",
 ]
