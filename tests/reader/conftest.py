@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from fastpack.compiler import BuildOptions, build
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -29,7 +30,7 @@ class Built(NamedTuple):
 def build_dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callable[..., Built]:
     """Factory: an ImageFolder (conftest's `make_image_folder`) compiled into a dataset."""
 
-    def build(
+    def make(
         *,
         classes: int = 3,
         per_class: int = 4,
@@ -38,8 +39,6 @@ def build_dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Cal
         name: str = "ds",
         seed: int = 0,
     ) -> Built:
-        from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 - only when building
-
         source = make_image_folder(
             classes=classes, per_class=per_class, size=size, seed=seed, name=f"{name}-src"
         )
@@ -47,7 +46,7 @@ def build_dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Cal
         build(source, out, BuildOptions(workers=1, shard_size=shard_size, progress=False))
         return Built(source, out)
 
-    return build
+    return make
 
 
 def section(root: Path, name: str) -> np.memmap:
