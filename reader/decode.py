@@ -109,9 +109,10 @@ def render(
 def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> None:
     """Resample `box` of `image` into `out`.
 
-    An integral box is sliced and resized (INTER_LINEAR up to 2x shrink, INTER_AREA beyond); a
-    fractional one within 2x is sampled exactly with an affine warp, which keeps the sub-pixel
-    position that rounding the box would lose.
+    An integral box is sliced and resized with INTER_LINEAR; a fractional one is sampled
+    exactly with an affine warp, which keeps the sub-pixel position that rounding would lose.
+    A dimension that shrinks by more than 2x is first box-averaged by exact halvings, which
+    filters like INTER_AREA at a fraction of its cost (~1 ms for 500x400 to 224x224).
     """
     out_h, out_w = out.shape[:2]
     shrink = max(box.height / out_h, box.width / out_w)
@@ -121,10 +122,25 @@ def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> No
     top, left = round(box.top), round(box.left)
     bottom = max(round(box.top + box.height), top + 1)
     right = max(round(box.left + box.width), left + 1)
-    interpolation = cv2.INTER_LINEAR if shrink <= 2 else cv2.INTER_AREA
-    cv2.resize(image[top:bottom, left:right], (out_w, out_h), dst=out, interpolation=interpolation)
+    region = _halve_to_within_2x(image[top:bottom, left:right], out_h, out_w)
+    cv2.resize(region, (out_w, out_h), dst=out, interpolation=cv2.INTER_LINEAR)
     if flip:
         cv2.flip(out, 1, dst=out)
+
+
+def _halve_to_within_2x(region: Image, out_h: int, out_w: int) -> Image:
+    """Average 2x1, 1x2 or 2x2 pixel blocks until neither dimension exceeds twice the output
+    (an odd last row or column is dropped before each halving). Bilinear resampling to exactly
+    half samples midway between each pair: the pair's average, on OpenCV's fast path."""
+    while True:
+        h, w = region.shape[:2]
+        fy, fx = (2 if h > 2 * out_h else 1), (2 if w > 2 * out_w else 1)
+        if fy == fx == 1:
+            return region
+        even = region[: h - h % fy, : w - w % fx]
+        region = np.asarray(
+            cv2.resize(even, (w // fx, h // fy), interpolation=cv2.INTER_LINEAR), np.uint8
+        )
 
 
 def _is_integral(box: Box) -> bool:
