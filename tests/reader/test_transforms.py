@@ -17,7 +17,7 @@ from fastpack.reader import (
     random_resized_box,
     sample_rng,
 )
-from fastpack.reader.decode import dct_shift
+from fastpack.reader.decode import crop_resize, dct_shift
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -197,3 +197,18 @@ def test_bad_transform_arguments() -> None:
         CenterCrop(128, resize=100)
     with pytest.raises(ValueError, match="RandomResizedCrop needs a numpy Generator"):
         RandomResizedCrop(32)(photos(1, "420")[0])
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_large_shrink_is_box_filtered(flip: bool) -> None:
+    """Shrinking by 2.5x to 9x: halvings then bilinear stay close to INTER_AREA."""
+    image = synthetic_rgb(400, 500, 3)
+    for (top, left, height, width), shape in [
+        ((10, 20, 360, 450), (40, 50)),
+        ((0, 0, 400, 500), (100, 200)),
+    ]:
+        out = np.empty((*shape, 3), np.uint8)
+        crop_resize(image, Box(top, left, height, width), out, flip=flip)
+        region = image[top : top + height, left : left + width]
+        expected = cv2.resize(region, shape[::-1], interpolation=cv2.INTER_AREA)
+        assert psnr(out, expected[:, ::-1] if flip else expected) > 35
