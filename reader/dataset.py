@@ -1,8 +1,9 @@
 """`Dataset`: map-style random access to a fastpack dataset, torch-free.
 
-It holds configuration only until first use; the manifest and the memory-mapped index are opened
-in each process that touches them, and shards on demand. Nothing is kept per sample: a worker's
-private memory does not grow with the dataset's size.
+The constructor opens the manifest and the memory-mapped index at once, to fail early; a pickled
+copy carries configuration only (path, transform, seed, epoch) and opens them again on first use
+in the process that unpickles it. Forked workers share the parent's maps. Shards are mapped on
+demand. Nothing is kept per sample: a worker's private memory does not grow with the dataset.
 """
 
 from __future__ import annotations
