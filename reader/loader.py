@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from .dali import DaliLoader, make_dali_loader
 from .dataset import Dataset
 from .sampler import EpochBatchSampler
+from .transforms import CenterCrop, RandomResizedCrop
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader
+
+Decoder = Literal["simplejpeg", "dali"]
 
 
 def make_loader(
@@ -27,9 +31,14 @@ def make_loader(
     pin_memory: bool | None = None,
     prefetch_factor: int = 2,
     persistent_workers: bool = False,
+    decoder: Decoder = "simplejpeg",
     **kwargs: Any,
-) -> DataLoader[Any]:
+) -> DataLoader[Any] | DaliLoader:
     """A DataLoader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` torch tensors.
+
+    `decoder="dali"` reads the same shards with DALI's CPU operators instead (see
+    `make_dali_loader`; the dataset's transform picks its training or evaluation pipeline,
+    `num_workers` becomes DALI's thread count, other keyword arguments go to `make_dali_loader`).
 
     Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`) and are
     decoded by `dataset.__getitems__` in the workers. Call `dataset.set_epoch(e)` before each
@@ -37,6 +46,19 @@ def make_loader(
     fork workers on Linux, each with single-threaded OpenCV (set in this process around the
     fork, then restored). Other keyword arguments go to `DataLoader`.
     """
+    if decoder == "dali":
+        return make_dali_loader(
+            dataset.path,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            num_threads=num_workers,
+            seed=seed,
+            **_dali_transform_options(dataset),
+            **kwargs,
+        )
+    if decoder != "simplejpeg":
+        raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
     import torch  # noqa: PLC0415 - torch is optional, imported on use
 
     from ._torch_loader import FastpackLoader, collate  # noqa: PLC0415 - imports torch
@@ -63,3 +85,22 @@ def make_loader(
             options["multiprocessing_context"] = "fork"
     options.update(kwargs)
     return FastpackLoader(dataset, **options)  # type: ignore[arg-type]
+
+
+def _dali_transform_options(dataset: Dataset) -> dict[str, Any]:
+    """The `make_dali_loader` arguments that do what `dataset.transform` does."""
+    transform = dataset.transform
+    if isinstance(transform, RandomResizedCrop):
+        shape = transform.output_shape
+        options = {"train": True, "scale": transform.scale, "ratio": transform.ratio}
+    elif isinstance(transform, CenterCrop):
+        shape = transform.output_shape
+        options = {"train": False, "resize_size": transform.resize}
+    else:
+        raise ValueError(
+            f"{dataset.path}: decoder='dali' needs a RandomResizedCrop or CenterCrop transform, "
+            f"got {transform!r}"
+        )
+    if shape[0] != shape[1]:
+        raise ValueError(f"{dataset.path}: decoder='dali' makes square crops, got {shape}")
+    return {"size": shape[0], **options}
