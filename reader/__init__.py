@@ -5,7 +5,6 @@
 
 from ._remote_verify import verify_remote
 from ._retry import RetryPolicy
-from ._shard_io import PreadShardReader
 from .dali import DaliLoader, make_dali_loader
 from .dataset import Dataset
 from .decode import Box, DecodeOptions
@@ -14,7 +13,7 @@ from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
 from .remote import fetch_dataset, is_url, read_manifest_at, read_remote_manifest
 from .sampler import EpochBatch, EpochBatchSampler
 from .shard_cache import ShardCache
-from .shards import MmapShardReader, ShardReader
+from .shards import MmapShardReader, PreadShardReader, ShardReader
 from .stream_source import FetchOptions
 from .streaming import StreamingDataset
 from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box, sample_rng

@@ -11,9 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from fastpack.formats import DatasetFiles, TruncatedFileError
-
-from .shards import open_shard_fd
+from fastpack.formats import TruncatedFileError
 
 IoMethod = Literal["mmap", "pread"]
 IO_METHODS: tuple[IoMethod, ...] = ("mmap", "pread")
@@ -84,36 +82,3 @@ def open_shard_file(path: Path, expected_size: int, io: IoMethod) -> ShardFile:
     if io == "pread":
         return PreadShard(path, expected_size)
     return MappedShard(path, expected_size)
-
-
-class PreadShardReader:
-    """The `ShardReader` strategy (reader/shards.py) with `pread` instead of a map: one open
-    descriptor per shard, one system call per payload, nothing mapped."""
-
-    def __init__(self, files: DatasetFiles) -> None:
-        self._files = files
-        self._fds: dict[int, tuple[int, int]] = {}
-
-    def _fd(self, shard: int) -> tuple[int, int]:
-        opened = self._fds.get(shard)
-        if opened is None:
-            opened = self._fds[shard] = open_shard_fd(self._files, shard)
-        return opened
-
-    def size(self, shard: int) -> int:
-        return self._fd(shard)[1]
-
-    def read(self, shard: int, offset: int, size: int) -> bytes:
-        fd, _ = self._fd(shard)
-        data = os.pread(fd, size, offset)
-        if len(data) != size:
-            raise TruncatedFileError(
-                f"{self._files.shard_path(shard)}: {size} bytes at offset {offset} asked, "
-                f"{len(data)} read"
-            )
-        return data
-
-    def close(self) -> None:
-        for fd, _ in self._fds.values():
-            os.close(fd)
-        self._fds.clear()

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,21 +26,24 @@ from fastpack.formats import (
 )
 
 from .decode import Image, decode, jpeg_size
-from .shards import MmapShardReader, ShardReader
+from .shards import MmapShardReader, PreadShardReader, ShardReader
 from .transforms import Transform, sample_rng
+
+IoMethod = Literal["mmap", "pread"]
 
 
 class _Opened:
     """The per-process state: dataset files, the shard reader, and a plain view of the labels."""
 
-    def __init__(self, root: Path, field: str) -> None:
+    def __init__(self, root: Path, field: str, io: IoMethod) -> None:
         self.files = DatasetFiles(root)
         self.index = self.files.index
         if field not in self.index.fields:
             raise ValueError(
                 f"{self.index.path}: no field {field!r}; fields are {self.index.fields}"
             )
-        self.shards: ShardReader = MmapShardReader(self.files)
+        reader = PreadShardReader if io == "pread" else MmapShardReader
+        self.shards: ShardReader = reader(self.files)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
 
 
@@ -50,6 +53,10 @@ class Dataset:
     Without a transform images are decoded at full size. With one (`RandomResizedCrop`,
     `CenterCrop`) every image has the transform's shape, and `__getitems__` decodes a whole batch
     into one preallocated array, which is what `make_loader` relies on.
+
+    `io="mmap"` (default) maps each shard; `io="pread"` reads each payload with one `pread` call
+    and maps nothing, which is often faster on network file systems (NFS, Lustre), where page
+    faults on a map turn into many small reads. Both read in place, without copies or locks.
 
     Random transforms are seeded by `(seed, epoch, index)`. Call `set_epoch(e)` before each
     epoch. DataLoader workers copy the dataset when they start; with `persistent_workers=False`
@@ -65,13 +72,17 @@ class Dataset:
         transform: Transform | None = None,
         seed: int = 0,
         field: str = "jpg",
+        io: IoMethod = "mmap",
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
+        if io not in ("mmap", "pread"):
+            raise ValueError(f"io must be 'mmap' or 'pread', got {io!r}")
         self.path = Path(path)
         self.transform = transform
         self.seed = int(seed)
         self.field = field
+        self.io: IoMethod = io
         self.epoch = 0
         self._state: _Opened | None = None
         self._opened()  # fail early on a missing or malformed dataset
@@ -100,7 +111,7 @@ class Dataset:
 
     def _opened(self) -> _Opened:
         if self._state is None:
-            self._state = _Opened(self.path, self.field)
+            self._state = _Opened(self.path, self.field, self.io)
         return self._state
 
     # -- metadata -------------------------------------------------------------------------------

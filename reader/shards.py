@@ -68,3 +68,36 @@ class MmapShardReader:
 
     def read(self, shard: int, offset: int, size: int) -> memoryview:
         return self._view(shard)[offset : offset + size]
+
+
+class PreadShardReader:
+    """The `ShardReader` strategy with `pread` instead of a map: one open
+    descriptor per shard, one system call per payload, nothing mapped."""
+
+    def __init__(self, files: DatasetFiles) -> None:
+        self._files = files
+        self._fds: dict[int, tuple[int, int]] = {}
+
+    def _fd(self, shard: int) -> tuple[int, int]:
+        opened = self._fds.get(shard)
+        if opened is None:
+            opened = self._fds[shard] = open_shard_fd(self._files, shard)
+        return opened
+
+    def size(self, shard: int) -> int:
+        return self._fd(shard)[1]
+
+    def read(self, shard: int, offset: int, size: int) -> bytes:
+        fd, _ = self._fd(shard)
+        data = os.pread(fd, size, offset)
+        if len(data) != size:
+            raise TruncatedFileError(
+                f"{self._files.shard_path(shard)}: {size} bytes at offset {offset} asked, "
+                f"{len(data)} read"
+            )
+        return data
+
+    def close(self) -> None:
+        for fd, _ in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

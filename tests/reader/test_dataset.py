@@ -100,3 +100,19 @@ def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path) -> None:
         Dataset(path).set_epoch(-2)
     with pytest.raises(DatasetNotFoundError, match="nowhere: dataset directory not found"):
         Dataset(tmp_path / "nowhere")
+
+
+def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> None:
+    built = build_dataset(classes=2, per_class=4)
+    mapped = Dataset(built.path, transform=RandomResizedCrop(24), seed=5)
+    pread = pickle.loads(
+        pickle.dumps(Dataset(built.path, transform=RandomResizedCrop(24), seed=5, io="pread"))
+    )
+    assert pread.io == "pread"
+    for i in range(len(mapped)):
+        assert isinstance(pread.read_bytes(i), bytes)
+        assert bytes(pread.read_bytes(i)) == bytes(mapped.read_bytes(i))
+    rows = list(range(len(mapped)))
+    np.testing.assert_array_equal(pread.__getitems__(rows)[0], mapped.__getitems__(rows)[0])
+    with pytest.raises(ValueError, match="io must be 'mmap' or 'pread', got 'aio'"):
+        Dataset(built.path, io="aio")  # type: ignore[arg-type]

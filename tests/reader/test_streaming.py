@@ -14,9 +14,9 @@ import pytest
 import torch
 from fastpack.reader import CenterCrop, Dataset, MmapShardReader
 from fastpack.reader._retry import RetryPolicy
-from fastpack.reader._shard_io import PreadShardReader
 from fastpack.reader._stream_plan import Stream, stream_plan
 from fastpack.reader.shard_cache import ShardCache
+from fastpack.reader.shards import PreadShardReader
 from fastpack.reader.streaming import StreamingDataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
