@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from fastpack.formats import (
     IndexWriter,
     Manifest,
     ShardInfo,
+    file_sha256,
     load_part,
     part_path,
     shard_idx_name,
@@ -27,16 +27,6 @@ from fastpack.formats import (
 
 from .plan_store import PlanMeta
 from .shard_record import ShardRecord
-
-_HASH_CHUNK = 8 << 20
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_index(out: Path, records: Sequence[ShardRecord]) -> FileInfo:
@@ -52,7 +42,7 @@ def write_index(out: Path, records: Sequence[ShardRecord]) -> FileInfo:
     ) as index:
         for record in records:
             index.append(load_part(part_path(out, record.shard), DEFAULT_FIELDS))
-    return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=_sha256_file(path))
+    return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
 def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:

@@ -4,6 +4,7 @@ formats/SPEC.md is the normative description; each module here implements one ar
 """
 
 from .build_state import BUILD_DIR, load_part, part_path, save_part
+from .checksum import file_sha256
 from .dataset_files import DatasetFiles
 from .errors import (
     BadMagicError,
@@ -77,6 +78,7 @@ __all__ = [
     "TruncatedFileError",
     "UnsupportedVersionError",
     "check_key",
+    "file_sha256",
     "format_wds_index",
     "key_width",
     "load_part",

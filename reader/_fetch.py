@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -11,11 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import ChecksumMismatchError
+from fastpack.formats import ChecksumMismatchError, file_sha256
 
 from ._retry import RetryPolicy, log, retry_call
-
-_HASH_CHUNK = 4 * 2**20
 
 
 class IncompleteReadError(OSError):
@@ -66,14 +63,6 @@ def _fetch_into(
     with ThreadPoolExecutor(min(threads, len(spans))) as pool:
         for _ in pool.map(fetch, spans):
             pass
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def download(

@@ -8,7 +8,6 @@ optionally a strict decode of every JPEG.
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import zlib
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import DatasetFiles, FastpackError, Index, read_wds_index
+from fastpack.formats import DatasetFiles, FastpackError, Index, file_sha256, read_wds_index
 from tqdm import tqdm
 
 MAX_PROBLEMS = 1000
@@ -87,14 +86,6 @@ def verify_dataset(
     return report
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> bool:
     """Size and SHA-256 of `path` against the manifest; False if it is missing."""
     if not path.is_file():
@@ -103,7 +94,7 @@ def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> boo
     actual = path.stat().st_size
     if actual != size:
         report.add(f"{path}: {actual} bytes, the manifest records {size}")
-    elif (digest := _sha256(path)) != sha256:
+    elif (digest := file_sha256(path)) != sha256:
         report.add(f"{path}: sha256 {digest}, the manifest records {sha256}")
     return True
 
