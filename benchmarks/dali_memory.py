@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fastpack.formats import MANIFEST_NAME
+
 from ._procmem import TreeSampler
 from ._sysinfo import load
 
@@ -58,7 +60,7 @@ def built_dataset(source: Path, work: Path, per_class: int | None, shard_mib: in
     tag = f"{source.name}-{per_class or 'all'}-{shard_mib}m"
     folder = subset_folder(source, work / f"src-{tag}", per_class)
     out = work / f"ds-{tag}"
-    if not (out / "manifest.json").exists():
+    if not (out / MANIFEST_NAME).exists():
         options = BuildOptions(workers=2, progress=False, shard_size=shard_mib * 2**20)
         print(build(folder, out, options).format(), file=sys.stderr)
     return out

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastpack.formats import MANIFEST_NAME, read_manifest
+
 from ._sysinfo import load
 
 WORKERS = 2
@@ -120,7 +122,7 @@ def run_stream(name: str, make: Callable[[int], Any], epochs: int) -> tuple[Resu
 def build_local(source: Path, out: Path, shard_mib: int) -> Path:
     from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
 
-    if not (out / "manifest.json").exists():
+    if not (out / MANIFEST_NAME).exists():
         options = BuildOptions(workers=2, progress=False, shard_size=shard_mib * 2**20)
         print(build(source, out, options).format(), file=sys.stderr)
     return out
@@ -165,9 +167,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_all(args: argparse.Namespace, local: Path, server: Any) -> None:
-    from fastpack.formats import read_manifest  # noqa: PLC0415
 
-    manifest = read_manifest(local / "manifest.json")
+    manifest = read_manifest(local / MANIFEST_NAME)
     size = sum(s.bytes for s in manifest.shards)
     url = publish(local, server)
     options = server.storage_options
