@@ -2,8 +2,13 @@
 
 libjpeg-turbo can decode at n/8 of full size, but only 1/2, 1/4 and 1/8 have SIMD code paths;
 the other scales run slower than a full decode. `render` therefore picks the smallest of those
-scales at which the crop box still covers the output, so the final resize shrinks by at most
-about 2x (or enlarges, when the box is smaller than the output).
+scales at which the crop box, enlarged by at most `max_upscale`, still covers the output; the
+final bilinear resize then changes the size by at most 2x either way (box-averaged halvings
+first, when a small output asks for more shrinking than the DCT scales give).
+
+Where the time goes, for a 480x480 photo at 41 KB cropped to 224x224 (one core): a full decode
+0.84 ms, of which entropy decoding is about 0.45 ms at any scale; a 1/2-scale decode 0.62 ms; the
+crop and bilinear resize 0.08-0.11 ms. An INTER_AREA resize from full size would cost 0.68 ms.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ JpegData = bytes | bytearray | memoryview
 Image = npt.NDArray[np.uint8]
 
 MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
-_EPS = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +64,20 @@ def decode(
     return image if out is None else out
 
 
-def dct_shift(box_height: float, box_width: float, out_height: int, out_width: int) -> int:
-    """Largest `k <= 3` such that the box, scaled by `1 / 2**k`, still covers the output."""
+def dct_shift(
+    box_height: float,
+    box_width: float,
+    out_height: int,
+    out_width: int,
+    max_upscale: float = 1.0,
+) -> int:
+    """Largest `k <= 3` such that the box, scaled by `1 / 2**k` and then enlarged by
+    `max_upscale`, still covers the output."""
     k = 0
     while (
         k < MAX_SHIFT
-        and box_height / 2 ** (k + 1) >= out_height
-        and box_width / 2 ** (k + 1) >= out_width
+        and box_height * max_upscale / 2 ** (k + 1) >= out_height
+        and box_width * max_upscale / 2 ** (k + 1) >= out_width
     ):
         k += 1
     return k
@@ -87,6 +98,21 @@ def decode_scaled(
     return image
 
 
+def snap_to_scale(box: Box, shift: int, height: int, width: int) -> Box:
+    """`box` with its edges moved to the nearest multiples of `2**shift` inside a `height` x
+    `width` image: the pixel grid of the `1 / 2**shift` decode, so that the box is sampled
+    exactly there. An edge moves by at most `2**(shift - 1)` pixels; the box stays non-empty."""
+    if shift == 0:
+        return box
+    step = 1 << shift
+    bottom_limit, right_limit = max(height >> shift, 1) * step, max(width >> shift, 1) * step
+    top = min(round(box.top / step), bottom_limit // step - 1) * step
+    left = min(round(box.left / step), right_limit // step - 1) * step
+    bottom = min(max(round((box.top + box.height) / step) * step, top + step), bottom_limit)
+    right = min(max(round((box.left + box.width) / step) * step, left + step), right_limit)
+    return Box(top, left, bottom - top, right - left)
+
+
 def render(
     data: JpegData,
     size: tuple[int, int],
@@ -95,30 +121,29 @@ def render(
     *,
     flip: bool = False,
     options: DecodeOptions = DecodeOptions(),
+    max_upscale: float = 1.0,
+    shift: int | None = None,
 ) -> None:
-    """Decode the JPEG `data` of full size `size` at the cheapest scale that covers `box`, and
-    write the box, resized to `out`'s shape and optionally mirrored, into `out`."""
-    out_h, out_w = out.shape[:2]
-    shift = dct_shift(box.height, box.width, out_h, out_w)
+    """Decode the JPEG `data` of full size `size` at the cheapest scale that covers `box` once
+    enlarged by `max_upscale` (or at `1 / 2**shift` when given), and write the box, resized to
+    `out`'s shape and optionally mirrored, into `out`."""
+    if shift is None:
+        shift = dct_shift(box.height, box.width, out.shape[0], out.shape[1], max_upscale)
     image = decode_scaled(data, size[0], size[1], shift, options)
-    sy, sx = image.shape[0] / size[0], image.shape[1] / size[1]
-    scaled = Box(box.top * sy, box.left * sx, box.height * sy, box.width * sx)
+    f = 1 / (1 << shift)  # libjpeg's scaled pixel k covers full-size pixels [k, k + 1) * 2**shift
+    scaled = Box(box.top * f, box.left * f, box.height * f, box.width * f)
     crop_resize(image, scaled, out, flip=flip)
 
 
 def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> None:
     """Resample `box` of `image` into `out`.
 
-    An integral box is sliced and resized with INTER_LINEAR; a fractional one is sampled
-    exactly with an affine warp, which keeps the sub-pixel position that rounding would lose.
-    A dimension that shrinks by more than 2x is first box-averaged by exact halvings, which
-    filters like INTER_AREA at a fraction of its cost (~1 ms for 500x400 to 224x224).
+    The box is rounded to whole pixels of `image` (at most half a pixel of the decoded scale)
+    and resized bilinearly; cv2.resize on a slice costs about a quarter of an affine warp of
+    the exact box. A dimension that shrinks by more than 2x is first box-averaged by exact
+    halvings, which filters like INTER_AREA at a fraction of its cost.
     """
     out_h, out_w = out.shape[:2]
-    shrink = max(box.height / out_h, box.width / out_w)
-    if shrink <= 2 and not _is_integral(box):
-        _warp(image, box, out, flip)
-        return
     top, left = round(box.top), round(box.left)
     bottom = max(round(box.top + box.height), top + 1)
     right = max(round(box.left + box.width), left + 1)
@@ -141,26 +166,3 @@ def _halve_to_within_2x(region: Image, out_h: int, out_w: int) -> Image:
         region = np.asarray(
             cv2.resize(even, (w // fx, h // fy), interpolation=cv2.INTER_LINEAR), np.uint8
         )
-
-
-def _is_integral(box: Box) -> bool:
-    return all(abs(v - round(v)) < _EPS for v in (box.top, box.left, box.height, box.width))
-
-
-def _warp(image: Image, box: Box, out: Image, flip: bool) -> None:
-    """Bilinear sampling of `box` at the output's pixel centres (the same convention as
-    cv2.resize), mirrored by a negative x step when `flip`."""
-    out_h, out_w = out.shape[:2]
-    fy, fx = box.height / out_h, box.width / out_w
-    x0 = box.left + 0.5 * fx - 0.5
-    if flip:
-        x0, fx = box.left + box.width - 0.5 * fx - 0.5, -fx
-    matrix = np.array([[fx, 0.0, x0], [0.0, fy, box.top + 0.5 * fy - 0.5]])
-    cv2.warpAffine(
-        image,
-        matrix,
-        (out_w, out_h),
-        dst=out,
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_REPLICATE,
-    )
