@@ -9,7 +9,7 @@ demand. Nothing is kept per sample: a worker's private memory does not grow with
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +30,7 @@ from .shards import MmapShardReader, PreadShardReader, ShardReader
 from .transforms import Transform, sample_rng
 
 IoMethod = Literal["mmap", "pread"]
+BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
 class _Opened:
@@ -84,6 +85,7 @@ class Dataset:
         self.field = field
         self.io: IoMethod = io
         self.epoch = 0
+        self.batch_allocator: BatchAllocator | None = None
         self._state: _Opened | None = None
         self._opened()  # fail early on a missing or malformed dataset
 
@@ -92,6 +94,7 @@ class Dataset:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_state"] = None
+        state["batch_allocator"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -153,11 +156,14 @@ class Dataset:
         state = self._opened()
         i = _check_index(i, state)
         data = self._payload(state, i)
-        with self._decode_errors(state, i):
-            if self.transform is None:
-                image = decode(data)
-            else:
-                image = self.transform(data, self._rng(i, self.epoch), None)
+        try:
+            with self._decode_errors(state, i):
+                if self.transform is None:
+                    image = decode(data)
+                else:
+                    image = self.transform(data, self._rng(i, self.epoch), None)
+        finally:
+            state.shards.release()
         return image, state.labels[i]
 
     def __getitems__(self, indices: Sequence[int]) -> tuple[Image, npt.NDArray[np.int64]]:
@@ -165,19 +171,32 @@ class Dataset:
 
         Without a transform every image of the batch must have the same size (else ValueError).
         A batch from `make_loader` carries its epoch, which then overrides `self.epoch`.
+        The batch array comes from `batch_allocator` when one is set (`make_loader`'s workers
+        set one that allocates in shared memory), else from `np.empty`.
         """
         state = self._opened()
         epoch = int(getattr(indices, "epoch", self.epoch))
         rows = [_check_index(int(i), state) for i in indices]
         labels = state.labels[rows]
         if self.transform is None:
-            return self._decode_batch(state, rows), labels
-        images = np.empty((len(rows), *self.transform.output_shape, 3), np.uint8)
-        for k, i in enumerate(rows):
-            data = self._payload(state, i)
-            with self._decode_errors(state, i):
-                self.transform(data, self._rng(i, epoch), images[k])
+            try:
+                return self._decode_batch(state, rows), labels
+            finally:
+                state.shards.release()
+        images = self._new_batch((len(rows), *self.transform.output_shape, 3))
+        try:
+            for k, i in enumerate(rows):
+                data = self._payload(state, i)
+                with self._decode_errors(state, i):
+                    self.transform(data, self._rng(i, epoch), images[k])
+        finally:
+            state.shards.release()  # keep the batch's shard pages out of this process's PSS
         return images, labels
+
+    def _new_batch(self, shape: tuple[int, ...]) -> Image:
+        if self.batch_allocator is None:
+            return np.empty(shape, np.uint8)
+        return self.batch_allocator(shape)
 
     def _rng(self, i: int, epoch: int) -> np.random.Generator | None:
         random = self.transform is not None and self.transform.random
@@ -197,7 +216,7 @@ class Dataset:
                 "(RandomResizedCrop, CenterCrop) or read samples one at a time"
             )
         height, width = sizes[0] if sizes else (0, 0)
-        images = np.empty((len(rows), height, width, 3), np.uint8)
+        images = self._new_batch((len(rows), height, width, 3))
         for k, (i, data) in enumerate(zip(rows, payloads, strict=True)):
             with self._decode_errors(state, i):
                 decode(data, out=images[k])

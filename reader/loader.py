@@ -61,7 +61,7 @@ def make_loader(
         raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
     import torch  # noqa: PLC0415 - torch is optional, imported on use
 
-    from ._torch_loader import FastpackLoader, collate  # noqa: PLC0415 - imports torch
+    from ._torch_loader import FastpackLoader, SharedBatches  # noqa: PLC0415 - imports torch
 
     if num_workers is None:
         num_workers = min(8, os.cpu_count() or 1)
@@ -69,12 +69,14 @@ def make_loader(
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
     generator.manual_seed(seed)
+    batches = SharedBatches(kwargs.pop("worker_init_fn", None))
     options: dict[str, Any] = {
         "batch_sampler": EpochBatchSampler(
             dataset, batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed
         ),
         "num_workers": num_workers,
-        "collate_fn": collate,
+        "collate_fn": batches.collate,
+        "worker_init_fn": batches.install,
         "pin_memory": pin_memory,
         "generator": generator,
     }

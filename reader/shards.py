@@ -20,6 +20,11 @@ class ShardReader(Protocol):
         """`size` bytes at `offset` of shard `shard`; the range must be checked already."""
         ...
 
+    def release(self) -> None:
+        """Unmap the pages read since the last call from this process (the page cache keeps
+        them; a later read maps them again). Earlier views stay valid."""
+        ...
+
 
 def open_shard_fd(files: DatasetFiles, shard: int) -> tuple[int, int]:
     """Open shard `shard` read-only: `(fd, size)`, with a named error if it is missing or shorter
@@ -45,29 +50,40 @@ class MmapShardReader:
     """Maps each shard read-only on first use and hands out zero-copy views of it.
 
     One map per opened shard lives in a dict keyed by shard number (shards, not samples); the
-    pages belong to the page cache, so forked workers share them.
+    pages belong to the page cache, so forked workers share them. Pages a process has touched
+    count towards its PSS until `release` drops them from its page tables (`MADV_DONTNEED`):
+    without it, workers that read a whole epoch would report the whole dataset as theirs.
     """
 
     def __init__(self, files: DatasetFiles) -> None:
         self._files = files
+        self._maps: dict[int, mmap.mmap] = {}
         self._views: dict[int, memoryview] = {}
+        self._touched: set[int] = set()
 
     def _view(self, shard: int) -> memoryview:
         view = self._views.get(shard)
         if view is None:
             fd, size = open_shard_fd(self._files, shard)
             try:
-                view = memoryview(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
+                mapped = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
             finally:
                 os.close(fd)
-            self._views[shard] = view
+            self._maps[shard] = mapped
+            view = self._views[shard] = memoryview(mapped)
         return view
 
     def size(self, shard: int) -> int:
         return len(self._view(shard))
 
     def read(self, shard: int, offset: int, size: int) -> memoryview:
+        self._touched.add(shard)
         return self._view(shard)[offset : offset + size]
+
+    def release(self) -> None:
+        for shard in self._touched:
+            self._maps[shard].madvise(mmap.MADV_DONTNEED)
+        self._touched.clear()
 
 
 class PreadShardReader:
@@ -96,6 +112,9 @@ class PreadShardReader:
                 f"{len(data)} read"
             )
         return data
+
+    def release(self) -> None:
+        """Nothing is mapped."""
 
     def close(self) -> None:
         for fd, _ in self._fds.values():
