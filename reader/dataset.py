@@ -189,8 +189,9 @@ class Dataset:
                 data = self._payload(state, i)
                 with self._decode_errors(state, i):
                     self.transform(data, self._rng(i, epoch), images[k])
+                state.shards.release()  # keep shard pages out of this process's PSS
         finally:
-            state.shards.release()  # keep the batch's shard pages out of this process's PSS
+            state.shards.release()
         return images, labels
 
     def _new_batch(self, shape: tuple[int, ...]) -> Image:
