@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +117,45 @@ def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> Non
     np.testing.assert_array_equal(pread.__getitems__(rows)[0], mapped.__getitems__(rows)[0])
     with pytest.raises(ValueError, match="io must be 'mmap' or 'pread', got 'aio'"):
         Dataset(built.path, io="aio")  # type: ignore[arg-type]
+
+
+def _mapped_shard_kib(root: Path) -> int:
+    """Resident KiB of this process's maps of the shards under `root` (/proc/self/smaps)."""
+    total, current = 0, ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+            current = fields[5] if len(fields) > 5 else ""
+        elif fields[0] == "Rss:" and current.startswith(str(root)) and current.endswith(".tar"):
+            total += int(fields[1])
+    return total
+
+
+def test_reads_leave_no_shard_pages_mapped(build_dataset: Callable[..., Built]) -> None:
+    path = build_dataset(classes=2, per_class=20).path
+    ds = Dataset(path, transform=RandomResizedCrop(24))
+    rows = list(range(len(ds)))
+    ds.__getitems__(rows)
+    ds[3]
+    assert _mapped_shard_kib(path) == 0
+    views = [bytes(ds.read_bytes(i)) for i in rows]  # read_bytes alone keeps pages mapped
+    assert _mapped_shard_kib(path) > 0
+    ds._opened().shards.release()
+    assert _mapped_shard_kib(path) == 0
+    assert views == [bytes(ds.read_bytes(i)) for i in rows]  # a released map reads again
+
+
+def test_batch_allocator(build_dataset: Callable[..., Built]) -> None:
+    ds = Dataset(build_dataset().path, transform=CenterCrop(16))
+    shapes = []
+
+    def allocate(shape: tuple[int, ...]) -> np.ndarray:
+        shapes.append(shape)
+        return np.full(shape, 7, np.uint8)
+
+    expected = ds.__getitems__([0, 1, 2])[0]
+    ds.batch_allocator = allocate
+    images = ds.__getitems__([0, 1, 2])[0]
+    assert shapes == [(3, 16, 16, 3)]
+    np.testing.assert_array_equal(images, expected)
+    assert pickle.loads(pickle.dumps(ds)).batch_allocator is None  # per process, not carried

@@ -126,3 +126,28 @@ def test_to_float_rejects_bad_input() -> None:
         to_float(torch.zeros(1, 4, 4, 3))
     with pytest.raises(ValueError, match="mean and std need 4 values"):
         to_float(torch.zeros(1, 4, 4, 4, dtype=torch.uint8))
+
+
+def test_workers_decode_into_shared_memory(build_dataset: Callable[..., Built]) -> None:
+    from fastpack.reader._torch_loader import SharedBatches  # noqa: PLC0415
+
+    batches = SharedBatches()
+    array = batches.allocate((2, 3, 4, 3))
+    array[:] = 5
+    labels = np.arange(2)
+    images, _ = batches.collate((array, labels))
+    assert images.is_shared()
+    assert int(images.sum()) == 5 * array.size  # the tensor is the array, not a copy
+    array[0, 0, 0, 0] = 9
+    assert int(images[0, 0, 0, 0]) == 9
+    other = np.zeros((2, 3, 4, 3), np.uint8)  # an array it did not allocate is wrapped as is
+    wrapped, _ = batches.collate((other, labels))
+    assert not wrapped.is_shared()
+    assert wrapped.data_ptr() == other.ctypes.data
+
+    ds = Dataset(build_dataset(classes=2, per_class=5).path, transform=CenterCrop(16))
+    expected = ds.__getitems__(list(range(len(ds))))[0]
+    loader = make_loader(ds, batch_size=4, num_workers=2, shuffle=False, timeout=TIMEOUT)
+    received = torch.cat([images for images, _ in loader])
+    np.testing.assert_array_equal(received.numpy(), expected)
+    assert ds.batch_allocator is None  # only the workers' copies allocate in shared memory

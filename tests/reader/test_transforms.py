@@ -17,7 +17,7 @@ from fastpack.reader import (
     random_resized_box,
     sample_rng,
 )
-from fastpack.reader.decode import crop_resize, dct_shift
+from fastpack.reader.decode import crop_resize, dct_shift, snap_to_scale
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -121,7 +121,7 @@ def test_output_shape_and_buffer(transform: RandomResizedCrop | CenterCrop) -> N
 
 def test_flip_mirrors_the_same_crop() -> None:
     data = photos(1, "444")[0]
-    for shape in [(224, 224), (64, 64)]:  # the warp path and the slice path (and DCT scaling)
+    for shape in [(224, 224), (64, 64)]:  # full and 1/2 scale, then 1/4 and 1/8 scale
         for i in range(6):
             plain = RandomResizedCrop(shape, flip_prob=0.0)(data, sample_rng(1, 0, i))
             mirrored = RandomResizedCrop(shape, flip_prob=1.0)(data, sample_rng(1, 0, i))
@@ -212,3 +212,65 @@ def test_large_shrink_is_box_filtered(flip: bool) -> None:
         region = image[top : top + height, left : left + width]
         expected = cv2.resize(region, shape[::-1], interpolation=cv2.INTER_AREA)
         assert psnr(out, expected[:, ::-1] if flip else expected) > 35
+
+
+def test_max_upscale_sets_the_decode_scale() -> None:
+    # a 300-pixel box for 224 pixels: 1/2 scale with up to 2x enlargement, full scale without
+    assert dct_shift(300, 300, 224, 224, 2.0) == 1
+    assert dct_shift(300, 300, 224, 224, 1.0) == 0
+    assert dct_shift(300, 300, 224, 224, 1.25) == 0  # 150 x 1.25 < 224
+    assert dct_shift(224, 224, 224, 224, 2.0) == 1
+    assert dct_shift(223, 224, 224, 224, 2.0) == 0
+    assert dct_shift(800, 800, 224, 224, 2.0) == 2
+    assert dct_shift(900, 900, 224, 224, 2.0) == 3
+    exact, fast = RandomResizedCrop(224, max_upscale=1.0), RandomResizedCrop(224)
+    exact_shifts = [exact._plan(400, 500, sample_rng(0, 0, i))[2] for i in range(40)]
+    fast_shifts = [fast._plan(400, 500, sample_rng(0, 0, i))[2] for i in range(40)]
+    assert exact_shifts == [0] * 40  # no box of a 400x500 image covers 224 at 1/2 scale
+    assert sum(fast_shifts) >= 20  # most boxes decode at 1/2 scale
+    with pytest.raises(ValueError, match=r"max_upscale must be >= 1, got 0.5"):
+        RandomResizedCrop(224, max_upscale=0.5)
+    with pytest.raises(ValueError, match=r"max_upscale must be >= 1"):
+        CenterCrop(224, max_upscale=float("nan"))
+    assert "max_upscale=2.0" in repr(fast)
+
+
+def test_boxes_lie_on_the_grid_of_their_decode_scale() -> None:
+    transform = RandomResizedCrop(64)
+    seen = set()
+    for i in range(200):
+        box, _, shift = transform._plan(400, 500, sample_rng(3, 0, i))
+        assert (box, _) == transform.params(400, 500, sample_rng(3, 0, i))
+        step = 1 << shift
+        seen.add(step)
+        for edge in (box.top, box.left, box.top + box.height, box.left + box.width):
+            assert edge % step == 0, (box, step)
+        assert box.top + box.height <= 400
+        assert box.left + box.width <= 500
+    assert seen == {2, 4, 8}  # 64 pixels from boxes of 126 to 500 pixels
+
+
+@given(
+    height=st.integers(1, 2000),
+    width=st.integers(1, 2000),
+    shift=st.integers(1, 3),
+    draws=st.lists(st.floats(0, 1, exclude_max=True), min_size=DRAWS, max_size=DRAWS),
+)
+def test_snap_to_scale(height: int, width: int, shift: int, draws: list[float]) -> None:
+    box = random_resized_box(height, width, (0.08, 1.0), (3 / 4, 4 / 3), draws)
+    snapped = snap_to_scale(box, shift, height, width)
+    step = 1 << shift
+    old = (box.top, box.left, box.top + box.height, box.left + box.width)
+    new = (snapped.top, snapped.left, snapped.top + snapped.height, snapped.left + snapped.width)
+    assert snapped.height >= step
+    assert snapped.width >= step
+    for a, b in zip(old, new, strict=True):
+        assert b % step == 0
+        if height >= step and width >= step:
+            assert abs(a - b) < step  # half a step, or less than one where the image edge clips
+    if height >= step and width >= step:
+        assert snapped.top >= 0
+        assert new[2] <= height
+        assert snapped.left >= 0
+        assert new[3] <= width
+    assert snap_to_scale(box, 0, height, width) == box
