@@ -30,7 +30,7 @@ def make_loader(
     seed: int = 0,
     pin_memory: bool | None = None,
     prefetch_factor: int = 2,
-    persistent_workers: bool = False,
+    persistent_workers: bool = True,
     decoder: Decoder = "simplejpeg",
     **kwargs: Any,
 ) -> DataLoader[Any] | DaliLoader:
@@ -43,8 +43,10 @@ def make_loader(
     Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`) and are
     decoded by `dataset.__getitems__` in the workers. Call `dataset.set_epoch(e)` before each
     epoch. Defaults: `num_workers = min(8, cpu count)`, `pin_memory` when CUDA is available,
-    fork workers on Linux, each with single-threaded OpenCV (set in this process around the
-    fork, then restored). Other keyword arguments go to `DataLoader`.
+    persistent workers (the batches carry the epoch, so they need no restart; this saves a
+    fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set in this
+    process around the fork, then restored), each decoding its batches straight into shared
+    memory. Other keyword arguments go to `DataLoader`.
     """
     if decoder == "dali":
         return make_dali_loader(
