@@ -63,6 +63,7 @@ def make_loader(
         raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
     import torch  # noqa: PLC0415 - torch is optional, imported on use
 
+    from ._batch_slots import BatchSlots  # noqa: PLC0415 - imports torch
     from ._torch_loader import FastpackLoader, SharedBatches  # noqa: PLC0415 - imports torch
 
     if num_workers is None:
@@ -71,7 +72,12 @@ def make_loader(
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
     generator.manual_seed(seed)
-    batches = SharedBatches(kwargs.pop("worker_init_fn", None))
+    slots = BatchSlots(
+        num_workers,
+        prefetch_factor + 2,  # queued, being decoded, and held by the training loop
+        reuse=persistent_workers and num_workers > 0,
+    )
+    batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None))
     options: dict[str, Any] = {
         "batch_sampler": EpochBatchSampler(
             dataset, batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed

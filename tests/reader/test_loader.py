@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -15,11 +17,13 @@ from fastpack.reader import (
     IMAGENET_STD,
     CenterCrop,
     Dataset,
+    EpochBatch,
     EpochBatchSampler,
     RandomResizedCrop,
     make_loader,
     to_float,
 )
+from fastpack.reader._batch_slots import BatchSlots, SlotBatch, tracker
 
 from .conftest import Built
 
@@ -128,26 +132,101 @@ def test_to_float_rejects_bad_input() -> None:
         to_float(torch.zeros(1, 4, 4, 4, dtype=torch.uint8))
 
 
+def _expected_batches(ds: Dataset, batch_size: int, epoch: int) -> list[np.ndarray]:
+    sampler = EpochBatchSampler(ds, batch_size, seed=0)
+    order = sampler.order(epoch)
+    return [
+        ds.__getitems__(EpochBatch(order[b : b + batch_size].tolist(), epoch))[0]
+        for b in range(0, len(ds), batch_size)
+    ]
+
+
+def test_batch_slots_are_reused_only_when_released() -> None:
+    slots = BatchSlots(num_workers=1, slots_per_worker=2, reuse=True)
+    slots.start(0)  # this process plays the worker; `state` is the trainer's side
+    state = tracker(slots.token)
+    assert state is not None
+    pid, labels, shape = os.getpid(), np.arange(2), (2, 4, 4, 3)
+
+    batches = []
+    for _ in range(3):
+        batch = slots.collate(slots.allocate(shape), labels)
+        assert isinstance(batch, SlotBatch)
+        batches.append(batch)
+    assert [b.slot for b in batches] == [0, 1, -1]  # both slots taken: a fresh block
+    assert list(slots.flags) == [pid, pid]
+    assert all(b[0].is_shared() for b in batches)
+    assert batches[0][0].data_ptr() == slots.tensors[0].data_ptr()
+
+    unpickled = pickle.loads(pickle.dumps(batches[2]))  # arrives as a plain pair
+    assert type(unpickled) is tuple
+    assert state.arrived == 1
+
+    # the trainer's own tensors for slots 0 and 1 (in the trainer they map the same blocks)
+    held = [torch.zeros(shape, dtype=torch.uint8), torch.zeros(shape, dtype=torch.uint8)]
+    state.track(held[0], 0, pid)
+    state.track(held[1], 1, pid)
+    view = held[0][1]
+    del held[0]
+    state.track(batches[2][0], -1, pid)
+    assert list(slots.flags) == [pid, pid]  # a view keeps its block held
+    del view
+    slots.flags[1] = pid + 1  # a slot claimed by another process is not the trainer's to free
+    del held[0]
+    state.track(batches[2][0], -1, pid)
+    assert list(slots.flags) == [0, pid + 1]
+    again = slots.allocate(shape)
+    assert again.ctypes.data == slots.tensors[0].data_ptr()  # the block is reused
+    assert slots.flags[0] == pid
+
+
+def test_held_batches_stay_intact(build_dataset: Callable[..., Built]) -> None:
+    ds = Dataset(build_dataset(classes=3, per_class=12).path, transform=RandomResizedCrop(16))
+    loader = make_loader(ds, batch_size=4, num_workers=2, seed=0, timeout=TIMEOUT)
+    kept = []
+    for epoch in range(4):
+        ds.set_epoch(epoch)
+        for n, (images, _) in enumerate(loader):
+            if epoch == 0:
+                kept.append(images)  # every batch of epoch 0 stays held
+            elif epoch == 1 and n % 3 == 0:
+                kept.append(images[1:3])  # a view holds its whole block
+            if epoch == 2 and n == 2:
+                break  # an epoch cut short
+    expected = _expected_batches(ds, 4, 0)
+    assert len(kept) == len(expected) + 3
+    for got, want in zip(kept, expected, strict=False):
+        np.testing.assert_array_equal(got.numpy(), want)
+    second = _expected_batches(ds, 4, 1)
+    for got, k in zip(kept[len(expected) :], (0, 3, 6), strict=True):
+        np.testing.assert_array_equal(got.numpy(), second[k][1:3])
+    ds.set_epoch(3)
+    received = [images.numpy().copy() for images, _ in loader]
+    for got, want in zip(received, _expected_batches(ds, 4, 3), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_workers_decode_into_shared_memory(build_dataset: Callable[..., Built]) -> None:
-    from fastpack.reader._torch_loader import SharedBatches  # noqa: PLC0415
-
-    batches = SharedBatches()
-    array = batches.allocate((2, 3, 4, 3))
-    array[:] = 5
-    labels = np.arange(2)
-    images, _ = batches.collate((array, labels))
-    assert images.is_shared()
-    assert int(images.sum()) == 5 * array.size  # the tensor is the array, not a copy
-    array[0, 0, 0, 0] = 9
-    assert int(images[0, 0, 0, 0]) == 9
-    other = np.zeros((2, 3, 4, 3), np.uint8)  # an array it did not allocate is wrapped as is
-    wrapped, _ = batches.collate((other, labels))
-    assert not wrapped.is_shared()
-    assert wrapped.data_ptr() == other.ctypes.data
-
     ds = Dataset(build_dataset(classes=2, per_class=5).path, transform=CenterCrop(16))
     expected = ds.__getitems__(list(range(len(ds))))[0]
-    loader = make_loader(ds, batch_size=4, num_workers=2, shuffle=False, timeout=TIMEOUT)
-    received = torch.cat([images for images, _ in loader])
-    np.testing.assert_array_equal(received.numpy(), expected)
+    for persistent in (True, False):
+        loader = make_loader(
+            ds,
+            batch_size=4,
+            num_workers=2,
+            shuffle=False,
+            persistent_workers=persistent,
+            timeout=TIMEOUT,
+        )
+        for _ in range(3):
+            batches = [images for images, _ in loader]
+            assert all(images.is_shared() for images in batches)
+            np.testing.assert_array_equal(torch.cat(batches).numpy(), expected)
+        state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
+        assert state is not None
+        assert state.arrived == 9
+        if persistent:  # most batches reuse a slot (a slot still held means a fresh block)
+            assert state.from_slots >= 5
+        else:  # workers that stop at the end of each epoch get no slots
+            assert state.from_slots == 0
     assert ds.batch_allocator is None  # only the workers' copies allocate in shared memory
