@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+from ._procmem import descendants
 
 
 def _wait_then(start: Any, target: Callable[..., None], args: tuple[Any, ...]) -> None:
@@ -15,11 +19,20 @@ def _wait_then(start: Any, target: Callable[..., None], args: tuple[Any, ...]) -
 
 
 def cpu_seconds() -> float:
-    """User + system CPU time of this process and of its children that have been waited for."""
+    """User + system CPU time of this process, of its children that have been waited for, and
+    of its live descendants (persistent DataLoader workers), so that a difference of two calls
+    counts every process's work in between once."""
     total = 0.0
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in descendants(os.getpid())[1:]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
     return total
 
 
