@@ -74,7 +74,7 @@ def make_loader(
     generator.manual_seed(seed)
     slots = BatchSlots(
         num_workers,
-        prefetch_factor + 2,  # queued, being decoded, and held by the training loop
+        prefetch_factor,  # a slot per queued batch; more pin memory for little gain
         reuse=persistent_workers and num_workers > 0,
     )
     batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None))
