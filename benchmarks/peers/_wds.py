@@ -69,4 +69,7 @@ def make_loader(
         .map(_Transform(decode, seed))
         .batched(batch_size, collation_fn=collate, partial=True)
     )
-    return FixedEpochs(DataLoader(dataset, batch_size=None, num_workers=workers))
+    data = DataLoader(
+        dataset, batch_size=None, num_workers=workers, persistent_workers=workers > 0
+    )  # persistent workers, as fastpack's make_loader: no fork per epoch
+    return FixedEpochs(data)

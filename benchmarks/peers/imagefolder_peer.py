@@ -44,5 +44,6 @@ def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpoc
         shuffle=True,
         num_workers=workers,
         collate_fn=collate,
+        persistent_workers=workers > 0,  # as fastpack's make_loader: no fork per epoch
     )
     return FixedEpochs(data)

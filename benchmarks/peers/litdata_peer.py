@@ -60,5 +60,11 @@ def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpoc
         transform=_Transform(seed),
     )
     return FixedEpochs(
-        StreamingDataLoader(dataset, batch_size=batch_size, num_workers=workers, collate_fn=collate)
+        StreamingDataLoader(
+            dataset,
+            batch_size=batch_size,
+            num_workers=workers,
+            collate_fn=collate,
+            persistent_workers=workers > 0,  # as fastpack's make_loader: no fork per epoch
+        )
     )
