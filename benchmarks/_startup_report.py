@@ -34,7 +34,7 @@ def _med(values: Sequence[float]) -> float:
 
 
 def _header(results: dict[str, Any]) -> list[str]:
-    parts = [p for p in ("startup", "costs", "memory") if p in results]
+    parts = [p for p in ("startup", "costs", "memory", "peers") if p in results]
     first = results[parts[0]]["meta"]
     machine, versions = first["machine"], first["versions"]
     shown = ("torch", "numpy", "simplejpeg", "opencv-python-headless", "webdataset")
@@ -394,11 +394,47 @@ def _fixes(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _peers(results: dict[str, Any]) -> list[str]:
+    peers = results["peers"]["data"]
+    n = peers["samples"]
+    rows = list(peers["rows"])
+    fastpack = results.get("startup", {}).get("data", {}).get(str(n))
+    if fastpack:
+        seconds = [r["startup_s"] for r in fastpack]
+        what = f"fastpack, {_samples(n)} samples (table above)"
+        rows.insert(0, {"what": what, "seconds": seconds})
+    lines = [
+        f"## Peers at {_samples(n)} samples",
+        "",
+        "Start-up to the first batch of 64 at 224x224, 2 workers, each run a fresh process with "
+        "the peer's imports done before the clock starts (`benchmarks/_startup_peers.py`, "
+        "peers as in `RESULTS.md`). Both datasets repeat the corpus: webdataset lists the "
+        "corpus's tars again and again (symbolic links), ImageFolder is a tree of 1,000 class "
+        "folders of symbolic links to its JPEGs, dentries cached (walked once before each "
+        "run). The listing rows time only the part of the ImageFolder start-up that grows with "
+        "the number of files; torchvision's `ImageFolder` lists with `os.walk` into strings, "
+        "closer to the `os.scandir` row than to the peer's `pathlib` one. Seconds; memory is "
+        "the listing process's RSS growth.",
+        "",
+        "| what | runs | seconds, median (range) | RSS growth MiB |",
+        "|---|---:|---|---:|",
+    ]
+    for row in rows:
+        growth = row.get("rss_growth_kib")
+        cell = f"{_med(growth) / MIB:,.0f}" if growth else ""
+        lines.append(
+            f"| {row['what']} | {len(row['seconds'])} | {_spread(row['seconds'], digits=3)} "
+            f"| {cell} |"
+        )
+    return [*lines, ""]
+
+
 SECTIONS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("startup", _startup),
     ("costs", _costs),
     ("memory", _memory),
     ("fixes", _fixes),
+    ("peers", _peers),
 )
 
 

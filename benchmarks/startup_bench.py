@@ -12,8 +12,10 @@ Builds a small real dataset from `--source` and, from it, synthetic datasets of 
 - `memory`: private memory of each worker and of the trainer after `--batches` batches, at the
   smallest and the largest size (two workers `--memory-runs` times, one worker once).
 
-Raw numbers go to `WORKDIR/results.json`, where each part replaces its earlier numbers; `--out` is
-rendered from all of them.
+`--parts peers` (run with the peers' environment, see `_startup_peers.py`) times the start-up of
+webdataset and of an ImageFolder-style dataset at `--peer-samples`. Raw numbers go to
+`WORKDIR/results.json`, where each part replaces its earlier numbers; `--out` is rendered from all
+of them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from ._launch import run_step
 from ._startup_index import build_base, synthetic_dataset
 from ._startup_report import render
 
-PARTS = ("startup", "costs", "memory")
+PARTS = ("startup", "costs", "memory", "peers")
+DEFAULT_PARTS = ("startup", "costs", "memory")
 SOURCES = ("compiler", "reader", "formats", "fastpack")
 
 
@@ -42,10 +45,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--sizes", default="10000,1000000,10000000", help="samples, comma-separated"
     )
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"any of {PARTS}")
+    parser.add_argument("--parts", default=",".join(DEFAULT_PARTS), help=f"any of {PARTS}")
     parser.add_argument("--runs", type=int, default=5, help="start-up runs per size")
     parser.add_argument("--memory-runs", type=int, default=3, help="two-worker memory runs")
     parser.add_argument("--batches", default="20,60,120", help="memory measured after these")
+    parser.add_argument("--peer-samples", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per step")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/STARTUP.md"))
     args = parser.parse_args(argv)
@@ -123,6 +127,12 @@ def measure_memory(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str
     return memory
 
 
+def measure_peers(args: argparse.Namespace) -> dict[str, Any]:
+    from ._startup_peers import measure  # noqa: PLC0415 - needs the peers' environment
+
+    return measure(args, step)
+
+
 def describe(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str, Any]:
     shards = {}
     for n, path in paths.items():
@@ -171,14 +181,15 @@ def main(argv: list[str] | None = None) -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     results_path = args.workdir / "results.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
-    paths = datasets(args)
+    paths = datasets(args) if set(args.parts) - {"peers"} else {}
     measures = {"startup": measure_startup, "costs": measure_costs, "memory": measure_memory}
     for part in args.parts:
         info = meta(args, argv)
-        data = measures[part](args, paths)
+        data = measure_peers(args) if part == "peers" else measures[part](args, paths)
         info["load_after"] = _sysinfo.load()
         results[part] = {"meta": info, "data": data}
-        results["datasets"] = describe(args, paths)
+        if part != "peers":
+            results["datasets"] = describe(args, paths)
         results_path.write_text(json.dumps(results, indent=1))
     args.out.write_text(render(results))
     print(f"wrote {args.out} and {results_path}")

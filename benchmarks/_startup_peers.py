@@ -1,0 +1,177 @@
+"""Start-up of two peers at about 1 million samples, for `startup_bench --parts peers`.
+
+Needs the peers' environment (webdataset). The datasets repeat the corpus, as fastpack's
+synthetic datasets do:
+
+- webdataset: the corpus written once by the `wds-simplejpeg` peer (`webdataset.ShardWriter`,
+  256 samples per tar), then a folder of symbolic links that lists those tars again and again up
+  to the sample count. Its loader opens one tar per worker to start, whatever the count.
+- ImageFolder: a tree of 1,000 class folders of symbolic links to the corpus's JPEGs, up to the
+  sample count. The `imagefolder-pil` peer lists the whole tree when its dataset is made (a list
+  of path objects), which is the part of its start-up that grows with the count.
+
+Each measurement runs in a fresh process (`python -m benchmarks._startup_peers ACTION --dir D`)
+and prints `RESULT <json>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CLASSES = 1000
+DONE = "complete"  # marker file written once a tree is whole
+
+
+def _tars(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.tar"))
+
+
+def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
+    from .peers import _wds  # noqa: PLC0415 - imports webdataset
+
+    base, out = workdir / "webdataset-base", workdir / f"webdataset-{samples}"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        _wds.write_shards(source, base)
+        (base / DONE).write_text("")
+    tars = _tars(base)
+    per_copy = sum(1 for _ in source.rglob("*.jpg"))
+    copies = -(-samples // per_copy)
+    if not (out / DONE).exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for k in range(copies * len(tars)):
+            (out / f"{k:06d}.tar").symlink_to(tars[k % len(tars)].resolve())
+        (out / DONE).write_text("")
+    return out, copies * per_copy
+
+
+def imagefolder_tree(source: Path, workdir: Path, samples: int) -> Path:
+    """`workdir/imagefolder-N/train/class_KKKK/NNNNNNN.jpg`: `samples` links to the corpus's
+    JPEGs in `CLASSES` folders, and the `corpus.txt` the `imagefolder-pil` peer reads."""
+    out = workdir / f"imagefolder-{samples}"
+    root = out / "train"
+    if not (out / DONE).exists():
+        shutil.rmtree(out, ignore_errors=True)
+        jpegs = sorted(str(p.resolve()) for p in source.rglob("*.jpg"))
+        for c in range(CLASSES):
+            (root / f"class_{c:04d}").mkdir(parents=True)
+        for i in range(samples):
+            link = root / f"class_{i % CLASSES:04d}" / f"{i:07d}.jpg"
+            os.symlink(jpegs[i % len(jpegs)], link)
+        (out / "corpus.txt").write_text(str(root))
+        (out / DONE).write_text("")
+    return out
+
+
+def warm_listing(root: Path) -> None:
+    """Walk the tree once, so that timed listings find the directory entries cached."""
+    for _ in os.walk(root):
+        pass
+
+
+# -- fresh-process measurements -------------------------------------------------------------
+
+
+def _first_batch(peer_name: str, directory: Path) -> dict[str, Any]:
+    from .peers import load_peer  # noqa: PLC0415
+
+    peer = load_peer(peer_name)  # library imports happen here, before the clock
+    start = time.perf_counter()
+    epochs = peer.loader(directory, 64, 2, 0)
+    batch = next(iter(epochs.epoch(0)))
+    seconds = time.perf_counter() - start
+    if tuple(batch[0].shape) != (64, 224, 224, 3):
+        raise ValueError(f"{peer_name}: first batch has shape {tuple(batch[0].shape)}")
+    return {"seconds": seconds}
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _listing(kind: str, directory: Path) -> dict[str, Any]:
+    from .peers._base import list_imagefolder  # noqa: PLC0415
+
+    root = Path((directory / "corpus.txt").read_text())
+
+    def scandir() -> list[str]:
+        paths: list[str] = []
+        for entry in sorted(os.scandir(root), key=lambda e: e.name):
+            paths.extend(sorted(e.path for e in os.scandir(entry.path)))
+        return paths
+
+    lister: Callable[[], list[Any]] = (
+        (lambda: list_imagefolder(root)) if kind == "pathlib" else scandir
+    )
+    before = _rss_kib()
+    start = time.perf_counter()
+    found = lister()
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "files": len(found), "rss_growth_kib": _rss_kib() - before}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=["wds", "imagefolder", "list-pathlib", "list-scandir"])
+    parser.add_argument("--dir", type=Path, required=True)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.action == "wds":
+        result = _first_batch("wds-simplejpeg", args.dir)
+    elif args.action == "imagefolder":
+        result = _first_batch("imagefolder-pil", args.dir)
+    else:
+        result = _listing(args.action.removeprefix("list-"), args.dir)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+# -- the driver's side ----------------------------------------------------------------------
+
+Step = Callable[[Any, str, list[str], str], Any]
+
+
+def measure(args: Any, step: Step) -> dict[str, Any]:
+    """Every peer measurement `args.runs` times, interleaved; rows for the page. `step(args,
+    module, arguments, name)` runs one in a fresh process."""
+    source, workdir, samples = args.source, args.workdir / "peers", args.peer_samples
+    wds_dir, wds_samples = webdataset_tree(source, workdir, samples)
+    folder = imagefolder_tree(source, workdir, samples)
+    plan = (
+        ("wds", wds_dir, f"webdataset (`wds-simplejpeg` peer), {len(_tars(wds_dir)):,} tars of "
+         f"{wds_samples:,} samples: first batch"),
+        ("imagefolder", folder, f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
+         "first batch (listing included)"),
+        ("list-pathlib", folder, f"of which listing {samples:,} files as the peer does "
+         "(`pathlib` `rglob`, sorted, one `Sample(path, label)` each)"),
+        ("list-scandir", folder, f"listing {samples:,} files with `os.scandir` into a sorted "
+         "list of path strings"),
+    )  # fmt: skip
+    rows: dict[str, dict[str, Any]] = {a: {"what": what, "seconds": []} for a, _, what in plan}
+    for r in range(args.runs):
+        for action, directory, _ in plan:
+            if action != "wds":
+                warm_listing(directory)
+            result = step(
+                args, "_startup_peers", [action, "--dir", str(directory)], f"p-{action}-{r}"
+            )
+            rows[action]["seconds"].append(result["seconds"])
+            if "rss_growth_kib" in result:
+                rows[action].setdefault("rss_growth_kib", []).append(result["rss_growth_kib"])
+            print(f"{action}: {result['seconds']:.3f} s", flush=True)
+    return {"samples": samples, "rows": list(rows.values())}
+
+
+if __name__ == "__main__":
+    main()
