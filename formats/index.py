@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Mapping, Sequence
@@ -213,7 +214,12 @@ class IndexWriter:
 
 
 class Index:
-    """A read-only, memory-mapped `index.fpx`. Opening it costs O(1) time and memory."""
+    """A read-only, memory-mapped `index.fpx`. Opening it costs O(1) time and memory.
+
+    Its pages belong to the page cache and are shared by every process that maps the file. A
+    page fault maps 64 KiB to 2 MiB around the page it needs, so random reads of a large index
+    would soon map most of it into each reader: `release` unmaps them from this process.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -225,9 +231,9 @@ class Index:
             raise TruncatedFileError(
                 f"{self.path}: {actual_size} bytes, shorter than the {HEADER_SIZE}-byte header"
             )
-        raw: np.memmap[tuple[int], np.dtype[np.uint8]] = np.memmap(
-            self.path, dtype=np.uint8, mode="r"
-        )
+        with self.path.open("rb") as f:
+            self._mmap = mmap.mmap(f.fileno(), actual_size, access=mmap.ACCESS_READ)
+        raw: npt.NDArray[np.uint8] = np.frombuffer(self._mmap, dtype=np.uint8)
         magic, version, header_size, n, shards, sections, file_size, _ = _HEADER.unpack(
             bytes(raw[:HEADER_SIZE])
         )
@@ -262,8 +268,13 @@ class Index:
         self._source_blob: npt.NDArray[np.uint8] = self._sections["source.blob"]  # type: ignore[assignment]
         self._source_offsets: npt.NDArray[np.uint64] = self._sections["source.offsets"]  # type: ignore[assignment]
 
+    def release(self) -> None:
+        """Unmap the pages read so far from this process (`MADV_DONTNEED`); arrays and views
+        stay valid, a later read maps its page again. Costs about 0.15 ms per GB of index."""
+        self._mmap.madvise(mmap.MADV_DONTNEED)
+
     def _read_sections(
-        self, raw: np.memmap[tuple[int], np.dtype[np.uint8]], count: int, size: int
+        self, raw: npt.NDArray[np.uint8], count: int, size: int
     ) -> dict[str, AnyArray]:
         sections: dict[str, AnyArray] = {}
         for i in range(count):

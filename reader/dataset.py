@@ -30,6 +30,7 @@ from .shards import MmapShardReader, PreadShardReader, ShardReader
 from .transforms import Transform, sample_rng
 
 IoMethod = Literal["mmap", "pread"]
+INDEX_RELEASE_SAMPLES = 64  # an index release costs ~0.15 ms per GB mapped: once per batch
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
@@ -46,6 +47,17 @@ class _Opened:
         reader = PreadShardReader if io == "pread" else MmapShardReader
         self.shards: ShardReader = reader(self.files)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
+        self.unreleased = 0  # samples read since the index pages were last released
+
+    def release(self, samples: int) -> None:
+        """After reading `samples` samples: unmap the shard pages, and every
+        `INDEX_RELEASE_SAMPLES` samples the index pages (see `Index.release`), so that a
+        worker's memory does not grow with the dataset as it reads."""
+        self.shards.release()
+        self.unreleased += samples
+        if self.unreleased >= INDEX_RELEASE_SAMPLES:
+            self.index.release()
+            self.unreleased = 0
 
 
 class Dataset:
@@ -156,6 +168,7 @@ class Dataset:
         state = self._opened()
         i = _check_index(i, state)
         data = self._payload(state, i)
+        label = state.labels[i]
         try:
             with self._decode_errors(state, i):
                 if self.transform is None:
@@ -163,8 +176,8 @@ class Dataset:
                 else:
                     image = self.transform(data, self._rng(i, self.epoch), None)
         finally:
-            state.shards.release()
-        return image, state.labels[i]
+            state.release(1)
+        return image, label
 
     def __getitems__(self, indices: Sequence[int]) -> tuple[Image, npt.NDArray[np.int64]]:
         """A batch as `(images (B, H, W, 3) uint8, labels (B,) int64)`, decoded into one array.
@@ -182,7 +195,7 @@ class Dataset:
             try:
                 return self._decode_batch(state, rows), labels
             finally:
-                state.shards.release()
+                state.release(len(rows))
         images = self._new_batch((len(rows), *self.transform.output_shape, 3))
         try:
             for k, i in enumerate(rows):
@@ -191,7 +204,7 @@ class Dataset:
                     self.transform(data, self._rng(i, epoch), images[k])
                 state.shards.release()  # keep shard pages out of this process's PSS
         finally:
-            state.shards.release()
+            state.release(len(rows))
         return images, labels
 
     def _new_batch(self, shape: tuple[int, ...]) -> Image:

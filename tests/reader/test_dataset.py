@@ -119,14 +119,14 @@ def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> Non
         Dataset(built.path, io="aio")  # type: ignore[arg-type]
 
 
-def _mapped_shard_kib(root: Path) -> int:
-    """Resident KiB of this process's maps of the shards under `root` (/proc/self/smaps)."""
+def _mapped_kib(root: Path, suffix: str = ".tar") -> int:
+    """Resident KiB of this process's maps of the files `*suffix` under `root` (smaps)."""
     total, current = 0, ""
     for line in Path("/proc/self/smaps").read_text().splitlines():
         fields = line.split()
         if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
             current = fields[5] if len(fields) > 5 else ""
-        elif fields[0] == "Rss:" and current.startswith(str(root)) and current.endswith(".tar"):
+        elif fields[0] == "Rss:" and current.startswith(str(root)) and current.endswith(suffix):
             total += int(fields[1])
     return total
 
@@ -137,12 +137,29 @@ def test_reads_leave_no_shard_pages_mapped(build_dataset: Callable[..., Built]) 
     rows = list(range(len(ds)))
     ds.__getitems__(rows)
     ds[3]
-    assert _mapped_shard_kib(path) == 0
+    assert _mapped_kib(path) == 0
     views = [bytes(ds.read_bytes(i)) for i in rows]  # read_bytes alone keeps pages mapped
-    assert _mapped_shard_kib(path) > 0
+    assert _mapped_kib(path) > 0
     ds._opened().shards.release()
-    assert _mapped_shard_kib(path) == 0
+    assert _mapped_kib(path) == 0
     assert views == [bytes(ds.read_bytes(i)) for i in rows]  # a released map reads again
+
+
+def test_index_pages_are_released_once_per_batch(build_dataset: Callable[..., Built]) -> None:
+    path = build_dataset(classes=2, per_class=20).path
+    before = _mapped_kib(path, ".fpx")  # maps the fixture itself may hold
+    ds = Dataset(path, transform=CenterCrop(16))
+    rows = list(range(len(ds)))  # 40 samples
+    ds.__getitems__(rows)
+    assert _mapped_kib(path, ".fpx") > before  # fewer than 64 samples read: not yet
+    ds.__getitems__(rows)
+    assert _mapped_kib(path, ".fpx") == before
+    for i in range(63):
+        ds[i % len(ds)]
+    assert _mapped_kib(path, ".fpx") > before
+    ds[0]
+    assert _mapped_kib(path, ".fpx") == before
+    np.testing.assert_array_equal(ds.labels, [ds[i][1] for i in rows])  # still readable
 
 
 def test_batch_allocator(build_dataset: Callable[..., Built]) -> None:
