@@ -131,13 +131,14 @@ def manifest_from_text(text: str | bytes, source: str) -> Manifest:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{source}: not valid JSON ({e})") from e
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ManifestError(f"{source}: not valid JSON ({e})") from e
+        return parse_manifest(data, source)
     finally:
         if collecting:
             gc.enable()
-    return parse_manifest(data, source)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
