@@ -296,8 +296,9 @@ def _memory(results: dict[str, Any]) -> list[str]:
         *growth,
         "",
         f"Target, worker private memory grows by less than 16 MB ({TARGET_GROWTH_MIB:.1f} MiB): "
-        f"**{verdicts}**. This measure falls as more batches are read, for the reason below; "
-        "the index RSS and PSS columns and the one-worker table show the growth it misses.",
+        f"**{verdicts}**. Pages that both workers map count as shared, not private (see "
+        "below): the index RSS and PSS columns and the one-worker table show what this "
+        "measure alone could miss.",
         "",
     ]
     if data.get("1"):
@@ -331,13 +332,15 @@ def _memory_notes(results: dict[str, Any]) -> list[str]:
         f"{HOT_BYTES_PER_SAMPLE} bytes per sample, {hot:,.0f} MiB at {_samples(large)}. A page "
         "fault on the memory-mapped index maps far more than the entry read: 64 KiB "
         "(fault-around) to 2 MiB (a whole large page-cache folio) here (row 'KiB mapped by "
-        "reading 1 byte' above). So "
-        f"after {first} batches each worker maps {index_rss:,.0f} MiB of the {_samples(large)} "
-        "index; the shards' pages are dropped after each sample (`ShardReader.release`), the "
-        "index's are not.",
-        "- With two workers both map most of those pages, so the kernel counts them as shared, "
-        "not private: the private sum (the 16 MB target's measure) hides most of them, while "
-        "RSS and PSS show them. With one worker they are all private.",
+        "reading 1 byte' above). Left alone, a worker would soon map most of those pages. "
+        "The reader unmaps them (`Index.release`, `madvise(MADV_DONTNEED)`) once per 64 "
+        "samples, as it unmaps the shards' pages after each sample (`ShardReader.release`): "
+        f"after {first} batches a worker maps {index_rss:,.1f} MiB of the {_samples(large)} "
+        "index.",
+        "- Two workers map the same index and shard pages, so the kernel would count those as "
+        "shared, not private: the private sum (the 16 MB target's measure) would hide them, "
+        "while RSS and PSS show them. The one-worker table, where they would all be private, "
+        "and the RSS and PSS columns of both tables show what grows.",
     ]
     if "1" in data and large in data["1"]:
         small = min(data["1"], key=int)
@@ -345,7 +348,7 @@ def _memory_notes(results: dict[str, Any]) -> list[str]:
         one_small = _mem_rows(data["1"][small])
         b = min(one_large)
         grew = (_med(one_large[b]["private"]) - _med(one_small[b]["private"])) / MIB
-        notes[-1] = notes[-1][:-1] + f": +{grew:,.0f} MiB private after {b} batches."
+        notes[-1] = notes[-1][:-1] + f" (one worker: +{grew:,.1f} MiB private after {b} batches)."
     trainer = (_med(rows[first]["trainer_anon"])) / MIB
     small_rows = _mem_rows(two[min(two, key=int)])
     trainer_small = _med(small_rows[first]["trainer_anon"]) / MIB
@@ -353,13 +356,13 @@ def _memory_notes(results: dict[str, Any]) -> list[str]:
         f"- The trainer's anonymous private memory is {trainer:,.0f} MiB at {_samples(large)} "
         f"against {trainer_small:,.0f} MiB at {_samples(min(two, key=int))}: the epoch's order, "
         f"{int(large) * 8 / 2**20:,.1f} MiB of int64, held by the sampler's generator "
-        "for the whole epoch."
+        "for the whole epoch (see below)."
     )
     return [*notes, ""]
 
 
 def _fixes(results: dict[str, Any]) -> list[str]:
-    """The changes the measurements point to, with their measured costs (none is applied)."""
+    """The costs the measurements point to, what was done about each, and what is left."""
     if "costs" not in results:
         return []
     costs = results["costs"]["data"]
@@ -368,28 +371,27 @@ def _fixes(results: dict[str, Any]) -> list[str]:
     first = costs[large]["first_read_manifest"]
     same = "the same order (checked)" if costs[large]["int32_order_equal"] else "another order"
     return [
-        "## What would remove these costs (not applied)",
+        "## Costs found, and what was done",
         "",
-        "1. **Index pages in the workers** (`reader/dataset.py`, where `state.shards.release()` "
-        "is called in `__getitem__` and `__getitems__`): drop the index's pages too, with "
-        "`madvise(MADV_DONTNEED)` over the index map once per batch. `formats/index.py` "
-        "`Index` would keep its map (today a local `raw` in `__init__`) and offer "
-        f"`release()`. Cost measured here: {step['index_release']:.2f} ms per call at "
+        "1. **Index pages in the workers**: done. `Index.release()` (`formats/index.py`) "
+        "unmaps the index's pages from the process, and `Dataset` calls it once per 64 samples "
+        f"read (`reader/dataset.py`). It costs {step['index_release']:.2f} ms per call at "
         f"{_samples(large)}, against {step['decode_first_batch']:.0f} ms to decode a batch.",
-        "2. **The permutation** (`reader/sampler.py`, `EpochBatchSampler.order`, called by "
-        f"`__iter__` before the first batch): {step['permutation']:.0f} ms at "
-        f"{_samples(large)}, linear in N. Shuffling an int32 `arange` instead gives {same} "
-        f"in half the memory ({int(large) * 4 / 2**20:,.0f} MiB instead of "
-        f"{int(large) * 8 / 2**20:,.0f} MiB held by the trainer all epoch) but no faster "
-        f"({step['permutation_int32']:.0f} ms). Taking the time off the start-up needs an "
-        "order computed per batch: a keyed bijection of [0, N) (a Feistel network on "
-        "ceil(log2 N) bits with cycle-walking, keyed by (seed, epoch)) gives any batch's "
-        "indices from its positions without materialising the permutation.",
-        "3. **The first manifest parse** (`formats/manifest.py`, `manifest_from_text`): "
-        f"{first['full_gc_s'] * 1e3:.0f} ms of its {first['seconds'] * 1e3:.0f} ms at "
-        f"{_samples(large)} went to a full garbage collection triggered by the JSON objects, "
-        "visiting the objects of torch's import; `json.loads` with the collector paused "
-        "(`gc.disable()` ... `gc.enable()`) would not trigger it.",
+        "2. **The first manifest parse**: done. `manifest_from_text` (`formats/manifest.py`) "
+        "keeps the garbage collector paused while it builds the manifest's objects, which "
+        "otherwise started a full collection over everything torch's import left. This "
+        f"run: {first['seconds'] * 1e3:.0f} ms for the first parse at {_samples(large)}, "
+        f"{first['full_gcs']} full collection(s).",
+        "3. **The permutation**: left as it is (`reader/sampler.py`, `EpochBatchSampler.order`, "
+        f"called by `__iter__` before the first batch): {step['permutation']:.0f} ms at "
+        f"{_samples(large)}, linear in N, and {int(large) * 8 / 2**20:,.0f} MiB of int64 held "
+        "by the trainer all epoch. Shuffling an int32 `arange` instead gives "
+        f"{same} in half the memory but no faster ({step['permutation_int32']:.0f} ms). "
+        "Taking the time off the start-up needs an order computed per batch: a keyed "
+        "bijection of [0, N) (a Feistel network on ceil(log2 N) bits with cycle-walking, "
+        "keyed by (seed, epoch)) gives any batch's indices from its positions without "
+        "materialising the permutation; it would change the order a seed gives. The start-up "
+        "target is met without it.",
         "",
     ]
 
