@@ -56,7 +56,8 @@ def _run_shards(out: Path, meta: PlanMeta, options: BuildOptions) -> None:
         record = finished_record(out, shard)
         if record is None:
             todo.append(ShardJob(out=str(out), shard=shard, max_side=options.max_side,
-                                 quality=options.quality, strict=options.strict))  # fmt: skip
+                                 quality=options.quality, check=options.check,
+                                 strict=options.strict))  # fmt: skip
         else:
             done += record.planned
     workers = options.workers or os.cpu_count() or 1

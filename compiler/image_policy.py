@@ -1,7 +1,9 @@
 """The compiler's image policy (formats/SPEC.md section 6): keep, convert or reject one input.
 
-- A three-component (YCbCr) JPEG, upright, within `max_side`, is kept byte-for-byte once a strict
-  decode at the smallest DCT scale (1/8, which still reads every entropy-coded byte) succeeds.
+- A three-component (YCbCr) JPEG, upright, within `max_side`, is kept byte-for-byte once it passes
+  the `check`: "structure" walks its markers (SOI, segments, frame header, scans, EOI) without
+  decoding (`jpeg_structure`); "decode" adds a strict decode at the smallest DCT scale (1/8, which
+  still reads every entropy-coded byte), which also catches damaged entropy-coded data.
 - Any other decodable image becomes an RGB JPEG (4:2:0, `quality`): JPEGs (grayscale, CMYK/YCCK,
   EXIF-rotated, too large) are decoded by simplejpeg, at the smallest DCT scale that still covers
   the target size; PNG, WebP, BMP, TIFF and the rest by OpenCV, 16-bit scaled to 8 bits, alpha
@@ -13,15 +15,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import cv2
 import numpy as np
 import simplejpeg
 
 from .exif import NO_ROTATION, apply_orientation, jpeg_orientation, tiff_orientation
+from .jpeg_structure import read_jpeg_structure
 from .pixels import Pixels, bgr_any_to_rgb, fit_within, resize_area, to_uint8
 
 JPEG_MAGIC = b"\xff\xd8\xff"
+Check = Literal["structure", "decode"]
+CHECKS: tuple[Check, ...] = ("structure", "decode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,23 +46,27 @@ class Reject:
 
 
 def prepare_image(
-    data: bytes, *, max_side: int | None = None, quality: int = 90
+    data: bytes, *, max_side: int | None = None, quality: int = 90, check: Check = "structure"
 ) -> PreparedImage | Reject:
     """Apply the image policy to the bytes of one input file."""
     if not data:
         return Reject("empty file")
     if data.startswith(JPEG_MAGIC):
-        return _prepare_jpeg(data, max_side, quality)
+        return _prepare_jpeg(data, max_side, quality, check)
     return _convert_other(data, max_side, quality)
 
 
-def _prepare_jpeg(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
+def _prepare_jpeg(
+    data: bytes, max_side: int | None, quality: int, check: Check
+) -> PreparedImage | Reject:
     try:
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
         orientation = jpeg_orientation(data)
         target = fit_within(height, width, max_side)
         if colorspace == "YCbCr" and orientation == NO_ROTATION and target == (height, width):
-            simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
+            read_jpeg_structure(data)
+            if check == "decode":
+                simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
             return PreparedImage(data, converted=False)
         rgb = simplejpeg.decode_jpeg(
             data, colorspace="RGB", min_height=target[0], min_width=target[1]

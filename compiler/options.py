@@ -7,6 +7,7 @@ from typing import Literal
 
 from fastpack.formats import BuildError, SourceError
 
+from .image_policy import CHECKS, Check
 from .source_detect import SOURCE_FORMATS
 
 SourceFormat = Literal["auto", "folder", "list", "wds"]
@@ -20,6 +21,7 @@ class BuildOptions:
     shuffle_seed: int | None = None  # permute samples at build time
     max_side: int | None = None  # re-encode images whose longer side exceeds this
     quality: int = 90  # JPEG quality of re-encoded images
+    check: Check = "structure"  # how JPEGs kept byte-for-byte are checked (image_policy)
     strict: bool = False  # a reject fails the build (BuildError) instead
     resume: bool = False  # skip the finished shards of an interrupted build
     source_format: SourceFormat = "auto"
@@ -30,6 +32,10 @@ class BuildOptions:
             raise SourceError(
                 f"unknown source format {self.source_format!r}; "
                 f"expected one of {', '.join(SOURCE_FORMATS)}"
+            )
+        if self.check not in CHECKS:
+            raise BuildError(
+                f"build option check={self.check!r}: expected one of {', '.join(CHECKS)}"
             )
         checks = (
             ("workers", self.workers, self.workers is None or self.workers >= 1, ">= 1 or None"),
@@ -42,10 +48,12 @@ class BuildOptions:
             if not ok:
                 raise BuildError(f"build option {name}={value!r}: expected {expected}")
 
-    def shaping(self) -> dict[str, int | None]:
-        """The options that shape the output bytes (a resume must not change them)."""
+    def shaping(self) -> dict[str, int | str | None]:
+        """The options that shape the output bytes (a resume must not change them). `check`
+        decides which inputs are rejected, hence which samples the shards hold."""
         return {"shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
-                "max_side": self.max_side, "quality": self.quality}  # fmt: skip
+                "max_side": self.max_side, "quality": self.quality,
+                "check": self.check}  # fmt: skip
 
 
 def _megabytes(n: int) -> str:

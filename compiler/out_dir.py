@@ -16,6 +16,8 @@ from typing import Any
 from fastpack.formats import BUILD_DIR, MANIFEST_NAME, BuildError, read_manifest
 
 OPTIONS_NAME = "options.json"
+# Builds made before the `check` option existed decoded every JPEG they kept.
+_RECORDED_BEFORE_CHECK = {"check": "decode"}
 _ADVICE = "pass --resume (resume=True) to finish it, or choose an empty directory"
 
 
@@ -32,7 +34,7 @@ def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[s
 
 
 def _check_same(out: Path, what: str, stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
-    differences = _differences(stored, wanted)
+    differences = _differences({**_RECORDED_BEFORE_CHECK, **stored}, wanted)
     if differences:
         raise BuildError(
             f"{out}: cannot resume: {what} was made with {', '.join(differences)}; resume with "

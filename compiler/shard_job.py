@@ -32,7 +32,7 @@ from fastpack.formats import (
     shard_tar_name,
 )
 
-from .image_policy import PreparedImage, Reject, prepare_image
+from .image_policy import Check, PreparedImage, Reject, prepare_image
 from .inputs import InputReader
 from .plan_store import Plan
 from .shard_record import ShardRecord, save_record
@@ -50,6 +50,7 @@ class ShardJob:
     shard: int
     max_side: int | None
     quality: int
+    check: Check
     strict: bool
 
 
@@ -112,7 +113,7 @@ class _Rows:
 def _prepare(job: ShardJob, data: bytes | Reject) -> PreparedImage | Reject:
     if isinstance(data, Reject):
         return data
-    return prepare_image(data, max_side=job.max_side, quality=job.quality)
+    return prepare_image(data, max_side=job.max_side, quality=job.quality, check=job.check)
 
 
 def _write_samples(job: ShardJob, plan: Plan, writer: TarShardWriter, progress: Progress) -> _Rows:

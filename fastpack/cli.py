@@ -55,6 +55,12 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=_int_at_least(1, 100),
         help="JPEG quality of converted images (default: 90)",
     )
+    p.add_argument(
+        "--check",
+        choices=("structure", "decode"),
+        help="how JPEGs stored as they are get checked: their marker structure, or also a "
+        "decode that reads every byte (slower) (default: structure)",
+    )
     p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
     p.add_argument("--resume", action="store_true", help="finish an interrupted build")
     p.add_argument(
@@ -120,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_build(args: argparse.Namespace) -> int:
     from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
 
-    given = {"shard_size": args.shard_size, "quality": args.quality}  # else BuildOptions' default
+    given = {"shard_size": args.shard_size, "quality": args.quality, "check": args.check}
     options = BuildOptions(
         workers=args.workers,
         shuffle_seed=args.shuffle_seed,
@@ -129,7 +135,7 @@ def _run_build(args: argparse.Namespace) -> int:
         resume=args.resume,
         source_format=args.source_format,
         progress=not args.no_progress,
-        **{name: value for name, value in given.items() if value is not None},
+        **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
     from .reader import is_url  # noqa: PLC0415
 

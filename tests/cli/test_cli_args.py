@@ -62,6 +62,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["build", "s", "o", "--workers", "0"], "0 is out of range: expected >= 1"),
         (["build", "s", "o", "--workers", "two"], "invalid integer 'two'"),
         (["build", "s", "o", "--format", "zip"], "invalid choice: 'zip'"),
+        (["build", "s", "o", "--check", "pixels"], "invalid choice: 'pixels'"),
         (["verify"], "the following arguments are required: dataset"),
         (["demo", "--images", "0"], "0 is out of range: expected >= 1"),
     ],

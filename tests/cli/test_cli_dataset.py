@@ -8,6 +8,9 @@ from pathlib import Path
 from fastpack.compiler import BuildOptions
 from fastpack.formats import DatasetFiles, read_manifest
 
+from tests.compiler._helpers import with_noise_in_scan
+from tests.conftest import jpeg_bytes
+
 from .conftest import CLASSES, PER_CLASS, Run, write_image_folder
 
 SAMPLES = len(CLASSES) * PER_CLASS
@@ -149,4 +152,23 @@ def test_build_defaults_are_the_compilers(built: tuple[Path, Path]) -> None:
     defaults = BuildOptions()
     assert manifest.build["shard_size"] == defaults.shard_size
     assert manifest.build["quality"] == defaults.quality
+    assert manifest.build["check"] == defaults.check == "structure"
     assert manifest.build["shuffle_seed"] is None
+
+
+def test_build_check_flag(tmp_path: Path, run: Run) -> None:
+    source = write_image_folder(tmp_path / "src")
+    noisy = source / CLASSES[0] / "noisy.jpg"
+    noisy.write_bytes(with_noise_in_scan(jpeg_bytes(64, 80, seed=9), seed=9))
+    for check, rejected in (("structure", 0), ("decode", 1)):
+        code, _, _ = run("build", source, tmp_path / check, "--check", check, "--no-progress")
+        assert code == 0
+        manifest = read_manifest(tmp_path / check / "fastpack.json")
+        assert manifest.build["check"] == check
+        assert manifest.stats["rejected"] == rejected
+    rejects = (tmp_path / "decode" / "rejects.jsonl").read_text()
+    assert f"{CLASSES[0]}/noisy.jpg" in rejects
+    assert "Corrupt JPEG data" in rejects
+    code, _, err = run("build", source, tmp_path / "decode", "--check", "structure", "--resume")
+    assert code == 1
+    assert "made with check='decode' (now 'structure')" in error_line(err)

@@ -71,3 +71,19 @@ def cmyk_jpeg(height: int = 40, width: int = 56, seed: int = 0) -> bytes:
     rgb = synthetic_rgb(height, width, seed)
     cmyk = np.dstack([rgb, np.full((height, width), 255, np.uint8)])
     return bytes(simplejpeg.encode_jpeg(np.ascontiguousarray(cmyk), 92, colorspace="CMYK"))
+
+
+def scan_data_at(data: bytes) -> int:
+    """Where the entropy-coded data of the first scan starts."""
+    sos = data.index(b"\xff\xda")
+    return sos + 2 + int.from_bytes(data[sos + 2 : sos + 4], "big")
+
+
+def with_noise_in_scan(data: bytes, seed: int) -> bytes:
+    """`data` with 200 bytes of its entropy-coded data replaced by noise free of 0xFF: the
+    marker structure stays whole, a strict decode fails."""
+    noise = np.random.default_rng(seed).integers(0, 255, 200, dtype=np.uint8).tobytes()
+    start = scan_data_at(data) + 200
+    while data[start - 1] == 0xFF:  # keep a stuffed 0xFF 0x00 whole
+        start += 1
+    return data[:start] + noise + data[start + 200 :]

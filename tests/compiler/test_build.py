@@ -133,7 +133,7 @@ def test_manifest_records_the_build_but_not_the_machine(
     per_shard = manifest.build["samples_per_shard"]
     assert manifest.build == {
         "source_kind": "folder", "shard_size": 8000, "samples_per_shard": per_shard,
-        "shuffle_seed": None, "max_side": 500, "quality": 90,
+        "shuffle_seed": None, "max_side": 500, "quality": 90, "check": "structure",
     }  # fmt: skip
     sizes = [f.stat().st_size for f in sorted(source.rglob("*.jpg"))]
     overhead = 1792  # two headers, a cls block, half a block of padding

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 
@@ -11,10 +12,18 @@ import pytest
 import simplejpeg
 from fastpack.compiler import PreparedImage, Reject, prepare_image
 from fastpack.compiler.exif import apply_orientation, jpeg_orientation, tiff_orientation
+from fastpack.compiler.image_policy import CHECKS, Check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.compiler._helpers import cmyk_jpeg, exif_app1, gray_jpeg, with_orientation
+from tests.compiler._helpers import (
+    cmyk_jpeg,
+    exif_app1,
+    gray_jpeg,
+    scan_data_at,
+    with_noise_in_scan,
+    with_orientation,
+)
 from tests.conftest import jpeg_bytes, png_bytes, synthetic_rgb
 
 
@@ -172,12 +181,14 @@ def png_header_only(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
 
 
+@pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
         (b"", "empty file"),
         (b"hello, this is text in a file named x.jpg\n", "not a decodable image"),
-        (jpeg_bytes(64, 80, seed=15)[:-700], "corrupt JPEG"),
+        (b"\xff\xd8", "not a decodable image"),  # only SOI: not even a JPEG signature
+        (jpeg_bytes(64, 80, seed=15)[:-700], "corrupt JPEG: truncated: no EOI marker"),
         (jpeg_bytes(64, 80, seed=16)[:300], "corrupt JPEG"),
         (b"\xff\xd8\xff\xe0" + bytes(40), "corrupt JPEG"),
         (png_bytes(seed=17)[:-300], "not a decodable image"),
@@ -188,6 +199,7 @@ def png_header_only(width: int, height: int) -> bytes:
     ids=[
         "empty",
         "text",
+        "only-soi",
         "truncated-jpeg",
         "jpeg-header-only",
         "jpeg-garbage",
@@ -197,10 +209,56 @@ def png_header_only(width: int, height: int) -> bytes:
         "tiff-garbage",
     ],
 )
-def test_bad_inputs_are_rejected_with_a_reason(data: bytes, reason: str) -> None:
-    result = prepare_image(data)
+def test_bad_inputs_are_rejected_with_a_reason(data: bytes, reason: str, check: Check) -> None:
+    result = prepare_image(data, check=check)
     assert isinstance(result, Reject)
     assert result.reason.startswith(reason)
+
+
+HEADER = jpeg_bytes(64, 80, seed=18)[: scan_data_at(jpeg_bytes(64, 80, seed=18))]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (jpeg_bytes(64, 80, seed=19)[:-1], "corrupt JPEG: truncated: no EOI marker after the scan"),
+        (HEADER + b"<html>404 Not Found</html>", "corrupt JPEG: truncated: no EOI marker"),
+        (HEADER + b"\x12\xff\x3a" + bytes(500) + b"\xff\xd9",
+         f"corrupt JPEG: unexpected marker FF3A at offset {len(HEADER) + 1} in the scan data"),
+    ],
+    ids=["truncated", "html-after-header", "garbage-after-header"],
+)  # fmt: skip
+def test_broken_structure_is_rejected_at_every_check(
+    data: bytes, reason: str, check: Check
+) -> None:
+    result = prepare_image(data, check=check)
+    assert isinstance(result, Reject)
+    assert result.reason.startswith(reason)
+
+
+def test_corrupt_entropy_data_is_kept_by_structure_and_rejected_by_decode() -> None:
+    data = with_noise_in_scan(jpeg_bytes(64, 80, seed=20), seed=0)
+    assert prepare_image(data) == PreparedImage(data, converted=False)  # structure: the default
+    assert prepare_image(data, check="structure") == PreparedImage(data, converted=False)
+    result = prepare_image(data, check="decode")
+    assert isinstance(result, Reject)
+    assert re.fullmatch(r"corrupt JPEG: Corrupt JPEG data: \d+ extraneous bytes before marker "
+                        r"0xd9", result.reason)  # fmt: skip
+
+
+def test_corrupt_entropy_data_of_a_converted_jpeg_is_rejected_at_every_check() -> None:
+    data = with_noise_in_scan(gray_jpeg(64, 80, seed=21), seed=1)  # converted: always decoded
+    for check in CHECKS:
+        result = prepare_image(data, check=check)
+        assert isinstance(result, Reject)
+        assert result.reason.startswith("corrupt JPEG: Corrupt JPEG data"), result
+
+
+def test_bytes_after_eoi_are_kept_with_the_image_at_every_check() -> None:
+    data = jpeg_bytes(64, 80, seed=22) + b"\x00" * 64 + b"trailer written by a camera"
+    for check in CHECKS:
+        assert prepare_image(data, check=check) == PreparedImage(data, converted=False)
 
 
 @settings(max_examples=200, deadline=None)

@@ -10,10 +10,18 @@ import pytest
 from fastpack.compiler import BuildOptions, build
 from fastpack.formats import BuildError, read_manifest
 
-from tests.compiler._helpers import cmyk_jpeg, gray_jpeg, read_dataset, tree_bytes, with_orientation
+from tests.compiler._helpers import (
+    cmyk_jpeg,
+    gray_jpeg,
+    read_dataset,
+    tree_bytes,
+    with_noise_in_scan,
+    with_orientation,
+)
 from tests.conftest import jpeg_bytes, png_bytes
 
 GOOD = jpeg_bytes(24, 32, seed=1)
+QUIET = {"progress": False}
 
 
 def hostile_folder(root: Path) -> Path:
@@ -41,7 +49,7 @@ def hostile_folder(root: Path) -> Path:
 EXPECTED_REJECTS = [
     ("a/01_empty.jpg", "empty file"),
     ("a/02_text.jpg", "not a decodable image"),
-    ("a/03_truncated.jpg", "corrupt JPEG"),
+    ("a/03_truncated.jpg", "corrupt JPEG: truncated: no EOI marker"),
     ("a/08_broken_link.jpg", "cannot read: No such file or directory"),
     ("a/09_fifo.jpg", "cannot read: not a regular file"),
 ]
@@ -75,6 +83,31 @@ def test_rejects_are_reported_in_plan_order(tmp_path: Path, workers: int) -> Non
     assert [s.key for s in samples] == ["000000000", "000000004", "000000005", "000000006",
                                         "000000007", "000000010"]  # fmt: skip
     assert samples[0].jpg == samples[-1].jpg == GOOD
+
+
+def test_check_decides_whether_corrupt_entropy_data_is_rejected(tmp_path: Path) -> None:
+    d = tmp_path / "src" / "a"
+    d.mkdir(parents=True)
+    noisy = with_noise_in_scan(jpeg_bytes(64, 80, seed=7), seed=7)
+    (d / "0_good.jpg").write_bytes(GOOD)
+    (d / "1_noisy.jpg").write_bytes(noisy)
+    (d / "2_truncated.jpg").write_bytes(jpeg_bytes(64, 80, seed=8)[:-100])
+    kept, rejected = {}, {}
+    for check in ("structure", "decode"):
+        out = tmp_path / check
+        summary = build(tmp_path / "src", out, BuildOptions(workers=1, check=check, **QUIET))
+        rejects = [json.loads(x) for x in (out / "rejects.jsonl").read_text().splitlines()]
+        rejected[check] = {r["path"]: r["reason"] for r in rejects}
+        kept[check] = {s.source: s.jpg for s in read_dataset(out)}
+        assert summary.rejected == len(rejects)
+        assert read_manifest(out / "fastpack.json").build["check"] == check
+    assert kept["structure"] == {"a/0_good.jpg": GOOD, "a/1_noisy.jpg": noisy}
+    assert kept["decode"] == {"a/0_good.jpg": GOOD}
+    truncated = "corrupt JPEG: truncated: no EOI marker after the scan data"
+    assert rejected["structure"]["a/2_truncated.jpg"].startswith(truncated)
+    assert rejected["decode"]["a/2_truncated.jpg"].startswith(truncated)
+    assert rejected["decode"]["a/1_noisy.jpg"].startswith("corrupt JPEG: Corrupt JPEG data")
+    assert set(rejected["structure"]) == {"a/2_truncated.jpg"}
 
 
 def test_list_entries_that_are_missing_or_directories(tmp_path: Path) -> None:

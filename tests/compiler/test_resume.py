@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -153,6 +154,25 @@ def test_resume_of_a_finished_dataset(tmp_path: Path) -> None:
         BuildError, match=r"the dataset there was made with max_side=None \(now 50\)"
     ):
         build(source, out, BuildOptions(workers=1, resume=True, max_side=50, **QUIET))
+    with pytest.raises(
+        BuildError, match=r"the dataset there was made with check='structure' \(now 'decode'\)"
+    ):
+        build(source, out, BuildOptions(workers=1, resume=True, check="decode", **QUIET))
+
+
+def test_resume_of_a_dataset_built_before_the_check_option(tmp_path: Path) -> None:
+    source = big_folder(tmp_path / "src", 4)
+    out = tmp_path / "out"
+    build(source, out, BuildOptions(workers=1, check="decode", **QUIET))
+    manifest = json.loads((out / "fastpack.json").read_text())
+    del manifest["build"]["check"]  # as written before the option existed: every JPEG decoded
+    (out / "fastpack.json").write_text(json.dumps(manifest))
+    summary = build(source, out, BuildOptions(workers=1, resume=True, check="decode", **QUIET))
+    assert summary.samples == 4
+    with pytest.raises(
+        BuildError, match=r"the dataset there was made with check='decode' \(now 'structure'\)"
+    ):
+        build(source, out, BuildOptions(workers=1, resume=True, **QUIET))
 
 
 def test_output_directory_that_is_not_ours(tmp_path: Path) -> None:
@@ -181,9 +201,10 @@ def test_output_directory_that_is_not_ours(tmp_path: Path) -> None:
         ("shard_size", 0, "shard_size=0: expected >= 1"),
         ("max_side", 0, "max_side=0: expected >= 1 or None"),
         ("quality", 101, "quality=101: expected in 1..100"),
+        ("check", "pixels", "check='pixels': expected one of structure, decode"),
     ],
 )
-def test_bad_options(option: str, value: int, message: str) -> None:
+def test_bad_options(option: str, value: int | str, message: str) -> None:
     with pytest.raises(BuildError, match=message):
         BuildOptions(**{option: value})  # type: ignore[arg-type]
 
