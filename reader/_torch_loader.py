@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -62,11 +63,28 @@ def single_threaded_cv2() -> Iterator[None]:
         cv2.setNumThreads(previous)
 
 
+@contextmanager
+def frozen_gc() -> Iterator[None]:
+    """The trainer's objects moved out of reach of the garbage collector while the block runs.
+
+    A process forked in the block inherits them frozen, so its own collections never write to
+    them: their pages stay shared with the trainer instead of being copied into every worker
+    (26 MiB per worker measured after importing torch and fastpack.compiler). The trainer
+    unfreezes them when the block ends and collects them as before.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 class FastpackLoader(DataLoader[Any]):
-    """A DataLoader whose worker processes start with single-threaded OpenCV."""
+    """A DataLoader whose worker processes start with single-threaded OpenCV and with the
+    trainer's objects frozen for the garbage collector."""
 
     def __iter__(self) -> Any:
         if self.num_workers == 0:
             return super().__iter__()
-        with single_threaded_cv2():  # workers are forked (or re-forked) in here
+        with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
             return super().__iter__()

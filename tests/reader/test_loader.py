@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 from collections.abc import Callable
@@ -32,6 +33,7 @@ TIMEOUT = 60  # seconds a worker may take per batch; a hung worker fails the tes
 
 def _record(directory: Path, worker_id: int) -> None:
     (directory / f"worker-{worker_id}").write_text(str(cv2.getNumThreads()))
+    (directory / f"frozen-{worker_id}").write_text(str(gc.get_freeze_count()))
 
 
 def test_every_index_once_per_epoch(build_dataset: Callable[..., Built], tmp_path: Path) -> None:
@@ -66,6 +68,10 @@ def test_every_index_once_per_epoch(build_dataset: Callable[..., Built], tmp_pat
     assert orders[0] != orders[1]
     workers = {p.name: p.read_text() for p in tmp_path.glob("worker-*")}
     assert workers == {"worker-0": "1", "worker-1": "1"}  # OpenCV single-threaded in workers
+    frozen = [int(p.read_text()) for p in tmp_path.glob("frozen-*")]
+    assert len(frozen) == 2
+    assert min(frozen) > 1000  # the trainer's objects reach the workers frozen
+    assert gc.get_freeze_count() == 0  # and are collected in the trainer as before
 
 
 def test_workers_start_after_opencv_ran_in_parent(build_dataset: Callable[..., Built]) -> None:

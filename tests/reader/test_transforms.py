@@ -276,3 +276,17 @@ def test_snap_to_scale(height: int, width: int, out: int, draws: list[float]) ->
         assert abs(new - old) <= bound + size % step
     assert snapped.height >= step
     assert snapped.width >= step
+
+
+def test_threads_decode_independently() -> None:
+    """Each thread decodes into its own scratch buffer: concurrent transforms match serial."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    blobs = photos(6, "420")
+    transform = RandomResizedCrop(64)
+    jobs = [(k, i) for k in range(len(blobs)) for i in range(8)]
+    serial = [transform(blobs[k], sample_rng(0, k, i)) for k, i in jobs]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda job: transform(blobs[job[0]], sample_rng(0, *job)), jobs))
+    for a, b in zip(serial, threaded, strict=True):
+        np.testing.assert_array_equal(a, b)
