@@ -16,6 +16,10 @@ created before the workers fork:
 
 A worker that finds no free slot allocates a fresh block, as without slots. Workers that do not
 persist (their batches could be lost unread when they shut down) use fresh blocks only.
+
+A worker unmaps (`MADV_DONTNEED`) the pages of its other slots whenever it takes one: the data
+stays in shared memory for the trainer, but the worker no longer counts it in its own memory
+until it writes the slot again (a minor fault per page, far cheaper than a new zeroed page).
 """
 
 from __future__ import annotations
@@ -36,6 +40,44 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 Labels = npt.NDArray[np.int64]
+MADV_DONTNEED = 4  # <sys/mman.h> on Linux
+MADV_POPULATE_WRITE = 23  # Linux 5.14: map every page now, in one call
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _libc_madvise() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+    except (OSError, AttributeError):  # not a C library with madvise: pages stay mapped
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    madvise.restype = ctypes.c_int
+    return madvise
+
+
+_madvise = _libc_madvise() if os.name == "posix" else None
+
+
+def _advise(tensor: torch.Tensor, advice: int) -> None:
+    if _madvise is None:
+        return
+    start = tensor.data_ptr()
+    first = -(-start // _PAGE) * _PAGE
+    end = (start + tensor.nbytes) // _PAGE * _PAGE
+    if end > first:
+        _madvise(first, end - first, advice)  # a refusal (old kernel) leaves things as they are
+
+
+def unmap_pages(tensor: torch.Tensor) -> None:
+    """Drop this process's page mappings of the whole pages inside `tensor`'s memory (shared
+    memory keeps the data; the next access maps it again)."""
+    _advise(tensor, MADV_DONTNEED)
+
+
+def map_pages(tensor: torch.Tensor) -> None:
+    """Map every page of `tensor`'s memory for writing in one call, instead of a fault each."""
+    _advise(tensor, MADV_POPULATE_WRITE)
 
 
 def new_shared_tensor(shape: tuple[int, ...]) -> torch.Tensor:
@@ -133,6 +175,10 @@ class BatchSlots:
             if tensor is None or tuple(tensor.shape) != shape:
                 tensor = self.tensors[k] = new_shared_tensor(shape)
             self.flags[slot] = self.pid
+            for other in self.tensors:
+                if other is not None and other is not tensor:
+                    unmap_pages(other)
+            map_pages(tensor)
             self.pending = (tensor, slot)
             return tensor.numpy()
         tensor = new_shared_tensor(shape)
