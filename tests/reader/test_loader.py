@@ -238,3 +238,30 @@ def test_workers_decode_into_shared_memory(build_dataset: Callable[..., Built]) 
         else:  # workers that stop at the end of each epoch get no slots
             assert state.from_slots == 0
     assert ds.batch_allocator is None  # only the workers' copies allocate in shared memory
+
+
+def _resident_kib(address: int) -> int:
+    """Rss of this process's mapping that contains `address` (/proc/self/smaps)."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            inside = low <= address < high
+        elif inside and fields[0] == "Rss:":
+            return int(fields[1])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_a_worker_maps_only_the_slot_it_writes() -> None:
+    slots = BatchSlots(num_workers=1, slots_per_worker=2, reuse=True)
+    slots.start(0)
+    shape = (4, 64, 64, 3)  # 48 KiB
+    first = slots.allocate(shape)
+    first[:] = 3
+    slots.collate(first, np.arange(4))
+    assert _resident_kib(first.ctypes.data) >= 48
+    second = slots.allocate(shape)  # the first is still held by the trainer
+    assert _resident_kib(second.ctypes.data) >= 48  # mapped in one call, before it is written
+    assert _resident_kib(first.ctypes.data) == 0  # unmapped here, kept in shared memory
+    assert int(first.sum()) == 3 * first.size  # and read back intact
