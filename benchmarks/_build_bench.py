@@ -1,10 +1,14 @@
-"""Build speed with resizing: a fastpack `max_side` build against `processes` processes doing
-nothing but decode + resize + encode on the corpus bytes in memory (the same operations as the
-build's image policy: full-size simplejpeg decode, OpenCV INTER_AREA, simplejpeg quality 90 4:2:0;
-no file reading, tar writing or indexing).
+"""Build speed, each kind timed `--repeats` times in one process (after the imports):
 
-`python -m benchmarks._build_bench {fastpack,reencode} --corpus C --workdir W` prints
-`RESULT <json>`.
+- `passthrough`: a fastpack build keeping the JPEGs as they are, and `shardwriter`: the same
+  corpus through `webdataset.ShardWriter` (1 process), as the peers' conversions write it;
+- `fastpack`: a fastpack `max_side` build, and `reencode`: `processes` processes doing nothing
+  but decode + resize + encode on the corpus bytes in memory (the same operations as the build's
+  image policy: full-size simplejpeg decode, OpenCV INTER_AREA, simplejpeg quality 90 4:2:0; no
+  file reading, tar writing or indexing).
+
+`python -m benchmarks._build_bench {passthrough,shardwriter,fastpack,reencode} --corpus C
+--workdir W` prints `RESULT <json>`.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ def reencode_rate(blobs: list[bytes], processes: int, max_side: int) -> float:
     return len(blobs) / wall
 
 
-def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int) -> float:
-    """Images per second of a fastpack build with `max_side`, into a fresh `out`."""
+def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int | None) -> float:
+    """Images per second of a fastpack build (with `max_side`, if given) into a fresh `out`."""
     from .peers.fastpack_peer import build  # noqa: PLC0415
 
     shutil.rmtree(out, ignore_errors=True)
@@ -58,16 +62,33 @@ def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int) -> float
     return len(list_imagefolder(imagefolder_root(corpus))) / (time.perf_counter() - began)
 
 
+def shardwriter_rate(corpus: Path, out: Path) -> float:
+    """Images per second of `webdataset.ShardWriter` writing the corpus into a fresh `out`."""
+    from .peers._wds import write_shards  # noqa: PLC0415
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    began = time.perf_counter()
+    write_shards(corpus, out)
+    return len(list_imagefolder(imagefolder_root(corpus))) / (time.perf_counter() - began)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["fastpack", "reencode"])
+    parser.add_argument("kind", choices=["passthrough", "shardwriter", "fastpack", "reencode"])
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-side", type=int, default=320)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if args.kind == "fastpack":
+    if args.kind == "passthrough":
+        out = args.workdir / "fastpack-pass-through"
+        rates = [fastpack_rate(args.corpus, out, args.workers, None) for _ in range(args.repeats)]
+    elif args.kind == "shardwriter":
+        out = args.workdir / "shardwriter"
+        rates = [shardwriter_rate(args.corpus, out) for _ in range(args.repeats)]
+    elif args.kind == "fastpack":
         out = args.workdir / "fastpack-max-side"
         rates = [
             fastpack_rate(args.corpus, out, args.workers, args.max_side)

@@ -91,6 +91,8 @@ def build_table(report: dict[str, Any]) -> str:
     bench = report.get("build_bench", {})
     max_side = report["args"]["max_side"]
     for kind, label in (
+        ("passthrough", f"fastpack pass-through build ({workers} processes), repeated"),
+        ("shardwriter", "webdataset `ShardWriter` (1 process), repeated"),
         ("fastpack", f"fastpack build `--max-side {max_side}` ({workers} processes)"),
         ("reencode", f"decode + resize + encode loop ({workers} processes, bytes in memory)"),
     ):

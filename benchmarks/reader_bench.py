@@ -89,7 +89,7 @@ def build_bench(args: argparse.Namespace, log_dir: Path) -> dict[str, Outcome]:
     return {
         kind: run_step("_build_bench", [kind, *options], log_dir / f"build-{kind}.log",
                        args.timeout, memory=False)
-        for kind in ("fastpack", "reencode")
+        for kind in ("passthrough", "shardwriter", "fastpack", "reencode")
     }  # fmt: skip
 
 
