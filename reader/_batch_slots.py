@@ -152,12 +152,19 @@ class BatchSlots:
         self.token = uuid.uuid4().hex
         self.per_worker = slots_per_worker if reuse else 0
         self.flags = multiprocessing.RawArray(ctypes.c_int32, max(num_workers * self.per_worker, 1))
-        self.tracker = _TRACKERS[self.token] = _Tracker(self.flags)
+        self.tracker: _Tracker | None = _Tracker(self.flags)
+        _TRACKERS[self.token] = self.tracker
         # worker side, set by `start`
         self.first = 0
         self.pid = 0
         self.tensors: list[torch.Tensor | None] = []
         self.pending: tuple[torch.Tensor, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A spawned worker gets the pool without the trainer's side (which holds a lock)."""
+        state = self.__dict__.copy()
+        state["tracker"] = None
+        return state
 
     def start(self, worker_id: int) -> None:
         """In a worker as it starts: its own range of slots."""

@@ -265,3 +265,24 @@ def test_a_worker_maps_only_the_slot_it_writes() -> None:
     assert _resident_kib(second.ctypes.data) >= 48  # mapped in one call, before it is written
     assert _resident_kib(first.ctypes.data) == 0  # unmapped here, kept in shared memory
     assert int(first.sum()) == 3 * first.size  # and read back intact
+
+
+def test_spawned_workers(build_dataset: Callable[..., Built]) -> None:
+    """Workers started by spawn (macOS, Windows, or asked for) get the pool by pickle."""
+    ds = Dataset(build_dataset(classes=2, per_class=6).path, transform=CenterCrop(16))
+    expected = ds.__getitems__(list(range(len(ds))))[0]
+    loader = make_loader(
+        ds,
+        batch_size=4,
+        num_workers=1,
+        shuffle=False,
+        multiprocessing_context="spawn",
+        timeout=TIMEOUT,
+    )
+    for _ in range(2):
+        received = [images.numpy().copy() for images, _ in loader]
+        np.testing.assert_array_equal(np.concatenate(received), expected)
+    state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
+    assert state is not None
+    assert state.arrived == 6
+    assert state.from_slots >= 3
