@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import ctypes
 import math
+import mmap
 import multiprocessing
 import os
+import sys
 import threading
 import uuid
 import weakref
@@ -42,7 +44,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 Labels = npt.NDArray[np.int64]
 MADV_DONTNEED = 4  # <sys/mman.h> on Linux
 MADV_POPULATE_WRITE = 23  # Linux 5.14: map every page now, in one call
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+_PAGE = mmap.PAGESIZE
 
 
 def _libc_madvise() -> Any:
@@ -56,7 +58,7 @@ def _libc_madvise() -> Any:
     return madvise
 
 
-_madvise = _libc_madvise() if os.name == "posix" else None
+_madvise = _libc_madvise() if sys.platform.startswith("linux") else None  # Linux's advice codes
 
 
 def _advise(tensor: torch.Tensor, advice: int) -> None:
