@@ -44,7 +44,7 @@ from fastpack.formats import DatasetFiles, DatasetNotFoundError
 from ._dali_labels import parse_labels
 from ._dali_malloc import fix_mmap_threshold
 from ._dali_options import READER_NAME, Device, PipelineOptions
-from ._dali_rank import local_device_id, resolve_shard
+from ._rank import local_device_id, resolve_shard
 from .normalize import IMAGENET_MEAN, IMAGENET_STD
 
 if TYPE_CHECKING:

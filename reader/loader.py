@@ -40,7 +40,8 @@ def make_loader(
     `make_dali_loader`; the dataset's transform picks its training or evaluation pipeline,
     `num_workers` becomes DALI's thread count, other keyword arguments go to `make_dali_loader`).
 
-    Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`) and are
+    Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`; under
+    torch.distributed, or with RANK and WORLD_SIZE set, each rank reads an equal share) and are
     decoded by `dataset.__getitems__` in the workers. Call `dataset.set_epoch(e)` before each
     epoch. Defaults: `num_workers = min(8, cpu count)`, `pin_memory` when CUDA is available,
     persistent workers (the batches carry the epoch, so they need no restart; this saves a

@@ -3,6 +3,9 @@
 A DataLoader calls `Dataset.__getitems__` with each batch this sampler yields; the batch's
 `epoch` reaches the workers with it, so random transforms follow `set_epoch` even in persistent
 workers, which keep the dataset copy they started with.
+
+Under distributed training each rank reads its own share of the epoch's order, and every rank
+gets the same number of batches, so no rank waits for a batch another never sends.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 import numpy as np
+
+from ._rank import resolve_shard
 
 
 class EpochBatch(list[int]):
@@ -37,6 +42,12 @@ class EpochBatchSampler:
 
     The order is a function of the seed and the epoch only (call `dataset.set_epoch` before each
     epoch, as with `DistributedSampler`), so an interrupted run can replay it.
+
+    With `world_size` ranks, rank `rank` takes every `world_size`-th sample of the order from
+    position `rank`. Every rank gets `ceil(N / world_size)` samples, the order padded with its
+    first samples, or `floor(N / world_size)` with `drop_last` (which also drops a last partial
+    batch). `rank` and `world_size` default to torch.distributed's when a process group is
+    initialized, else to the RANK and WORLD_SIZE environment variables, else to (0, 1).
     """
 
     def __init__(
@@ -47,6 +58,8 @@ class EpochBatchSampler:
         shuffle: bool = True,
         drop_last: bool = False,
         seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -57,21 +70,36 @@ class EpochBatchSampler:
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.seed = seed
+        self.rank, self.world_size = resolve_shard(rank, world_size)
+
+    def samples_per_rank(self) -> int:
+        n, world = len(self.dataset), self.world_size
+        return n // world if self.drop_last else -(-n // world)
 
     def __len__(self) -> int:
-        n, b = len(self.dataset), self.batch_size
+        n, b = self.samples_per_rank(), self.batch_size
         return n // b if self.drop_last else -(-n // b)
 
     def order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
-        """The sample order of `epoch`."""
+        """The sample order of `epoch`, over all ranks."""
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n, dtype=np.int64)
         return np.random.default_rng((self.seed, epoch)).permutation(n)
 
+    def rank_order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
+        """The samples this rank reads in `epoch`, in order."""
+        order = self.order(epoch)
+        if self.world_size == 1:
+            return order
+        total = self.samples_per_rank() * self.world_size
+        if total > len(order) and len(order) > 0:
+            order = np.resize(order, total)  # pad with the order's first samples
+        return order[self.rank : total : self.world_size]
+
     def __iter__(self) -> Iterator[EpochBatch]:
         epoch = self.dataset.epoch
-        order = self.order(epoch)
+        order = self.rank_order(epoch)
         for batch in range(len(self)):
             rows = order[batch * self.batch_size : (batch + 1) * self.batch_size]
             yield EpochBatch(rows.tolist(), epoch)

@@ -19,7 +19,7 @@ from fastpack.compiler import BuildOptions, build
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
 from fastpack.reader._dali_labels import parse_labels
 from fastpack.reader._dali_malloc import ENV_VARIABLE, fix_mmap_threshold
-from fastpack.reader._dali_rank import resolve_shard
+from fastpack.reader._rank import resolve_shard
 from fastpack.reader.dali import DaliLoader, make_dali_loader
 from hypothesis import given
 from hypothesis import strategies as st
