@@ -1,4 +1,4 @@
-"""Start-up of two peers at about 1 million samples, for `startup_bench --parts peers`.
+"""Start-up of three peers at about 1 million samples, for `startup_bench --parts peers`.
 
 Needs the peers' environment (webdataset). The datasets repeat the corpus, as fastpack's
 synthetic datasets do:
@@ -6,6 +6,8 @@ synthetic datasets do:
 - webdataset: the corpus written once by the `wds-simplejpeg` peer (`webdataset.ShardWriter`,
   256 samples per tar), then a folder of symbolic links that lists those tars again and again up
   to the sample count. Its loader opens one tar per worker to start, whatever the count.
+- DALI CPU: the `dali-cpu` peer's tars and their `wds2idx` indexes, linked again and again in
+  the same way. `fn.readers.webdataset` reads every index when the pipeline is built.
 - ImageFolder: a tree of 1,000 class folders of symbolic links to the corpus's JPEGs, up to the
   sample count. The `imagefolder-pil` peer lists the whole tree when its dataset is made (a list
   of path objects), which is the part of its start-up that grows with the count.
@@ -51,6 +53,30 @@ def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, in
         out.mkdir(parents=True)
         for k in range(copies * len(tars)):
             (out / f"{k:06d}.tar").symlink_to(tars[k % len(tars)].resolve())
+        (out / DONE).write_text("")
+    return out, copies * per_copy
+
+
+def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
+    from .peers import dali_peer  # noqa: PLC0415 - imports DALI
+
+    base, out = workdir / "dali-base", workdir / f"dali-{samples}"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        dali_peer.convert(source, base, 1)
+        (base / DONE).write_text("")
+    tars = _tars(base)
+    per_copy = sum(1 for _ in source.rglob("*.jpg"))
+    copies = -(-samples // per_copy)
+    if not (out / DONE).exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for k in range(copies * len(tars)):
+            tar = tars[k % len(tars)].resolve()
+            (out / f"{k:06d}.tar").symlink_to(tar)
+            (out / f"{k:06d}.idx").symlink_to(tar.with_suffix(".idx"))
         (out / DONE).write_text("")
     return out, copies * per_copy
 
@@ -125,11 +151,15 @@ def _listing(kind: str, directory: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=["wds", "imagefolder", "list-pathlib", "list-scandir"])
+    parser.add_argument(
+        "action", choices=["wds", "dali", "imagefolder", "list-pathlib", "list-scandir"]
+    )
     parser.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.action == "wds":
         result = _first_batch("wds-simplejpeg", args.dir)
+    elif args.action == "dali":
+        result = _first_batch("dali-cpu", args.dir)
     elif args.action == "imagefolder":
         result = _first_batch("imagefolder-pil", args.dir)
     else:
@@ -147,10 +177,13 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
     module, arguments, name)` runs one in a fresh process."""
     source, workdir, samples = args.source, args.workdir / "peers", args.peer_samples
     wds_dir, wds_samples = webdataset_tree(source, workdir, samples)
+    dali_dir, dali_samples = dali_tree(source, workdir, samples)
     folder = imagefolder_tree(source, workdir, samples)
     plan = (
         ("wds", wds_dir, f"webdataset (`wds-simplejpeg` peer), {len(_tars(wds_dir)):,} tars of "
          f"{wds_samples:,} samples: first batch"),
+        ("dali", dali_dir, f"DALI CPU (`dali-cpu` peer), {len(_tars(dali_dir)):,} tars and "
+         f"indexes of {dali_samples:,} samples: first batch"),
         ("imagefolder", folder, f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
          "first batch (listing included)"),
         ("list-pathlib", folder, f"of which listing {samples:,} files as the peer does "
@@ -161,7 +194,7 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {a: {"what": what, "seconds": []} for a, _, what in plan}
     for r in range(args.runs):
         for action, directory, _ in plan:
-            if action != "wds":
+            if action not in ("wds", "dali"):
                 warm_listing(directory)
             result = step(
                 args, "_startup_peers", [action, "--dir", str(directory)], f"p-{action}-{r}"

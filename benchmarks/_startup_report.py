@@ -410,8 +410,9 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "",
         "Start-up to the first batch of 64 at 224x224, 2 workers, each run a fresh process with "
         "the peer's imports done before the clock starts (`benchmarks/_startup_peers.py`, "
-        "peers as in `RESULTS.md`). Both datasets repeat the corpus: webdataset lists the "
-        "corpus's tars again and again (symbolic links), ImageFolder is a tree of 1,000 class "
+        "peers as in `RESULTS.md`). The datasets repeat the corpus: webdataset and DALI list the "
+        "corpus's tars (and DALI their indexes) again and again (symbolic links); ImageFolder "
+        "is a tree of 1,000 class "
         "folders of symbolic links to its JPEGs, dentries cached (walked once before each "
         "run). The listing rows time only the part of the ImageFolder start-up that grows with "
         "the number of files; torchvision's `ImageFolder` lists with `os.walk` into strings, "
