@@ -27,7 +27,11 @@ _FILL = 0xFF
 # A marker in or between scans: 0xFF, then anything but 0x00 (stuffing), 0xD0-0xD7 (restart
 # markers, part of the scan) or 0xFF (fill: the marker is the next 0xFF). re searches in C.
 _SCAN_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+_FILLS = re.compile(rb"\xff+")
 _MAX_COMPONENTS, _MAX_SCAN_COMPONENTS = 4, 4
+# Photos have tens of segments (a progressive one with its tables, an ICC profile in 64 KiB
+# pieces); a crafted file of millions of tiny ones would take seconds to walk.
+MAX_SEGMENTS = 10_000
 _PRECISIONS = frozenset({8, 12, 16})  # 16: lossless (SOF3) only, as libjpeg-turbo reads
 
 
@@ -121,10 +125,10 @@ def _next_marker(data: bytes, pos: int) -> tuple[int, int]:
         raise JpegStructureError(
             f"truncated: no scan (SOS) before the end of the file at byte {len(data)}"
         )
-    if data[pos] != _FILL:
+    fills = _FILLS.match(data, pos)
+    if fills is None:
         raise JpegStructureError(f"expected a marker at offset {pos}, found byte 0x{data[pos]:02X}")
-    while pos + 1 < len(data) and data[pos + 1] == _FILL:
-        pos += 1
+    pos = fills.end() - 1  # the last 0xFF of a run of fill bytes starts the marker
     if pos + 1 >= len(data):
         raise JpegStructureError(f"truncated: the file ends in a marker at offset {pos}")
     return pos, data[pos + 1]
@@ -135,7 +139,7 @@ def _read_header(data: bytes) -> tuple[JpegFrame, int]:
     if not data.startswith(b"\xff\xd8"):
         raise JpegStructureError(f"no SOI marker: the file starts with {data[:4]!r}")
     frame, pos = None, 2
-    while True:
+    for _ in range(MAX_SEGMENTS):
         at, code = _next_marker(data, pos)
         if code == _TEM:
             pos = at + 2
@@ -156,13 +160,21 @@ def _read_header(data: bytes) -> tuple[JpegFrame, int]:
                 raise JpegStructureError(f"a second frame header ({_name(code)}) at offset {at}")
             frame = _parse_frame(data, at, code)
         pos = end
+    raise _too_many_segments()
+
+
+def _too_many_segments() -> JpegStructureError:
+    return JpegStructureError(f"more than {MAX_SEGMENTS:,} marker segments")
 
 
 def read_jpeg_structure(data: bytes) -> JpegStructure:
     """Check the marker structure of a JPEG (module docstring); raises JpegStructureError."""
     frame, at = _read_header(data)
-    scans, pos = 0, at
+    scans, pos, segments = 0, at, 0
     while (found := _SCAN_MARKER.search(data, pos)) is not None:  # the first: the first SOS
+        segments += 1
+        if segments > MAX_SEGMENTS:
+            raise _too_many_segments()
         marker = found.start()
         code = data[marker + 1]
         if code == _EOI:

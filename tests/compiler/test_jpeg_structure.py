@@ -196,3 +196,24 @@ def test_damaged_jpeg_raises_only_the_named_error(changes: list[tuple[int, int]]
         data[at] = value
     s = structure_or_none(bytes(data))
     assert s is None or (2 < s.end <= len(data) and data[s.end - 2 : s.end] == EOI)
+
+
+def test_a_bounded_number_of_segments() -> None:
+    from fastpack.compiler.jpeg_structure import MAX_SEGMENTS  # noqa: PLC0415
+
+    comments = segment(0xFE, b"")
+    many_before = BASELINE[:2] + comments * (MAX_SEGMENTS + 1) + BASELINE[2:]
+    with pytest.raises(JpegStructureError, match=r"more than 10,000 marker segments"):
+        read_jpeg_structure(many_before)
+    many_between = BASELINE[:-2] + comments * (MAX_SEGMENTS + 1) + EOI
+    with pytest.raises(JpegStructureError, match=r"more than 10,000 marker segments"):
+        read_jpeg_structure(many_between)
+    some = BASELINE[:2] + comments * 1000 + BASELINE[2:]
+    assert read_jpeg_structure(some).frame == read_jpeg_structure(BASELINE).frame
+
+
+def test_long_runs_of_fill_bytes() -> None:
+    filled = BASELINE[:SOF_AT] + b"\xff" * 100_000 + BASELINE[SOF_AT:]
+    assert read_jpeg_structure(filled).frame == read_jpeg_structure(BASELINE).frame
+    with pytest.raises(JpegStructureError, match=r"truncated: the file ends in a marker"):
+        read_jpeg_structure(BASELINE[:SOF_AT] + b"\xff" * 1000)
