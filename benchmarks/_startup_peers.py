@@ -36,37 +36,11 @@ def _tars(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.tar"))
 
 
-def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
-    """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
-    from .peers import _wds  # noqa: PLC0415 - imports webdataset
-
-    base, out = workdir / "webdataset-base", workdir / f"webdataset-{samples}"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        _wds.write_shards(source, base)
-        (base / DONE).write_text("")
-    tars = _tars(base)
-    per_copy = sum(1 for _ in source.rglob("*.jpg"))
-    copies = -(-samples // per_copy)
-    if not (out / DONE).exists():
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        for k in range(copies * len(tars)):
-            (out / f"{k:06d}.tar").symlink_to(tars[k % len(tars)].resolve())
-        (out / DONE).write_text("")
-    return out, copies * per_copy
-
-
-def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
-    """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
-    from .peers import dali_peer  # noqa: PLC0415 - imports DALI
-
-    base, out = workdir / "dali-base", workdir / f"dali-{samples}"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        dali_peer.convert(source, base, 1)
-        (base / DONE).write_text("")
+def _linked_tree(
+    base: Path, out: Path, source: Path, samples: int, suffixes: tuple[str, ...]
+) -> tuple[Path, int]:
+    """`(out, samples it holds)`: the tars of `base` (and their files with the other
+    `suffixes`) linked again and again into `out`, up to at least `samples` samples."""
     tars = _tars(base)
     per_copy = sum(1 for _ in source.rglob("*.jpg"))
     copies = -(-samples // per_copy)
@@ -75,10 +49,35 @@ def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
         out.mkdir(parents=True)
         for k in range(copies * len(tars)):
             tar = tars[k % len(tars)].resolve()
-            (out / f"{k:06d}.tar").symlink_to(tar)
-            (out / f"{k:06d}.idx").symlink_to(tar.with_suffix(".idx"))
+            for suffix in suffixes:
+                (out / f"{k:06d}{suffix}").symlink_to(tar.with_suffix(suffix))
         (out / DONE).write_text("")
     return out, copies * per_copy
+
+
+def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
+    from .peers import _wds  # noqa: PLC0415 - imports webdataset
+
+    base = workdir / "webdataset-base"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        _wds.write_shards(source, base)
+        (base / DONE).write_text("")
+    return _linked_tree(base, workdir / f"webdataset-{samples}", source, samples, (".tar",))
+
+
+def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
+    from .peers import dali_peer  # noqa: PLC0415 - imports DALI
+
+    base = workdir / "dali-base"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        dali_peer.convert(source, base, 1)
+        (base / DONE).write_text("")
+    return _linked_tree(base, workdir / f"dali-{samples}", source, samples, (".tar", ".idx"))
 
 
 def imagefolder_tree(source: Path, workdir: Path, samples: int) -> Path:
