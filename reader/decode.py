@@ -121,7 +121,9 @@ def decode_scaled(
 def snap_to_scale(box: Box, shift: int, height: int, width: int) -> Box:
     """`box` with its edges moved to the nearest multiples of `2**shift` inside a `height` x
     `width` image: the pixel grid of the `1 / 2**shift` decode, so that the box is sampled
-    exactly there. An edge moves by at most `2**(shift - 1)` pixels; the box stays non-empty."""
+    exactly there. An edge moves by at most `2**(shift - 1)` pixels, except that a box under one
+    step grows to one and the image's partial last decoded row or column is left out; the box
+    stays non-empty (an image smaller than `2**shift` keeps its one decoded pixel)."""
     if shift == 0:
         return box
     step = 1 << shift

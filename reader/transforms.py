@@ -123,9 +123,10 @@ class RandomResizedCrop:
     at most `max_upscale` enlargement, and the box's edges are moved to that scale's pixel grid
     (by at most half a decoded pixel), so it is sampled exactly. `max_upscale=2` (default)
     decodes at 1/2 any box of at least the output size; on 480-pixel photos cropped to 224 that
-    is about 3 images in 4, at 0.95x the time of a full decode alone, and the output stays
-    within a mean 42 dB PSNR of a full decode + INTER_AREA resize of the same box.
-    `max_upscale=1` never enlarges a decoded image (49 dB, 1.17x the time of a full decode).
+    is 3 images in 4, in about the time of a full decode alone, and the output keeps a mean
+    PSNR of 43.9 dB against a full decode + INTER_AREA resize of the same box.
+    `max_upscale=1` never enlarges a decoded image (49.1 dB, 1.22x the time of a full decode;
+    benchmarks/QUALITY.md).
     """
 
     random = True
