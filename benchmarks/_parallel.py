@@ -7,10 +7,9 @@ import os
 import resource
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from ._procmem import descendants
+from ._procmem import cpu_ticks, descendants
 
 
 def _wait_then(start: Any, target: Callable[..., None], args: tuple[Any, ...]) -> None:
@@ -26,13 +25,8 @@ def cpu_seconds() -> float:
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
-    ticks = os.sysconf("SC_CLK_TCK")
-    for pid in descendants(os.getpid())[1:]:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    live = descendants(os.getpid())[1:]
+    total += cpu_ticks(live) / os.sysconf("SC_CLK_TCK")
     return total
 
 

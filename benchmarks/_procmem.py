@@ -4,10 +4,22 @@ descendants (DataLoader workers, writer pools), and the peaks over a run."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 _PROC = Path("/proc")
+
+
+def children(pid: int) -> list[int]:
+    """The direct child processes of `pid` (none once it has gone)."""
+    found: list[int] = []
+    try:
+        for task in (_PROC / str(pid) / "task").iterdir():
+            found.extend(int(c) for c in (task / "children").read_text().split())
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return found
 
 
 def descendants(pid: int) -> list[int]:
@@ -16,27 +28,40 @@ def descendants(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         found.append(current)
+        todo.extend(children(current))
+    return found
+
+
+def cpu_ticks(pids: Sequence[int]) -> int:
+    """User + system clock ticks used so far by `pids` (/proc/<pid>/stat); a process that has
+    gone counts 0."""
+    total = 0
+    for pid in pids:
         try:
-            for task in (_PROC / str(current) / "task").iterdir():
-                todo.extend(int(c) for c in (task / "children").read_text().split())
+            fields = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total
+
+
+def rollup(pid: int) -> dict[str, int]:
+    """Every KiB field of `/proc/<pid>/smaps_rollup` (Rss, Pss, Private_Dirty, ...)."""
+    found = {}
+    for line in (_PROC / str(pid) / "smaps_rollup").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if rest.strip().endswith("kB"):
+            found[key] = int(rest.split()[0])
     return found
 
 
 def rollup_kib(pid: int) -> tuple[int, int]:
     """(PSS, RSS) of one process in KiB from smaps_rollup; (0, 0) once it has gone."""
-    pss = rss = 0
     try:
-        text = (_PROC / str(pid) / "smaps_rollup").read_text()
+        fields = rollup(pid)
     except (FileNotFoundError, ProcessLookupError):
         return 0, 0
-    for line in text.splitlines():
-        if line.startswith("Pss:"):
-            pss = int(line.split()[1])
-        elif line.startswith("Rss:"):
-            rss = int(line.split()[1])
-    return pss, rss
+    return fields.get("Pss", 0), fields.get("Rss", 0)
 
 
 @dataclass

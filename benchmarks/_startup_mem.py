@@ -15,6 +15,8 @@ from pathlib import Path
 
 from fastpack.formats import INDEX_NAME
 
+from ._procmem import cpu_ticks, rollup
+
 _PROC = Path("/proc")
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 _ROLLUP_KEYS = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty")
@@ -22,12 +24,8 @@ _ROLLUP_KEYS = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", 
 
 def rollup_kib(pid: int) -> dict[str, int]:
     """The `_ROLLUP_KEYS` fields of `/proc/<pid>/smaps_rollup`, in KiB."""
-    found = {}
-    for line in (_PROC / str(pid) / "smaps_rollup").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in _ROLLUP_KEYS:
-            found[key] = int(rest.split()[0])
-    return found
+    fields = rollup(pid)
+    return {key: fields[key] for key in _ROLLUP_KEYS if key in fields}
 
 
 def _kind(path: str) -> str:
@@ -82,23 +80,6 @@ def memory_kib(pid: int) -> dict[str, int]:
     rollup = rollup_kib(pid)
     private = rollup["Private_Clean"] + rollup["Private_Dirty"]
     return {**rollup, "private": private, **uss_kib(pid)}
-
-
-def children(pid: int) -> list[int]:
-    """The direct child processes of `pid`."""
-    found: list[int] = []
-    for task in (_PROC / str(pid) / "task").iterdir():
-        found.extend(int(c) for c in (task / "children").read_text().split())
-    return found
-
-
-def cpu_ticks(pids: Sequence[int]) -> int:
-    """User + system clock ticks used so far by `pids` (from /proc/<pid>/stat)."""
-    total = 0
-    for pid in pids:
-        fields = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total
 
 
 def wait_idle(pids: Sequence[int], quiet: float = 0.5, limit: float = 30.0) -> None:

@@ -38,7 +38,8 @@ from fastpack.reader import (
     make_loader,
 )
 
-from ._startup_mem import children, mapping_rss_kib, memory_kib, wait_idle
+from ._procmem import children
+from ._startup_mem import mapping_rss_kib, memory_kib, wait_idle
 
 SIZE = 224
 BATCH = 64
