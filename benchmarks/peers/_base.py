@@ -67,6 +67,12 @@ class FixedEpochs:
         return iter(self.iterable)
 
 
+def worker_options(workers: int) -> dict[str, Any]:
+    """The DataLoader worker settings every DataLoader-based peer uses: `workers` processes that
+    persist between epochs, as fastpack's `make_loader` does (no fork per epoch)."""
+    return {"num_workers": workers, "persistent_workers": workers > 0}
+
+
 def worker_rng(seed: int) -> random.Random:
     """A Python RNG for this DataLoader worker (the worker's own seed), or `seed` outside one."""
     from torch.utils.data import get_worker_info  # noqa: PLC0415 - torch only where used

@@ -10,7 +10,14 @@ from typing import Any
 import webdataset as wds
 from torch.utils.data import DataLoader
 
-from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
+from ._base import (
+    FixedEpochs,
+    collate,
+    imagefolder_root,
+    list_imagefolder,
+    worker_options,
+    worker_rng,
+)
 from ._crop import Pixels
 
 SHARD_SAMPLES = 256  # ~10 MB shards for the photo corpus: enough shards to split over workers
@@ -69,7 +76,4 @@ def make_loader(
         .map(_Transform(decode, seed))
         .batched(batch_size, collation_fn=collate, partial=True)
     )
-    data = DataLoader(
-        dataset, batch_size=None, num_workers=workers, persistent_workers=workers > 0
-    )  # persistent workers, as fastpack's make_loader: no fork per epoch
-    return FixedEpochs(data)
+    return FixedEpochs(DataLoader(dataset, batch_size=None, **worker_options(workers)))

@@ -8,7 +8,15 @@ from pathlib import Path
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from ._base import FixedEpochs, Sample, collate, imagefolder_root, list_imagefolder, worker_rng
+from ._base import (
+    FixedEpochs,
+    Sample,
+    collate,
+    imagefolder_root,
+    list_imagefolder,
+    worker_options,
+    worker_rng,
+)
 from ._crop import Pixels, pil_random_resized_crop
 
 
@@ -42,8 +50,7 @@ def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpoc
         _Folder(root, seed),
         batch_size=batch_size,
         shuffle=True,
-        num_workers=workers,
         collate_fn=collate,
-        persistent_workers=workers > 0,  # as fastpack's make_loader: no fork per epoch
+        **worker_options(workers),
     )
     return FixedEpochs(data)

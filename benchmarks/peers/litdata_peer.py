@@ -13,7 +13,15 @@ from typing import Any
 import litdata
 from litdata import StreamingDataLoader, StreamingDataset
 
-from ._base import FixedEpochs, Sample, collate, imagefolder_root, list_imagefolder, worker_rng
+from ._base import (
+    FixedEpochs,
+    Sample,
+    collate,
+    imagefolder_root,
+    list_imagefolder,
+    worker_options,
+    worker_rng,
+)
 from ._crop import Pixels, pil_decode_crop
 
 CHUNK_BYTES = "16MB"
@@ -61,10 +69,6 @@ def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpoc
     )
     return FixedEpochs(
         StreamingDataLoader(
-            dataset,
-            batch_size=batch_size,
-            num_workers=workers,
-            collate_fn=collate,
-            persistent_workers=workers > 0,  # as fastpack's make_loader: no fork per epoch
+            dataset, batch_size=batch_size, collate_fn=collate, **worker_options(workers)
         )
     )

@@ -14,7 +14,14 @@ from typing import Any
 
 from PIL import Image
 
-from ._base import FixedEpochs, collate, imagefolder_root, list_imagefolder, worker_rng
+from ._base import (
+    FixedEpochs,
+    collate,
+    imagefolder_root,
+    list_imagefolder,
+    worker_options,
+    worker_rng,
+)
 from ._crop import Pixels, pil_random_resized_crop
 
 SHARD_BYTES = 16 << 20
@@ -63,10 +70,6 @@ def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpoc
     dataset = _dataset(workdir, batch_size, seed)
     return FixedEpochs(
         StreamingDataLoader(
-            dataset,
-            batch_size=batch_size,
-            num_workers=workers,
-            collate_fn=collate,
-            persistent_workers=workers > 0,  # as fastpack's make_loader: no fork per epoch
+            dataset, batch_size=batch_size, collate_fn=collate, **worker_options(workers)
         )
     )
