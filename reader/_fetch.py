@@ -24,6 +24,11 @@ def temp_name(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
 
 
+def final_name(part_name: str) -> str:
+    """The name a `temp_name` file takes once complete (`.a.tar.12.34.part` -> `a.tar`)."""
+    return part_name[1:].rsplit(".", 3)[0]
+
+
 def _ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
     return [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
 

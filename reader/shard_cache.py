@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._fetch import temp_name
+from ._fetch import final_name, temp_name
 
 PART_SUFFIX = ".part"
 LOCK_NAME = ".lock"
@@ -90,23 +91,22 @@ class ShardCache:
         return sum(e.size for e in self._entries())
 
     def _entries(self) -> list[_Entry]:
-        entries = []
+        """The shards and downloads now in the directory. A download renamed while the
+        directory is read can be missed under both names (the new name may take a slot the
+        listing has passed), so a vanished `.part` is looked up under its final name."""
+        entries: dict[Path, _Entry] = {}
         for directory in {self.root, *(p for p in self.root.glob("*") if p.is_dir())}:
             try:
-                scan = list(os.scandir(directory))
+                scan = [Path(item.path) for item in os.scandir(directory) if _is_shard(item.name)]
             except FileNotFoundError:
                 continue
-            for item in scan:
-                try:
-                    if not item.is_file(follow_symlinks=False) or not _is_shard(item.name):
-                        continue
-                    st = item.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                entries.append(
-                    _Entry(Path(item.path), st.st_size, st.st_mtime, item.name.startswith("."))
-                )
-        return entries
+            for path in scan:
+                entry = _stat(path)
+                if entry is None and path.name.endswith(PART_SUFFIX):
+                    entry = _stat(path.with_name(final_name(path.name)))
+                if entry is not None:
+                    entries[entry.path] = entry
+        return list(entries.values())
 
     def _evict(self, incoming: int, keep: Collection[str]) -> None:
         if self.limit_bytes is None:
@@ -128,6 +128,17 @@ class ShardCache:
         for entry in self._entries():
             if entry.partial and not _owner_alive(entry.path.name):
                 entry.path.unlink(missing_ok=True)
+
+
+def _stat(path: Path) -> _Entry | None:
+    """`path` as a cache entry; None if it is gone or not a regular file."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return _Entry(path, st.st_size, st.st_mtime, path.name.startswith("."))
 
 
 def _is_shard(name: str) -> bool:

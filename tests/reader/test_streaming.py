@@ -253,6 +253,32 @@ def test_cache_evicts_least_recently_used_shards_not_kept(tmp_path: Path) -> Non
     assert cache.lookup("shards/000002.tar", 999) is None  # wrong size: not a hit
 
 
+def test_a_download_renamed_while_the_cache_is_listed_still_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another stream's download can finish (rename) between the directory listing and the
+    stat; the shard must count once under its final name, or the cache overfills."""
+    cache = ShardCache(tmp_path, limit_bytes=3000)
+    _put(cache, "shards/000000.tar", 1000, age=30)
+    part = cache.path("shards/.000001.tar.1.2.part")
+    part.write_bytes(bytes(1500))
+    listing = os.scandir
+
+    def rename_after_listing(path: Any) -> Any:
+        if Path(path) != part.parent or not part.exists():
+            return listing(path)
+        items = list(listing(path))
+        part.rename(cache.path("shards/000001.tar"))
+        return items
+
+    monkeypatch.setattr(os, "scandir", rename_after_listing)
+    cache.reserve("shards/000002.tar", 1000, keep=["shards/000001.tar"])
+    monkeypatch.undo()
+    assert not part.exists()
+    assert not cache.path("shards/000000.tar").exists()  # 1000 + 1500 + 1000 > 3000: evicted
+    assert cache.usage() == 2500
+
+
 def test_cache_removes_downloads_of_dead_processes(tmp_path: Path) -> None:
     cache = ShardCache(tmp_path, limit_bytes=None)
     mine = cache.reserve("shards/000000.tar", 10, keep=[])
