@@ -21,7 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import simplejpeg
-from fastpack.reader import Box, RandomResizedCrop, sample_rng
+from fastpack.reader import Box, RandomResizedCrop, sample_draws
 
 from ._sysinfo import load, machine, versions
 from .peers._base import imagefolder_root, list_imagefolder
@@ -58,14 +58,15 @@ def best_ms(blobs: list[bytes], work: Callable[[int, bytes], object], repeats: i
 def measure(blobs: list[bytes], upscale: float, repeats: int) -> dict[str, float]:
     transform = RandomResizedCrop(SIZE, max_upscale=upscale)
     out = np.empty((SIZE, SIZE, 3), np.uint8)
+    draws = sample_draws(0, 0, range(len(blobs)), transform.draws).tolist()
     scores, reduced = [], 0
     for i, data in enumerate(blobs):
         height, width, _, _ = simplejpeg.decode_jpeg_header(data)
-        box, flip, shift = transform._plan(height, width, sample_rng(0, 0, i))
-        transform(data, sample_rng(0, 0, i), out)
+        box, flip, shift = transform._plan(height, width, draws[i])
+        transform(data, draws[i], out)
         scores.append(psnr(out, reference(data, box, flip)))
         reduced += shift > 0
-    ms = best_ms(blobs, lambda i, data: transform(data, sample_rng(0, 0, i), out), repeats)
+    ms = best_ms(blobs, lambda i, data: transform(data, draws[i], out), repeats)
     return {
         "upscale": upscale,
         "mean": float(np.mean(scores)),

@@ -8,6 +8,7 @@ from ._retry import RetryPolicy
 from .dali import DaliLoader, make_dali_loader
 from .dataset import Dataset
 from .decode import Box, DecodeOptions
+from .draws import sample_draws
 from .loader import make_loader
 from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
 from .remote import fetch_dataset, is_url, read_manifest_at, read_remote_manifest
@@ -16,7 +17,7 @@ from .shard_cache import ShardCache
 from .shards import MmapShardReader, PreadShardReader, ShardReader
 from .stream_source import FetchOptions
 from .streaming import StreamingDataset
-from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box, sample_rng
+from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box
 from .verify import VerifyReport, verify_dataset
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
     "random_resized_box",
     "read_manifest_at",
     "read_remote_manifest",
-    "sample_rng",
+    "sample_draws",
     "to_float",
     "verify_dataset",
     "verify_remote",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,8 +25,9 @@ from fastpack.formats import (
 )
 
 from .decode import Image, decode, jpeg_size
+from .draws import sample_draws
 from .shards import MmapShardReader, PreadShardReader, ShardReader
-from .transforms import Transform, sample_rng
+from .transforms import Transform
 
 IoMethod = Literal["mmap", "pread"]
 INDEX_RELEASE_SAMPLES = 64  # an index release costs ~0.15 ms per GB mapped: once per batch
@@ -71,11 +71,11 @@ class Dataset:
     and maps nothing, which is often faster on network file systems (NFS, Lustre), where page
     faults on a map turn into many small reads. Both read in place, without copies or locks.
 
-    Random transforms are seeded by `(seed, epoch, index)`. Call `set_epoch(e)` before each
-    epoch. DataLoader workers copy the dataset when they start; with `persistent_workers=False`
-    they restart every epoch and see the new epoch. With persistent workers use `make_loader`,
-    whose batches carry the epoch to the workers; a plain DataLoader would keep the epoch the
-    workers started with.
+    Random transforms draw from `sample_draws(seed, epoch, [index], n)`. Call `set_epoch(e)`
+    before each epoch. DataLoader workers copy the dataset when they start; with
+    `persistent_workers=False` they restart every epoch and see the new epoch. With persistent
+    workers use `make_loader`, whose batches carry the epoch to the workers; a plain DataLoader
+    would keep the epoch the workers started with.
     """
 
     def __init__(
@@ -170,11 +170,14 @@ class Dataset:
         data = self._payload(state, i)
         label = state.labels[i]
         try:
-            with self._decode_errors(state, i):
-                if self.transform is None:
-                    image = decode(data)
-                else:
-                    image = self.transform(data, self._rng(i, self.epoch), None)
+            if self.transform is None:
+                image = decode(data)
+            else:
+                image = self.transform(data, self._draws([i], self.epoch)[0], None)
+        except FastpackError:
+            raise
+        except ValueError as e:
+            raise self._decode_error(state, i, e) from e
         finally:
             state.release(1)
         return image, label
@@ -191,17 +194,22 @@ class Dataset:
         epoch = int(getattr(indices, "epoch", self.epoch))
         rows = [_check_index(int(i), state) for i in indices]
         labels = state.labels[rows]
-        if self.transform is None:
+        transform = self.transform
+        if transform is None:
             try:
                 return self._decode_batch(state, rows), labels
             finally:
                 state.release(len(rows))
-        images = self._new_batch((len(rows), *self.transform.output_shape, 3))
+        images = self._new_batch((len(rows), *transform.output_shape, 3))
+        draws = self._draws(rows, epoch)
         try:
-            for k, i in enumerate(rows):
-                data = self._payload(state, i)
-                with self._decode_errors(state, i):
-                    self.transform(data, self._rng(i, epoch), images[k])
+            for k, data in enumerate(self._payloads(state, rows)):
+                try:
+                    transform(data, draws[k], images[k])
+                except FastpackError:
+                    raise
+                except ValueError as e:
+                    raise self._decode_error(state, rows[k], e) from e
                 state.shards.release()  # keep shard pages out of this process's PSS
         finally:
             state.release(len(rows))
@@ -212,16 +220,23 @@ class Dataset:
             return np.empty(shape, np.uint8)
         return self.batch_allocator(shape)
 
-    def _rng(self, i: int, epoch: int) -> np.random.Generator | None:
-        random = self.transform is not None and self.transform.random
-        return sample_rng(self.seed, epoch, i) if random else None
+    def _draws(self, rows: list[int], epoch: int) -> list[list[float]] | list[None]:
+        count = 0 if self.transform is None else self.transform.draws
+        if count == 0:
+            return [None] * len(rows)
+        draws: list[list[float]] = sample_draws(self.seed, epoch, rows, count).tolist()
+        return draws
 
     def _decode_batch(self, state: _Opened, rows: list[int]) -> Image:
         payloads = [self._payload(state, i) for i in rows]
         sizes = []
         for i, data in zip(rows, payloads, strict=True):
-            with self._decode_errors(state, i):
+            try:
                 sizes.append(jpeg_size(data))
+            except FastpackError:
+                raise
+            except ValueError as e:
+                raise self._decode_error(state, i, e) from e
         if any(s != sizes[0] for s in sizes):
             k = next(k for k, s in enumerate(sizes) if s != sizes[0])
             raise ValueError(
@@ -232,9 +247,28 @@ class Dataset:
         height, width = sizes[0] if sizes else (0, 0)
         images = self._new_batch((len(rows), height, width, 3))
         for k, (i, data) in enumerate(zip(rows, payloads, strict=True)):
-            with self._decode_errors(state, i):
+            try:
                 decode(data, out=images[k])
+            except FastpackError:
+                raise
+            except ValueError as e:
+                raise self._decode_error(state, i, e) from e
         return images
+
+    def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
+        """The payloads of `rows` in order, located with one index lookup per column."""
+        index, shards = state.index, state.shards
+        columns = (
+            index.shard[rows],
+            index.offsets(self.field)[rows],
+            index.sizes(self.field)[rows],
+        )
+        num_shards = len(state.files.manifest.shards)
+        for i, shard, offset, size in zip(rows, *(c.tolist() for c in columns), strict=True):
+            if shard < num_shards and offset + size <= shards.size(shard):
+                yield shards.read(shard, offset, size)
+            else:
+                yield self._payload(state, i)  # raises the error that names what is wrong
 
     def _payload(self, state: _Opened, i: int) -> memoryview | bytes:
         shard = int(state.index.shard[i])
@@ -249,20 +283,14 @@ class Dataset:
             raise OffsetOutOfRangeError(f"{e} ({state.files.shard_path(shard)})") from e
         return state.shards.read(shard, offset, size)
 
-    @contextmanager
-    def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
-        """Turn a decoder's ValueError into a ShardFormatError that names the sample."""
-        try:
-            yield
-        except FastpackError:
-            raise
-        except ValueError as e:
-            shard = int(state.index.shard[i])
-            raise ShardFormatError(
-                f"{state.files.shard_path(shard)}: sample {i} (key {state.index.key(i)}) field "
-                f"{self.field!r} at offset {int(state.index.offsets(self.field)[i])} does not "
-                f"decode: {e}"
-            ) from e
+    def _decode_error(self, state: _Opened, i: int, error: ValueError) -> ShardFormatError:
+        """A decoder's ValueError as a ShardFormatError that names the sample."""
+        shard = int(state.index.shard[i])
+        return ShardFormatError(
+            f"{state.files.shard_path(shard)}: sample {i} (key {state.index.key(i)}) field "
+            f"{self.field!r} at offset {int(state.index.offsets(self.field)[i])} does not "
+            f"decode: {error}"
+        )
 
 
 def _check_index(i: int, state: _Opened) -> int:

@@ -37,10 +37,11 @@ from fastpack.formats import (
 from ._shard_io import IO_METHODS, IoMethod, ShardFile
 from ._stream_plan import Chunk, Stream, StreamPlan, stream_plan
 from .decode import Image, decode
+from .draws import sample_draws
 from .remote import RemoteLocation, is_url, read_manifest_bytes
 from .shard_cache import ShardCache
 from .stream_source import FetchOptions, LocalShards, RemoteShards, ShardSource
-from .transforms import Transform, sample_rng
+from .transforms import Transform
 
 Sample = tuple[Image, np.int64]
 CACHE_ENV = "FASTPACK_CACHE_DIR"
@@ -291,8 +292,11 @@ class StreamingDataset:
             if self.transform is None:
                 image = decode(data)
             else:
-                rng = sample_rng(self.seed, self.epoch, i) if self.transform.random else None
-                image = self.transform(data, rng, None)
+                count = self.transform.draws
+                draws = (
+                    sample_draws(self.seed, self.epoch, [i], count)[0].tolist() if count else None
+                )
+                image = self.transform(data, draws, None)
         except FastpackError:
             raise
         except ValueError as e:

@@ -1,13 +1,15 @@
 """Crop-and-resize transforms that read the JPEG header first and decode only what they need.
 
 A transform maps JPEG bytes to a uint8 RGB image of a fixed shape, written into a caller's
-buffer when one is given. Random transforms draw from the generator the Dataset derives from
-(seed, epoch, sample index), so results do not depend on worker count or order.
+buffer when one is given. A random transform takes its randomness as `draws` uniform numbers in
+[0, 1), which the Dataset derives from (seed, epoch, sample index) (`sample_draws`), so results
+do not depend on worker count, batching or order.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -38,20 +40,16 @@ class Transform(Protocol):
         ...
 
     @property
-    def random(self) -> bool:
-        """Whether the transform consumes random numbers (the Dataset then builds a generator)."""
+    def draws(self) -> int:
+        """How many uniform numbers in [0, 1) one call consumes (0: not random)."""
         ...
 
     def __call__(
-        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+        self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
-        """Transform one JPEG; write into `out` (shape `(*output_shape, 3)`) when given."""
+        """Transform one JPEG with `draws` (at least `self.draws` numbers; None when 0);
+        write into `out` (shape `(*output_shape, 3)`) when given."""
         ...
-
-
-def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
-    """The generator for sample `index` in `epoch`: a function of these three numbers only."""
-    return np.random.default_rng((seed, epoch, index))
 
 
 def _pair(size: Size) -> tuple[int, int]:
@@ -90,7 +88,7 @@ def random_resized_box(
     width: int,
     scale: tuple[float, float],
     ratio: tuple[float, float],
-    draws: list[float],
+    draws: Sequence[float],
 ) -> Box:
     """torchvision's RandomResizedCrop box, driven by uniform `draws` in [0, 1): ten tries of
     (area scale, log aspect ratio), then a centre crop of the ratio clamped into `ratio`."""
@@ -129,7 +127,7 @@ class RandomResizedCrop:
     benchmarks/QUALITY.md).
     """
 
-    random = True
+    draws = _DRAWS
 
     def __init__(
         self,
@@ -159,27 +157,26 @@ class RandomResizedCrop:
         )
 
     def __call__(
-        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+        self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
-        if rng is None:
-            raise ValueError("RandomResizedCrop needs a numpy Generator")
+        if draws is None or len(draws) < _DRAWS:
+            raise ValueError(f"RandomResizedCrop needs {_DRAWS} draws (see sample_draws)")
         out = _output(self.output_shape, out)
         size = jpeg_size(data)
-        box, flip, shift = self._plan(size[0], size[1], rng)
+        box, flip, shift = self._plan(size[0], size[1], draws)
         render(data, size, box, out, flip=flip, options=self.options, shift=shift)
         return out
 
-    def params(self, height: int, width: int, rng: np.random.Generator) -> tuple[Box, bool]:
+    def params(self, height: int, width: int, draws: Sequence[float]) -> tuple[Box, bool]:
         """The crop box (on the grid of the DCT scale it is decoded at) and the flip decision
         for an image of `height` x `width`."""
-        box, flip, _ = self._plan(height, width, rng)
+        box, flip, _ = self._plan(height, width, draws)
         return box, flip
 
-    def _plan(self, height: int, width: int, rng: np.random.Generator) -> tuple[Box, bool, int]:
-        draws: list[float] = rng.random(_DRAWS).tolist()
+    def _plan(self, height: int, width: int, draws: Sequence[float]) -> tuple[Box, bool, int]:
         box = random_resized_box(height, width, self.scale, self.ratio, draws)
         shift = dct_shift(box.height, box.width, *self.output_shape, self.max_upscale)
-        return snap_to_scale(box, shift, height, width), draws[-1] < self.flip_prob, shift
+        return snap_to_scale(box, shift, height, width), draws[_DRAWS - 1] < self.flip_prob, shift
 
 
 class CenterCrop:
@@ -187,7 +184,7 @@ class CenterCrop:
     central `size`; decoded at the cheapest DCT scale from which the crop needs at most
     `max_upscale` enlargement (default 1: evaluation keeps every detail)."""
 
-    random = False
+    draws = 0
 
     def __init__(
         self,
@@ -225,7 +222,7 @@ class CenterCrop:
         return Box(top / fy, left / fx, out_h / fy, out_w / fx)
 
     def __call__(
-        self, data: JpegData, rng: np.random.Generator | None = None, out: Image | None = None
+        self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
         out = _output(self.output_shape, out)
         size = jpeg_size(data)

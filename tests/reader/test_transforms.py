@@ -15,7 +15,7 @@ from fastpack.reader import (
     Dataset,
     RandomResizedCrop,
     random_resized_box,
-    sample_rng,
+    sample_draws,
 )
 from fastpack.reader.decode import crop_resize, dct_shift, snap_to_scale
 from hypothesis import given
@@ -26,6 +26,11 @@ from tests.conftest import synthetic_rgb
 from .conftest import Built
 
 DRAWS = 23
+
+
+def draws_of(seed: int, epoch: int, index: int) -> list[float]:
+    """One sample's draws, as the Dataset derives them."""
+    return list(sample_draws(seed, epoch, [index], DRAWS)[0])
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
@@ -61,9 +66,9 @@ def test_random_resized_crop_matches_full_decode(subsampling: str, shape: tuple[
     scores, scaled = [], 0
     for n, data in enumerate(photos(12, subsampling)):
         for i in range(4):
-            box, flip = transform.params(400, 500, sample_rng(n, 0, i))
+            box, flip = transform.params(400, 500, draws_of(n, 0, i))
             scaled += dct_shift(box.height, box.width, *shape) > 0
-            out = transform(data, sample_rng(n, 0, i))
+            out = transform(data, draws_of(n, 0, i))
             scores.append(psnr(out, reference(data, box, shape, flip)))
     assert np.mean(scores) >= 32, scores
     assert min(scores) >= 26, scores
@@ -109,22 +114,22 @@ def test_center_crop_box() -> None:
 )
 def test_output_shape_and_buffer(transform: RandomResizedCrop | CenterCrop) -> None:
     data = photos(1, "420")[0]
-    out = transform(data, sample_rng(0, 0, 0))
+    out = transform(data, draws_of(0, 0, 0))
     assert out.shape == (*transform.output_shape, 3)
     assert out.dtype == np.uint8
     buffer = np.zeros_like(out)
-    assert transform(data, sample_rng(0, 0, 0), buffer) is buffer
+    assert transform(data, draws_of(0, 0, 0), buffer) is buffer
     np.testing.assert_array_equal(buffer, out)
     with pytest.raises(ValueError, match=r"out must be a C-contiguous uint8 array of shape"):
-        transform(data, sample_rng(0, 0, 0), np.zeros((5, 5, 3), np.uint8))
+        transform(data, draws_of(0, 0, 0), np.zeros((5, 5, 3), np.uint8))
 
 
 def test_flip_mirrors_the_same_crop() -> None:
     data = photos(1, "444")[0]
     for shape in [(224, 224), (64, 64)]:  # full and 1/2 scale, then 1/4 and 1/8 scale
         for i in range(6):
-            plain = RandomResizedCrop(shape, flip_prob=0.0)(data, sample_rng(1, 0, i))
-            mirrored = RandomResizedCrop(shape, flip_prob=1.0)(data, sample_rng(1, 0, i))
+            plain = RandomResizedCrop(shape, flip_prob=0.0)(data, draws_of(1, 0, i))
+            mirrored = RandomResizedCrop(shape, flip_prob=1.0)(data, draws_of(1, 0, i))
             np.testing.assert_array_equal(mirrored, plain[:, ::-1])
 
 
@@ -179,8 +184,8 @@ def test_random_box_fallback_is_a_centre_crop(size: tuple[int, int], expected: B
 
 def test_fast_decode_options_stay_close() -> None:
     data = photos(1, "420")[0]
-    exact = RandomResizedCrop(96)(data, sample_rng(0, 0, 0))
-    fast = RandomResizedCrop(96, fastdct=True, fastupsample=True)(data, sample_rng(0, 0, 0))
+    exact = RandomResizedCrop(96)(data, draws_of(0, 0, 0))
+    fast = RandomResizedCrop(96, fastdct=True, fastupsample=True)(data, draws_of(0, 0, 0))
     assert psnr(exact, fast) > 30
 
 
@@ -195,8 +200,10 @@ def test_bad_transform_arguments() -> None:
         RandomResizedCrop(32, flip_prob=1.5)
     with pytest.raises(ValueError, match=r"resize \(100\) must be >= the crop size 128"):
         CenterCrop(128, resize=100)
-    with pytest.raises(ValueError, match="RandomResizedCrop needs a numpy Generator"):
+    with pytest.raises(ValueError, match=r"RandomResizedCrop needs 23 draws \(see sample_draws\)"):
         RandomResizedCrop(32)(photos(1, "420")[0])
+    with pytest.raises(ValueError, match="RandomResizedCrop needs 23 draws"):
+        RandomResizedCrop(32)(photos(1, "420")[0], [0.5] * 22)
 
 
 @pytest.mark.parametrize("flip", [False, True])
@@ -224,8 +231,8 @@ def test_max_upscale_sets_the_decode_scale() -> None:
     assert dct_shift(800, 800, 224, 224, 2.0) == 2
     assert dct_shift(900, 900, 224, 224, 2.0) == 3
     exact, fast = RandomResizedCrop(224, max_upscale=1.0), RandomResizedCrop(224)
-    exact_shifts = [exact._plan(400, 500, sample_rng(0, 0, i))[2] for i in range(40)]
-    fast_shifts = [fast._plan(400, 500, sample_rng(0, 0, i))[2] for i in range(40)]
+    exact_shifts = [exact._plan(400, 500, draws_of(0, 0, i))[2] for i in range(40)]
+    fast_shifts = [fast._plan(400, 500, draws_of(0, 0, i))[2] for i in range(40)]
     assert exact_shifts == [0] * 40  # no box of a 400x500 image covers 224 at 1/2 scale
     assert sum(fast_shifts) >= 20  # most boxes decode at 1/2 scale
     with pytest.raises(ValueError, match=r"max_upscale must be >= 1, got 0.5"):
@@ -239,8 +246,8 @@ def test_boxes_lie_on_the_grid_of_their_decode_scale() -> None:
     transform = RandomResizedCrop(64)
     seen = set()
     for i in range(200):
-        box, _, shift = transform._plan(400, 500, sample_rng(3, 0, i))
-        assert (box, _) == transform.params(400, 500, sample_rng(3, 0, i))
+        box, _, shift = transform._plan(400, 500, draws_of(3, 0, i))
+        assert (box, _) == transform.params(400, 500, draws_of(3, 0, i))
         step = 1 << shift
         seen.add(step)
         for edge in (box.top, box.left, box.top + box.height, box.left + box.width):
@@ -285,8 +292,8 @@ def test_threads_decode_independently() -> None:
     blobs = photos(6, "420")
     transform = RandomResizedCrop(64)
     jobs = [(k, i) for k in range(len(blobs)) for i in range(8)]
-    serial = [transform(blobs[k], sample_rng(0, k, i)) for k, i in jobs]
+    serial = [transform(blobs[k], draws_of(0, k, i)) for k, i in jobs]
     with ThreadPoolExecutor(4) as pool:
-        threaded = list(pool.map(lambda job: transform(blobs[job[0]], sample_rng(0, *job)), jobs))
+        threaded = list(pool.map(lambda job: transform(blobs[job[0]], draws_of(0, *job)), jobs))
     for a, b in zip(serial, threaded, strict=True):
         np.testing.assert_array_equal(a, b)
