@@ -1,21 +1,23 @@
-"""Shared-memory batch buffers that DataLoader workers reuse once the trainer has let go of them.
+"""Shared-memory batch buffers ("slots") that DataLoader workers decode into and reuse.
 
-Each batch a worker sends lives in a shared-memory block. A new block per batch costs a page
-fault and a zeroed page for every 4 KiB (about a tenth of a worker's time for batches of 64 at
-224x224); torch's default path pays that and a copy. So each persistent worker keeps a few blocks
-(slots) and decodes into a free one.
+The trainer creates the slots before the workers start: `per_worker` blocks of one batch each
+for every persistent worker, in shared memory that the workers inherit (or receive once, when
+spawned). A worker decodes a batch into a free slot of its own and sends the slot's number, the
+batch length and the labels, a few hundred bytes. torch's default path would instead create a
+shared-memory file per tensor per batch, fault in and zero its pages, and pass its descriptor
+through a socket that the trainer must connect to and authenticate on.
 
-Whether the trainer still holds a slot is tracked in a small shared array of flags, one per slot,
-created before the workers fork:
+Whether the trainer still holds a slot is tracked in a small shared array of flags, one per slot:
 
 - a worker claims a free slot (flag 0) by writing its pid, and only ever writes 0 -> pid;
-- every batch is rebuilt in the trainer through `_arrived` (pickle calls it, whether the batch is
-  handed to the user or discarded by a DataLoader reset), which keeps a weak reference to the
-  batch's storage; once torch has freed that storage (no tensor, view or numpy array of it is
-  left), the trainer writes the flag back to 0, and only ever writes pid -> 0.
+- the trainer lends each batch out as a tensor over a fresh numpy view of the slot; once torch
+  has freed that tensor's memory (no tensor, view or numpy array of it is left), the view goes
+  and its finalizer writes the flag back to 0; the trainer only ever writes pid -> 0. Batches
+  dropped unread (a DataLoader reset) are unpickled and released the same way.
 
-A worker that finds no free slot allocates a fresh block, as without slots. Workers that do not
-persist (their batches could be lost unread when they shut down) use fresh blocks only.
+A batch that fits no slot (none free, or images without a transform, whose shape is not known in
+advance) goes in a fresh shared-memory block, torch's way. Workers that do not persist (their
+batches could be lost unread when they shut down) use fresh blocks only.
 
 A worker unmaps (`MADV_DONTNEED`) the pages of its other slots whenever it takes one: the data
 stays in shared memory for the trainer, but the worker no longer counts it in its own memory
@@ -30,16 +32,14 @@ import mmap
 import multiprocessing
 import os
 import sys
-import threading
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from torch.multiprocessing.reductions import StorageWeakRef
 
 Labels = npt.NDArray[np.int64]
 MADV_DONTNEED = 4  # <sys/mman.h> on Linux
@@ -93,28 +93,22 @@ def new_shared_tensor(shape: tuple[int, ...]) -> torch.Tensor:
 
 @dataclass
 class _Tracker:
-    """Trainer side: the flags, and the storages of batches that arrived from slots."""
+    """Trainer side: the flags, and numpy views of the slots to lend batches from."""
 
     flags: Any  # multiprocessing.RawArray of c_int32
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    held: list[tuple[StorageWeakRef, int, int]] = field(default_factory=list)
+    slots: list[npt.NDArray[np.uint8]]
     arrived: int = 0  # batches rebuilt here
-    from_slots: int = 0  # of which in a reused slot
+    from_slots: int = 0  # of which in a slot
 
-    def track(self, images: torch.Tensor, slot: int, pid: int) -> None:
-        with self.lock:
-            self.arrived += 1
-            still_held = []
-            for ref, held_slot, held_pid in self.held:
-                if not ref.expired():  # type: ignore[no-untyped-call]
-                    still_held.append((ref, held_slot, held_pid))
-                elif self.flags[held_slot] == held_pid:
-                    self.flags[held_slot] = 0
-            if slot >= 0:
-                self.from_slots += 1
-                ref = StorageWeakRef(images.untyped_storage())  # type: ignore[no-untyped-call]
-                still_held.append((ref, slot, pid))
-            self.held = still_held
+    def lend(self, slot: int, pid: int, rows: int) -> torch.Tensor:
+        """The first `rows` images of `slot` as a tensor; the slot is freed with its memory."""
+        view = self.slots[slot][:rows]  # a new array object, referenced by the tensor only
+        weakref.finalize(view, self._release, slot, pid)
+        return torch.from_numpy(view)
+
+    def _release(self, slot: int, pid: int) -> None:
+        if self.flags[slot] == pid:
+            self.flags[slot] = 0
 
 
 # trainer side, by pool token; each pool holds its tracker, which goes when the loader goes
@@ -127,43 +121,66 @@ def tracker(token: str) -> _Tracker | None:
 
 
 def _arrived(
-    images: torch.Tensor, labels: torch.Tensor, token: str, slot: int, pid: int
+    images: torch.Tensor | None, labels: Labels, where: tuple[str, int, int, int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unpickling a batch in the trainer: note which slot it occupies, return the plain pair."""
+    """Unpickling a batch in the trainer: the images lent from their slot (`where` is the
+    pool's token, the slot, the worker's pid and the batch length) or as they came in a fresh
+    block, and the labels as a tensor."""
+    token, slot, pid, rows = where
     state = _TRACKERS.get(token)
     if state is not None:
-        state.track(images, slot, pid)
-    return images, labels
+        state.arrived += 1
+        if images is None:
+            state.from_slots += 1
+            images = state.lend(slot, pid, rows)
+    if images is None:
+        raise RuntimeError(f"batch slot {slot} arrived in a process without its pool {token}")
+    return images, torch.from_numpy(labels)
 
 
 class SlotBatch(tuple[torch.Tensor, torch.Tensor]):
-    """`(images, labels)` that, pickled in a worker, unpickle in the trainer via `_arrived`."""
+    """`(images, labels)` that, pickled in a worker, unpickle in the trainer via `_arrived`:
+    a slot's number instead of its pixels (slot -1: a fresh block, sent torch's way), and the
+    labels by value."""
 
     token: str
     slot: int
     pid: int
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _arrived, (self[0], self[1], self.token, self.slot, self.pid)
+        images = self[0] if self.slot < 0 else None
+        where = (self.token, self.slot, self.pid, len(self[1]))
+        return _arrived, (images, self[1].numpy(), where)
 
 
 class BatchSlots:
-    """The pool: created in the trainer before the workers fork; each worker uses its copy."""
+    """The pool: created in the trainer before the workers start, with `slots_per_worker`
+    slots of `shape` (a full batch) for each worker when `reuse` and `shape` is known; each
+    worker uses its copy."""
 
-    def __init__(self, num_workers: int, slots_per_worker: int, *, reuse: bool) -> None:
+    def __init__(
+        self,
+        num_workers: int,
+        slots_per_worker: int,
+        *,
+        shape: tuple[int, ...] | None,
+        reuse: bool,
+    ) -> None:
         self.token = uuid.uuid4().hex
-        self.per_worker = slots_per_worker if reuse else 0
-        self.flags = multiprocessing.RawArray(ctypes.c_int32, max(num_workers * self.per_worker, 1))
-        self.tracker: _Tracker | None = _Tracker(self.flags)
+        self.shape = shape
+        self.per_worker = slots_per_worker if reuse and shape is not None else 0
+        count = num_workers * self.per_worker
+        self.flags = multiprocessing.RawArray(ctypes.c_int32, max(count, 1))
+        self.tensors = [new_shared_tensor(shape) for _ in range(count)] if shape else []
+        self.tracker: _Tracker | None = _Tracker(self.flags, [t.numpy() for t in self.tensors])
         _TRACKERS[self.token] = self.tracker
         # worker side, set by `start`
         self.first = 0
         self.pid = 0
-        self.tensors: list[torch.Tensor | None] = []
         self.pending: tuple[torch.Tensor, int] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """A spawned worker gets the pool without the trainer's side (which holds a lock)."""
+        """A spawned worker gets the pool without the trainer's side."""
         state = self.__dict__.copy()
         state["tracker"] = None
         return state
@@ -172,27 +189,34 @@ class BatchSlots:
         """In a worker as it starts: its own range of slots."""
         self.first = worker_id * self.per_worker
         self.pid = os.getpid()
-        self.tensors = [None] * self.per_worker
 
     def allocate(self, shape: tuple[int, ...]) -> npt.NDArray[np.uint8]:
-        """A uint8 array of `shape` in shared memory: a free slot's block, else a new block."""
-        for k in range(self.per_worker):
-            slot = self.first + k
-            if self.flags[slot] != 0:
-                continue
-            tensor = self.tensors[k]
-            if tensor is None or tuple(tensor.shape) != shape:
-                tensor = self.tensors[k] = new_shared_tensor(shape)
-            self.flags[slot] = self.pid
-            for other in self.tensors:
-                if other is not None and other is not tensor:
-                    unmap_pages(other)
-            map_pages(tensor)
-            self.pending = (tensor, slot)
-            return tensor.numpy()
+        """A uint8 array of `shape` in shared memory: in a free slot, else in a new block."""
+        if self.fits(shape):
+            own = range(self.first, self.first + self.per_worker)
+            for slot in own:
+                if self.flags[slot] != 0:
+                    continue
+                self.flags[slot] = self.pid
+                for other in own:
+                    if other != slot:
+                        unmap_pages(self.tensors[other])
+                tensor = self.tensors[slot][: shape[0]]
+                map_pages(tensor)
+                self.pending = (tensor, slot)
+                return tensor.numpy()
         tensor = new_shared_tensor(shape)
         self.pending = (tensor, -1)
         return tensor.numpy()
+
+    def fits(self, shape: tuple[int, ...]) -> bool:
+        """Whether a batch of `shape` fits in a slot."""
+        return (
+            self.per_worker > 0
+            and self.shape is not None
+            and shape[1:] == self.shape[1:]
+            and shape[0] <= self.shape[0]
+        )
 
     def collate(self, images: npt.NDArray[np.uint8], labels: Labels) -> tuple[torch.Tensor, ...]:
         """The batch as tensors; the images stay in their block (no copy)."""

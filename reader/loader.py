@@ -73,9 +73,11 @@ def make_loader(
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
     generator.manual_seed(seed)
+    transform = dataset.transform
     slots = BatchSlots(
         num_workers,
-        prefetch_factor,  # a slot per queued batch; more pin memory for little gain
+        prefetch_factor + 1,  # the batches queued, and the one the trainer holds
+        shape=None if transform is None else (batch_size, *transform.output_shape, 3),
         reuse=persistent_workers and num_workers > 0,
     )
     batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None))
