@@ -46,8 +46,9 @@ def make_loader(
     epoch. Defaults: `num_workers = min(8, cpu count)`, `pin_memory` when CUDA is available,
     persistent workers (the batches carry the epoch, so they need no restart; this saves a
     fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set in this
-    process around the fork, then restored), each decoding its batches straight into shared
-    memory. Other keyword arguments go to `DataLoader`.
+    process around the fork, then restored), each decoding its batches straight into its
+    `prefetch_factor + 1` shared-memory slots of one batch each (made here, before the workers
+    start; pages are used as they are written). Other keyword arguments go to `DataLoader`.
     """
     if decoder == "dali":
         return make_dali_loader(

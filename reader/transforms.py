@@ -122,8 +122,8 @@ class RandomResizedCrop:
     (by at most half a decoded pixel), so it is sampled exactly. `max_upscale=2` (default)
     decodes at 1/2 any box of at least the output size; on 480-pixel photos cropped to 224 that
     is 3 images in 4, in about the time of a full decode alone, and the output keeps a mean
-    PSNR of 43.9 dB against a full decode + INTER_AREA resize of the same box.
-    `max_upscale=1` never enlarges a decoded image (49.1 dB, 1.22x the time of a full decode;
+    PSNR of 44.1 dB against a full decode + INTER_AREA resize of the same box.
+    `max_upscale=1` never enlarges a decoded image (49.2 dB, 1.19x the time of a full decode;
     benchmarks/QUALITY.md).
     """
 
