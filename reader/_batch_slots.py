@@ -91,6 +91,14 @@ def new_shared_tensor(shape: tuple[int, ...]) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
 
 
+def _slot_tensors(shape: tuple[int, ...], count: int) -> list[torch.Tensor]:
+    """`count` uint8 tensors of `shape` in one shared-memory block (one file to create, not
+    `count`), each starting on a page boundary so that its pages are its own."""
+    stride = -(-math.prod(shape) // _PAGE) * _PAGE
+    block = new_shared_tensor((count * stride,))
+    return [block[k * stride : k * stride + math.prod(shape)].view(shape) for k in range(count)]
+
+
 @dataclass
 class _Tracker:
     """Trainer side: the flags, and numpy views of the slots to lend batches from."""
@@ -171,7 +179,7 @@ class BatchSlots:
         self.per_worker = slots_per_worker if reuse and shape is not None else 0
         count = num_workers * self.per_worker
         self.flags = multiprocessing.RawArray(ctypes.c_int32, max(count, 1))
-        self.tensors = [new_shared_tensor(shape) for _ in range(count)] if shape else []
+        self.tensors = _slot_tensors(shape, count) if shape else []
         self.tracker: _Tracker | None = _Tracker(self.flags, [t.numpy() for t in self.tensors])
         _TRACKERS[self.token] = self.tracker
         # worker side, set by `start`

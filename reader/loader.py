@@ -47,8 +47,9 @@ def make_loader(
     persistent workers (the batches carry the epoch, so they need no restart; this saves a
     fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set in this
     process around the fork, then restored), each decoding its batches straight into its
-    `prefetch_factor + 1` shared-memory slots of one batch each (made here, before the workers
-    start; pages are used as they are written). Other keyword arguments go to `DataLoader`.
+    `prefetch_factor + 1` shared-memory slots of one batch each: `num_workers * (prefetch_factor
+    + 1)` batches of shared memory (`/dev/shm`), allocated here, before the workers start.
+    Other keyword arguments go to `DataLoader`.
     """
     if decoder == "dali":
         return make_dali_loader(
