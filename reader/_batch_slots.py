@@ -111,7 +111,7 @@ class _Tracker:
     def lend(self, slot: int, pid: int, rows: int) -> torch.Tensor:
         """The first `rows` images of `slot` as a tensor; the slot is freed with its memory."""
         view = self.slots[slot][:rows]  # a new array object, referenced by the tensor only
-        weakref.finalize(view, self._release, slot, pid)
+        weakref.finalize(view, self._release, slot, pid).atexit = False
         return torch.from_numpy(view)
 
     def _release(self, slot: int, pid: int) -> None:
