@@ -1,4 +1,4 @@
-"""Start-up of three peers at about 1 million samples, for `startup_bench --parts peers`.
+"""Start-up of five peers at about 1 million samples, for `startup_bench --parts peers`.
 
 Needs the peers' environment (webdataset). The datasets repeat the corpus, as fastpack's
 synthetic datasets do:
@@ -8,6 +8,10 @@ synthetic datasets do:
   to the sample count. Its loader opens one tar per worker to start, whatever the count.
 - DALI CPU: the `dali-cpu` peer's tars and their `wds2idx` indexes, linked again and again in
   the same way. `fn.readers.webdataset` reads every index when the pipeline is built.
+- LitData and Mosaic Streaming: the corpus written once by their peers (`litdata.optimize`,
+  `MDSWriter`), then a folder of links to those chunks (shards) again and again, with an
+  `index.json` that lists every link with the original's sample count and bytes, as the writer
+  would have for a dataset that large.
 - ImageFolder: a tree of 1,000 class folders of symbolic links to the corpus's JPEGs, up to the
   sample count. The `imagefolder-pil` peer lists the whole tree when its dataset is made (a list
   of path objects), which is the part of its start-up that grows with the count.
@@ -78,6 +82,81 @@ def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
         dali_peer.convert(source, base, 1)
         (base / DONE).write_text("")
     return _linked_tree(base, workdir / f"dali-{samples}", source, samples, (".tar", ".idx"))
+
+
+def _indexed_tree(
+    base: Path, out: Path, samples: int, entries_key: str, relink: Callable[[Any, int], Path]
+) -> tuple[Path, int]:
+    """`(out, samples it holds)`: the files listed under `entries_key` in `base/index.json`
+    linked again and again into `out` with a matching `index.json`, up to >= `samples`.
+    `relink(entry, k)` renames entry `k` of the new index and returns its file name's source."""
+    index = json.loads((base / "index.json").read_text())
+    entries = index[entries_key]
+    per_copy = sum(_entry_samples(e) for e in entries)
+    copies = -(-samples // per_copy)
+    if not (out / DONE).exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        listed = []
+        for k in range(copies * len(entries)):
+            entry = json.loads(json.dumps(entries[k % len(entries)]))
+            original = relink(entry, k)
+            name = _entry_file(entry)
+            (out / name).symlink_to((base / original).resolve())
+            listed.append(entry)
+        (out / "index.json").write_text(json.dumps({**index, entries_key: listed}))
+        (out / DONE).write_text("")
+    return out, copies * per_copy
+
+
+def _entry_samples(entry: dict[str, Any]) -> int:
+    return int(entry["chunk_size"] if "chunk_size" in entry else entry["samples"])
+
+
+def _entry_file(entry: dict[str, Any]) -> str:
+    return str(entry["filename"] if "filename" in entry else entry["raw_data"]["basename"])
+
+
+def _relink_chunk(entry: dict[str, Any], k: int) -> Path:
+    original = Path(entry["filename"])
+    entry["filename"] = f"chunk-0-{k}.bin"
+    return original
+
+
+def _relink_shard(entry: dict[str, Any], k: int) -> Path:
+    original = Path(entry["raw_data"]["basename"])
+    entry["raw_data"]["basename"] = f"shard.{k:05d}.mds"
+    return original
+
+
+def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(dataset folder, samples)`: LitData chunks of the corpus listed again and again."""
+    from .peers import litdata_peer  # noqa: PLC0415 - imports litdata
+
+    base = workdir / "litdata-base"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        litdata_peer.convert(source, base, 1)
+        (base / DONE).write_text("")
+    out = workdir / f"litdata-{samples}"
+    _, held = _indexed_tree(base / "chunks", out / "chunks", samples, "chunks", _relink_chunk)
+    return out, held
+
+
+def mosaic_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
+    """`(dataset folder, samples)`: Mosaic MDS shards of the corpus listed again and again."""
+    from .peers import mosaic_peer  # noqa: PLC0415 - imports streaming
+
+    base = workdir / "mosaic-base"
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        mosaic_peer.convert(source, base, 1)
+        (base / DONE).write_text("")
+    out = workdir / f"mosaic-{samples}"
+    _, held = _indexed_tree(base / "mds", out / "mds", samples, "shards", _relink_shard)
+    return out, held
 
 
 def imagefolder_tree(source: Path, workdir: Path, samples: int) -> Path:
@@ -151,7 +230,8 @@ def _listing(kind: str, directory: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "action", choices=["wds", "dali", "imagefolder", "list-pathlib", "list-scandir"]
+        "action",
+        choices=["wds", "dali", "litdata", "mosaic", "imagefolder", "list-pathlib", "list-scandir"],
     )
     parser.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -159,6 +239,8 @@ def main(argv: list[str] | None = None) -> None:
         result = _first_batch("wds-simplejpeg", args.dir)
     elif args.action == "dali":
         result = _first_batch("dali-cpu", args.dir)
+    elif args.action in ("litdata", "mosaic"):
+        result = _first_batch(args.action, args.dir)
     elif args.action == "imagefolder":
         result = _first_batch("imagefolder-pil", args.dir)
     else:
@@ -177,12 +259,20 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
     source, workdir, samples = args.source, args.workdir / "peers", args.peer_samples
     wds_dir, wds_samples = webdataset_tree(source, workdir, samples)
     dali_dir, dali_samples = dali_tree(source, workdir, samples)
+    lit_dir, lit_samples = litdata_tree(source, workdir, samples)
+    mds_dir, mds_samples = mosaic_tree(source, workdir, samples)
     folder = imagefolder_tree(source, workdir, samples)
+    lit_chunks = len(json.loads((lit_dir / "chunks" / "index.json").read_text())["chunks"])
+    mds_shards = len(json.loads((mds_dir / "mds" / "index.json").read_text())["shards"])
     plan = (
         ("wds", wds_dir, f"webdataset (`wds-simplejpeg` peer), {len(_tars(wds_dir)):,} tars of "
          f"{wds_samples:,} samples: first batch"),
         ("dali", dali_dir, f"DALI CPU (`dali-cpu` peer), {len(_tars(dali_dir)):,} tars and "
          f"indexes of {dali_samples:,} samples: first batch"),
+        ("litdata", lit_dir, f"LitData (`litdata` peer), {lit_chunks:,} chunks of "
+         f"{lit_samples:,} samples: first batch"),
+        ("mosaic", mds_dir, f"Mosaic Streaming (`mosaic` peer), {mds_shards:,} shards of "
+         f"{mds_samples:,} samples: first batch"),
         ("imagefolder", folder, f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
          "first batch (listing included)"),
         ("list-pathlib", folder, f"of which listing {samples:,} files as the peer does "
@@ -193,7 +283,7 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {a: {"what": what, "seconds": []} for a, _, what in plan}
     for r in range(args.runs):
         for action, directory, _ in plan:
-            if action not in ("wds", "dali"):
+            if action.startswith(("list", "imagefolder")):
                 warm_listing(directory)
             result = step(
                 args, "_startup_peers", [action, "--dir", str(directory)], f"p-{action}-{r}"
