@@ -21,7 +21,7 @@ _MUL2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / (1 << 53)
 
 
-def _mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """SplitMix64's finalizer: a bijection of 64-bit words with full avalanche."""
     z = (z ^ (z >> np.uint64(30))) * _MUL1
     z = (z ^ (z >> np.uint64(27))) * _MUL2
@@ -37,8 +37,8 @@ def sample_draws(
         raise ValueError(f"seed and epoch must be >= 0, got {seed} and {epoch}")
     rows = np.fromiter(indices, np.int64).astype(np.uint64)
     with np.errstate(over="ignore"):  # the arithmetic is modulo 2**64 by design
-        stream = _mix(_mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
-        sample = _mix(stream ^ (rows * _GOLDEN))
+        stream = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
+        sample = mix(stream ^ (rows * _GOLDEN))
         counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * _GOLDEN
-        bits = _mix(counters) >> np.uint64(11)
+        bits = mix(counters) >> np.uint64(11)
     return bits.astype(np.float64) * _TO_UNIT

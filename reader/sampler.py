@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ._permutation import KeyedPermutation
 from ._rank import resolve_shard
 
 
@@ -41,7 +42,9 @@ class EpochBatchSampler:
     """Batches over `range(len(dataset))`, shuffled by `(seed, dataset.epoch)` when `shuffle`.
 
     The order is a function of the seed and the epoch only (call `dataset.set_epoch` before each
-    epoch, as with `DistributedSampler`), so an interrupted run can replay it.
+    epoch, as with `DistributedSampler`), so an interrupted run can replay it. It is a keyed
+    permutation evaluated batch by batch: the first batch of a 10-million-sample epoch costs
+    microseconds and no memory for the whole order.
 
     With `world_size` ranks, rank `rank` takes every `world_size`-th sample of the order from
     position `rank`. Every rank gets `ceil(N / world_size)` samples, the order padded with its
@@ -81,25 +84,32 @@ class EpochBatchSampler:
         return n // b if self.drop_last else -(-n // b)
 
     def order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
-        """The sample order of `epoch`, over all ranks."""
-        n = len(self.dataset)
-        if not self.shuffle:
-            return np.arange(n, dtype=np.int64)
-        return np.random.default_rng((self.seed, epoch)).permutation(n)
+        """The sample order of `epoch`, over all ranks (materialised: for inspection)."""
+        return self._samples(epoch, np.arange(len(self.dataset), dtype=np.int64))
 
     def rank_order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
-        """The samples this rank reads in `epoch`, in order."""
-        order = self.order(epoch)
-        if self.world_size == 1:
-            return order
-        total = self.samples_per_rank() * self.world_size
-        if total > len(order) and len(order) > 0:
-            order = np.resize(order, total)  # pad with the order's first samples
-        return order[self.rank : total : self.world_size]
+        """The samples this rank reads in `epoch`, in order (materialised)."""
+        return self._rank_samples(epoch, 0, self.samples_per_rank())
+
+    def _samples(self, epoch: int, positions: np.ndarray) -> np.ndarray:
+        """The samples at `positions` of the epoch's order: a keyed permutation evaluated at
+        those positions only (see `_permutation`), so no order of N samples is built."""
+        if not self.shuffle:
+            return positions
+        return KeyedPermutation(len(self.dataset), self.seed, epoch)(positions)
+
+    def _rank_samples(self, epoch: int, start: int, stop: int) -> np.ndarray:
+        """This rank's samples `[start, stop)`: positions `rank + k * world_size` of the order,
+        wrapping to its start past the end (the padding)."""
+        n = len(self.dataset)
+        if n == 0:
+            return np.zeros(0, np.int64)
+        ks = np.arange(start, stop, dtype=np.int64)
+        return self._samples(epoch, (self.rank + ks * self.world_size) % n)
 
     def __iter__(self) -> Iterator[EpochBatch]:
         epoch = self.dataset.epoch
-        order = self.rank_order(epoch)
+        total, b = self.samples_per_rank(), self.batch_size
         for batch in range(len(self)):
-            rows = order[batch * self.batch_size : (batch + 1) * self.batch_size]
+            rows = self._rank_samples(epoch, batch * b, min((batch + 1) * b, total))
             yield EpochBatch(rows.tolist(), epoch)
