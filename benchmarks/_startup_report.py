@@ -116,11 +116,10 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("dataset", "`Dataset(...)`: manifest, index, checks"),
     ("open_index", "of which `Index` (index.fpx, memory-mapped)"),
     ("make_loader", "`make_loader(...)`"),
-    ("permutation", "`EpochBatchSampler.order`: permutation of N (int64)"),
+    ("permutation", "whole epoch order of N (`EpochBatchSampler.order`, not on the start-up path)"),
     ("first_indices", "first batch's indices (`next(iter(sampler))`)"),
     ("fork_workers", "`iter()` with one prepared batch: start of the 2 workers"),
     ("decode_first_batch", "first batch read in one process (64 crops, shards opened)"),
-    ("permutation_int32", "alternative: the same permutation shuffled as int32"),
     ("index_release", "alternative: `madvise(MADV_DONTNEED)` over the whole index map"),
 )
 
@@ -173,21 +172,18 @@ def _cost_notes(results: dict[str, Any]) -> list[str]:
         runs = results["startup"]["data"][largest]
         total = _med([r["startup_s"] for r in runs])
         iter_s = _med([r["iter_s"] for r in runs])
-        share = step["permutation"] / total * 100
         notes.append(
             f"- At {_samples(largest)} samples `iter()` takes {iter_s * 1e3:.0f} ms of the "
-            f"{total * 1e3:.0f} ms start-up: the workers' start ({step['fork_workers'] * 1e3:.0f}"
-            f" ms) and the epoch's permutation ({step['permutation'] * 1e3:.0f} ms, "
-            f"{share:.0f}% of the start-up). The DataLoader asks the sampler for the first "
-            "indices right after forking the workers, in the trainer, and "
-            "`EpochBatchSampler.__iter__` computes `default_rng((seed, epoch)).permutation(N)` "
-            "before yielding the first batch; the workers wait meanwhile. It grows linearly "
-            "with N ("
+            f"{total * 1e3:.0f} ms start-up, of which the workers' start "
+            f"({step['fork_workers'] * 1e3:.0f} ms). The first batch's indices cost "
+            f"{step['first_indices'] * 1e3:.2f} ms at any N: `EpochBatchSampler` evaluates a "
+            "keyed permutation at the batch's positions (`reader/_permutation.py`) instead of "
+            "building the epoch's order, which would cost "
             + ", ".join(
-                f"{_samples(n)}: {c['steps']['permutation']['median'] * 1e3:.1f} ms"
+                f"{c['steps']['permutation']['median'] * 1e3:.1f} ms at {_samples(n)}"
                 for n, c in costs.items()
             )
-            + ")."
+            + " (the `order` row)."
         )
     notes.append(
         f"- `Dataset()` at {_samples(largest)}: the manifest lists "
@@ -369,7 +365,6 @@ def _fixes(results: dict[str, Any]) -> list[str]:
     large = max(costs, key=int)
     step = {k: v["median"] * 1e3 for k, v in costs[large]["steps"].items()}
     first = costs[large]["first_read_manifest"]
-    same = "the same order (checked)" if costs[large]["int32_order_equal"] else "another order"
     return [
         "## Costs found, and what was done",
         "",
@@ -382,16 +377,14 @@ def _fixes(results: dict[str, Any]) -> list[str]:
         "otherwise started a full collection over everything torch's import left. This "
         f"run: {first['seconds'] * 1e3:.0f} ms for the first parse at {_samples(large)}, "
         f"{first['full_gcs']} full collection(s).",
-        "3. **The permutation**: left as it is (`reader/sampler.py`, `EpochBatchSampler.order`, "
-        f"called by `__iter__` before the first batch): {step['permutation']:.0f} ms at "
-        f"{_samples(large)}, linear in N, and {int(large) * 8 / 2**20:,.0f} MiB of int64 held "
-        "by the trainer all epoch. Shuffling an int32 `arange` instead gives "
-        f"{same} in half the memory but no faster ({step['permutation_int32']:.0f} ms). "
-        "Taking the time off the start-up needs an order computed per batch: a keyed "
-        "bijection of [0, N) (a Feistel network on ceil(log2 N) bits with cycle-walking, "
-        "keyed by (seed, epoch)) gives any batch's indices from its positions without "
-        "materialising the permutation; it would change the order a seed gives. The start-up "
-        "target is met without it.",
+        "3. **The permutation**: done. `EpochBatchSampler` used to build the epoch's order "
+        "(`default_rng((seed, epoch)).permutation(N)`) in the trainer before the first batch: "
+        "288 ms at 10M when last measured (commit cf139d4), linear in N, and "
+        f"{int(large) * 8 / 2**20:,.0f} MiB of int64 held all epoch. It now "
+        "evaluates a keyed bijection of [0, N) (a six-round Feistel network with "
+        "cycle-walking, keyed by (seed, epoch); `reader/_permutation.py`) at each batch's "
+        f"positions: {step['first_indices']:.2f} ms for the first batch and no memory that "
+        "grows with N.",
         "",
     ]
 

@@ -115,13 +115,6 @@ def first_manifest_read(path: Path) -> dict[str, float]:
     return {"seconds": seconds, "full_gc_s": sum(collections), "full_gcs": len(collections) // 2}
 
 
-def shuffled_int32(n: int, epoch: int) -> np.ndarray:
-    """`EpochBatchSampler.order` computed on int32: the same order, half the bytes."""
-    order = np.arange(n, dtype=np.int32)
-    np.random.default_rng((0, epoch)).shuffle(order)
-    return order
-
-
 def index_release(path: Path, repeat: int) -> dict[str, float]:
     """`madvise(MADV_DONTNEED)` over a read-only map of the whole index after reading 256
     random bytes of it (what a batch of 64 reads: 4 index entries per sample)."""
@@ -183,9 +176,6 @@ def run_costs(path: Path, repeat: int) -> dict[str, Any]:
         "manifest_bytes": (path / MANIFEST_NAME).stat().st_size,
         "first_read_manifest": first_read,
         "fault_kib": fault_kib(path, repeat),
-        "int32_order_equal": bool(
-            np.array_equal(shuffled_int32(len(dataset), 0), sampler.order(0))
-        ),
         "steps": {
             "read_manifest": timed(lambda: read_manifest(path / MANIFEST_NAME), repeat),
             "open_index": timed(lambda: Index(path / INDEX_NAME), repeat),
@@ -201,7 +191,6 @@ def run_costs(path: Path, repeat: int) -> dict[str, Any]:
                 setup=lambda: fresh.append(new_dataset(path)),
             ),
             "fork_workers": summary(forked),
-            "permutation_int32": timed(lambda: shuffled_int32(len(dataset), 0), repeat),
             "index_release": index_release(path, repeat),
         },
     }
