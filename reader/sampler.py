@@ -18,6 +18,8 @@ import numpy as np
 from ._permutation import KeyedPermutation
 from ._rank import resolve_shard
 
+_CHUNK_SAMPLES = 8192  # samples per permutation evaluation (64 KiB of indices)
+
 
 class EpochBatch(list[int]):
     """A list of sample indices tagged with an epoch."""
@@ -110,6 +112,9 @@ class EpochBatchSampler:
     def __iter__(self) -> Iterator[EpochBatch]:
         epoch = self.dataset.epoch
         total, b = self.samples_per_rank(), self.batch_size
-        for batch in range(len(self)):
-            rows = self._rank_samples(epoch, batch * b, min((batch + 1) * b, total))
-            yield EpochBatch(rows.tolist(), epoch)
+        per_chunk = max(1, _CHUNK_SAMPLES // b)  # batches evaluated together: fewer numpy calls
+        for first in range(0, len(self), per_chunk):
+            last = min(first + per_chunk, len(self))
+            rows = self._rank_samples(epoch, first * b, min(last * b, total)).tolist()
+            for k in range(last - first):
+                yield EpochBatch(rows[k * b : (k + 1) * b], epoch)
