@@ -33,16 +33,15 @@ class KeyedPermutation:
         half_bits = max(1, (max(n - 1, 1).bit_length() + 1) // 2)
         self._half_bits = np.uint64(half_bits)
         self._mask = np.uint64((1 << half_bits) - 1)
-        with np.errstate(over="ignore"):
-            base = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
-            rounds = base + np.arange(1, ROUNDS + 1, dtype=np.uint64) * _GOLDEN
-            self._keys = [np.uint64(k) for k in mix(rounds)]
+        # uint64 array arithmetic wraps modulo 2**64 silently, as the hash wants
+        base = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
+        rounds = base + np.arange(1, ROUNDS + 1, dtype=np.uint64) * _GOLDEN
+        self._keys = [np.uint64(k) for k in mix(rounds)]
 
     def _feistel(self, values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         left, right = values >> self._half_bits, values & self._mask
-        with np.errstate(over="ignore"):
-            for key in self._keys:
-                left, right = right, left ^ (mix(right ^ key) & self._mask)
+        for key in self._keys:
+            left, right = right, left ^ (mix(right ^ key) & self._mask)
         result: npt.NDArray[np.uint64] = (left << self._half_bits) | right
         return result
 

@@ -10,7 +10,7 @@ Results therefore do not depend on batch composition, worker count or reading or
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -35,10 +35,21 @@ def sample_draws(
     `(len(indices), count)`; row `k` depends only on `(seed, epoch, indices[k])`."""
     if seed < 0 or epoch < 0:
         raise ValueError(f"seed and epoch must be >= 0, got {seed} and {epoch}")
-    rows = np.fromiter(indices, np.int64).astype(np.uint64)
-    with np.errstate(over="ignore"):  # the arithmetic is modulo 2**64 by design
-        stream = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
-        sample = mix(stream ^ (rows * _GOLDEN))
-        counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * _GOLDEN
-        bits = mix(counters) >> np.uint64(11)
-    return bits.astype(np.float64) * _TO_UNIT
+    rows = np.array(indices, dtype=np.int64).astype(np.uint64)
+    # array arithmetic on uint64 wraps modulo 2**64 silently, which is what the hash wants
+    stream = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
+    sample = mix(stream ^ (rows * _GOLDEN))
+    counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * _GOLDEN
+    return (mix(counters) >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+
+
+def iter_draws(
+    seed: int, epoch: int, indices: Sequence[int], count: int, chunk: int = 1024
+) -> Iterator[list[float] | None]:
+    """Each sample's draws as a list (None when `count` is 0), computed `chunk` samples at a
+    time: for readers that go sample by sample over a known order."""
+    if count == 0:
+        yield from (None for _ in indices)
+        return
+    for start in range(0, len(indices), chunk):
+        yield from sample_draws(seed, epoch, indices[start : start + chunk], count).tolist()

@@ -37,7 +37,7 @@ from fastpack.formats import (
 from ._shard_io import IO_METHODS, IoMethod, ShardFile
 from ._stream_plan import Chunk, Stream, StreamPlan, stream_plan
 from .decode import Image, decode
-from .draws import sample_draws
+from .draws import iter_draws
 from .remote import RemoteLocation, is_url, read_manifest_bytes
 from .shard_cache import ShardCache
 from .stream_source import FetchOptions, LocalShards, RemoteShards, ShardSource
@@ -264,8 +264,10 @@ class StreamingDataset:
     ) -> Iterator[Sample]:  # fmt: skip
         files = {c.shard: source.get(position + k) for k, c in enumerate(window)}
         shard_of = self._opened().index.shard
-        for i in ids:
-            sample = self._sample(files[int(shard_of[i])], int(i))
+        count = 0 if self.transform is None else self.transform.draws
+        draws = iter_draws(self.seed, self.epoch, ids.tolist(), count)
+        for i, sample_draws in zip(ids.tolist(), draws, strict=True):
+            sample = self._sample(files[int(shard_of[i])], i, sample_draws)
             self._position += 1  # counted before the yield: state_dict() sees it handed out
             yield sample
 
@@ -284,19 +286,12 @@ class StreamingDataset:
             self._labels = self._files.index.label.view(np.ndarray)
         return self._files
 
-    def _sample(self, shard_file: ShardFile, i: int) -> Sample:
+    def _sample(self, shard_file: ShardFile, i: int, draws: list[float] | None) -> Sample:
         files = self._opened()
         _, offset, size = files.index.locate(i, self.field, shard_file.size)
         data = shard_file.read(offset, size)
         try:
-            if self.transform is None:
-                image = decode(data)
-            else:
-                count = self.transform.draws
-                draws = (
-                    sample_draws(self.seed, self.epoch, [i], count)[0].tolist() if count else None
-                )
-                image = self.transform(data, draws, None)
+            image = decode(data) if self.transform is None else self.transform(data, draws, None)
         except FastpackError:
             raise
         except ValueError as e:

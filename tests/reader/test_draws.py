@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fastpack.reader import sample_draws
+from fastpack.reader.draws import iter_draws
 
 
 def test_a_row_depends_only_on_seed_epoch_and_index() -> None:
@@ -43,3 +44,10 @@ def test_negative_seed_or_epoch_is_refused() -> None:
         sample_draws(-1, 0, [0], 3)
     with pytest.raises(ValueError, match="got 0 and -2"):
         sample_draws(0, -2, [0], 3)
+
+
+def test_iter_draws_gives_each_sample_its_row_across_chunks() -> None:
+    indices = [9, 3, 3, 700, 5, 12, 1]
+    rows = list(iter_draws(4, 2, indices, 23, chunk=3))
+    np.testing.assert_array_equal(np.array(rows), sample_draws(4, 2, indices, 23))
+    assert list(iter_draws(4, 2, indices, 0)) == [None] * len(indices)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fastpack.reader import CenterCrop, Dataset, MmapShardReader
+from fastpack.reader import CenterCrop, Dataset, MmapShardReader, RandomResizedCrop
 from fastpack.reader._retry import RetryPolicy
 from fastpack.reader._stream_plan import Stream, stream_plan
 from fastpack.reader.shard_cache import ShardCache
@@ -294,3 +294,17 @@ def test_bad_cache_and_retry_settings_are_refused(tmp_path: Path) -> None:
         ShardCache(tmp_path, limit_bytes=-1)
     with pytest.raises(ValueError, match="attempts must be >= 1"):
         RetryPolicy(attempts=0)
+
+
+def test_random_crops_match_the_map_style_reader(built: Path) -> None:
+    """Both readers crop sample i of epoch e with the same draws, whatever the reading order."""
+    streaming = StreamingDataset(built, seed=7, transform=RandomResizedCrop(16), shuffle_window=2)
+    streaming.set_epoch(1)
+    mapped = Dataset(built, seed=7, transform=RandomResizedCrop(16))
+    mapped.set_epoch(1)
+    plan = streaming.plan()
+    order = np.concatenate([plan.window_samples(w) for w in range(len(plan.windows))])
+    images = [image for image, _ in streaming]
+    assert len(images) == len(order) == 120
+    for i, image in zip(order.tolist(), images, strict=True):
+        np.testing.assert_array_equal(image, mapped[i][0])
