@@ -57,3 +57,7 @@ class SourceError(BuildError, ValueError):
 
 class FetchError(FastpackError, OSError):
     """A remote object stays unavailable (or keeps arriving incomplete) after the retries."""
+
+
+class SharedMemoryError(FastpackError, MemoryError):
+    """The loader's shared-memory batch buffers do not fit in the machine's shared memory."""

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
+from fastpack.formats import SharedMemoryError
 
 Labels = npt.NDArray[np.int64]
 MADV_DONTNEED = 4  # <sys/mman.h> on Linux
@@ -93,9 +94,18 @@ def new_shared_tensor(shape: tuple[int, ...]) -> torch.Tensor:
 
 def _slot_tensors(shape: tuple[int, ...], count: int) -> list[torch.Tensor]:
     """`count` uint8 tensors of `shape` in one shared-memory block (one file to create, not
-    `count`), each starting on a page boundary so that its pages are its own."""
+    `count`), each starting on a page boundary so that its pages are its own. torch reserves
+    the block's pages at once (`posix_fallocate`), so a shortage shows here, not mid-epoch."""
     stride = -(-math.prod(shape) // _PAGE) * _PAGE
-    block = new_shared_tensor((count * stride,))
+    try:
+        block = new_shared_tensor((count * stride,))
+    except RuntimeError as e:
+        raise SharedMemoryError(
+            f"the loader's {count} batch slots of {shape} ({count * stride / 2**20:,.0f} MiB "
+            f"in all: num_workers x (prefetch_factor + 1) batches) do not fit in shared memory "
+            f"(/dev/shm): {e}. Lower batch_size, num_workers or prefetch_factor, or give the "
+            "machine or container more shared memory (docker run --shm-size)"
+        ) from e
     return [block[k * stride : k * stride + math.prod(shape)].view(shape) for k in range(count)]
 
 

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+from fastpack.formats import FastpackError, SharedMemoryError
 from fastpack.reader import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -310,3 +311,20 @@ def test_spawned_workers(build_dataset: Callable[..., Built]) -> None:
     assert state is not None
     assert state.arrived == 6
     assert state.from_slots == 6
+
+
+def test_slots_larger_than_shared_memory_are_refused_when_the_loader_is_made(
+    build_dataset: Callable[..., Built],
+) -> None:
+    """Slots are reserved up front: a shortage is a clear error then, not a crash mid-epoch."""
+    shm = os.statvfs("/dev/shm")
+    side = 4096
+    batch_size = -(-2 * shm.f_frsize * shm.f_blocks // (side * side * 3))  # twice /dev/shm
+    ds = Dataset(build_dataset(classes=2, per_class=2).path, transform=CenterCrop(side))
+    with pytest.raises(SharedMemoryError) as caught:
+        make_loader(ds, batch_size=batch_size, num_workers=1, timeout=TIMEOUT)
+    message = str(caught.value)
+    assert f"the loader's 3 batch slots of ({batch_size}, {side}, {side}, 3)" in message
+    assert "do not fit in shared memory (/dev/shm)" in message
+    assert "Lower batch_size, num_workers or prefetch_factor" in message
+    assert isinstance(caught.value, FastpackError)
