@@ -59,15 +59,21 @@ def _linked_tree(
     return out, copies * per_copy
 
 
+def _converted(base: Path, convert: Callable[[Path], object]) -> Path:
+    """`base`, written once by `convert(base)` and kept across runs once complete."""
+    if not (base / DONE).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        convert(base)
+        (base / DONE).write_text("")
+    return base
+
+
 def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
     from .peers import _wds  # noqa: PLC0415 - imports webdataset
 
-    base = workdir / "webdataset-base"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        _wds.write_shards(source, base)
-        (base / DONE).write_text("")
+    base = _converted(workdir / "webdataset-base", lambda out: _wds.write_shards(source, out))
     return _linked_tree(base, workdir / f"webdataset-{samples}", source, samples, (".tar",))
 
 
@@ -75,12 +81,7 @@ def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
     from .peers import dali_peer  # noqa: PLC0415 - imports DALI
 
-    base = workdir / "dali-base"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        dali_peer.convert(source, base, 1)
-        (base / DONE).write_text("")
+    base = _converted(workdir / "dali-base", lambda out: dali_peer.convert(source, out, 1))
     return _linked_tree(base, workdir / f"dali-{samples}", source, samples, (".tar", ".idx"))
 
 
@@ -133,12 +134,7 @@ def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: LitData chunks of the corpus listed again and again."""
     from .peers import litdata_peer  # noqa: PLC0415 - imports litdata
 
-    base = workdir / "litdata-base"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        litdata_peer.convert(source, base, 1)
-        (base / DONE).write_text("")
+    base = _converted(workdir / "litdata-base", lambda out: litdata_peer.convert(source, out, 1))
     out = workdir / f"litdata-{samples}"
     _, held = _indexed_tree(base / "chunks", out / "chunks", samples, "chunks", _relink_chunk)
     return out, held
@@ -148,12 +144,7 @@ def mosaic_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: Mosaic MDS shards of the corpus listed again and again."""
     from .peers import mosaic_peer  # noqa: PLC0415 - imports streaming
 
-    base = workdir / "mosaic-base"
-    if not (base / DONE).exists():
-        shutil.rmtree(base, ignore_errors=True)
-        base.mkdir(parents=True)
-        mosaic_peer.convert(source, base, 1)
-        (base / DONE).write_text("")
+    base = _converted(workdir / "mosaic-base", lambda out: mosaic_peer.convert(source, out, 1))
     out = workdir / f"mosaic-{samples}"
     _, held = _indexed_tree(base / "mds", out / "mds", samples, "shards", _relink_shard)
     return out, held
