@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -170,14 +171,11 @@ class Dataset:
         data = self._payload(state, i)
         label = state.labels[i]
         try:
-            if self.transform is None:
-                image = decode(data)
-            else:
-                image = self.transform(data, self._draws([i], self.epoch)[0], None)
-        except FastpackError:
-            raise
-        except ValueError as e:
-            raise self._decode_error(state, i, e) from e
+            with self._decode_errors(state, i):
+                if self.transform is None:
+                    image = decode(data)
+                else:
+                    image = self.transform(data, self._draws([i], self.epoch)[0], None)
         finally:
             state.release(1)
         return image, label
@@ -204,7 +202,7 @@ class Dataset:
         draws = self._draws(rows, epoch)
         try:
             for k, data in enumerate(self._payloads(state, rows)):
-                try:
+                try:  # `_decode_errors` inline: a context manager costs ~2 us per sample
                     transform(data, draws[k], images[k])
                 except FastpackError:
                     raise
@@ -231,12 +229,8 @@ class Dataset:
         payloads = [self._payload(state, i) for i in rows]
         sizes = []
         for i, data in zip(rows, payloads, strict=True):
-            try:
+            with self._decode_errors(state, i):
                 sizes.append(jpeg_size(data))
-            except FastpackError:
-                raise
-            except ValueError as e:
-                raise self._decode_error(state, i, e) from e
         if any(s != sizes[0] for s in sizes):
             k = next(k for k, s in enumerate(sizes) if s != sizes[0])
             raise ValueError(
@@ -247,12 +241,8 @@ class Dataset:
         height, width = sizes[0] if sizes else (0, 0)
         images = self._new_batch((len(rows), height, width, 3))
         for k, (i, data) in enumerate(zip(rows, payloads, strict=True)):
-            try:
+            with self._decode_errors(state, i):
                 decode(data, out=images[k])
-            except FastpackError:
-                raise
-            except ValueError as e:
-                raise self._decode_error(state, i, e) from e
         return images
 
     def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
@@ -282,6 +272,16 @@ class Dataset:
         except OffsetOutOfRangeError as e:
             raise OffsetOutOfRangeError(f"{e} ({state.files.shard_path(shard)})") from e
         return state.shards.read(shard, offset, size)
+
+    @contextmanager
+    def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
+        """Turn a decoder's ValueError into a ShardFormatError that names the sample."""
+        try:
+            yield
+        except FastpackError:
+            raise
+        except ValueError as e:
+            raise self._decode_error(state, i, e) from e
 
     def _decode_error(self, state: _Opened, i: int, error: ValueError) -> ShardFormatError:
         """A decoder's ValueError as a ShardFormatError that names the sample."""
