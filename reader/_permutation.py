@@ -5,8 +5,9 @@ each keyed by `(seed, epoch, round)` through the SplitMix64 finalizer, is a bije
 [0, 4**h); cycle-walking (applying it again while the value is >= N) restricts it to a bijection
 of [0, N). Six rounds of a well-mixed round function make the result indistinguishable from a
 uniform permutation for shuffling purposes (Luby and Rackoff: four already suffice for a random
-round function). Evaluating a batch of 64 positions costs microseconds at any N, where
-`numpy.random.Generator.permutation(N)` costs 290 ms and 76 MiB at N = 10 million.
+round function). Its cost does not depend on N: about 2 ms for 8192 positions (0.011 ms per
+batch of 64 when the sampler evaluates 8192 at a time), where
+`numpy.random.Generator.permutation(N)` cost 288 ms and 76 MiB at N = 10 million.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .draws import mix
+from .draws import GOLDEN, epoch_key, mix
 
 ROUNDS = 6
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 Positions = npt.NDArray[np.int64]
 
@@ -27,15 +27,13 @@ class KeyedPermutation:
     sample at each position."""
 
     def __init__(self, n: int, seed: int, epoch: int) -> None:
-        if n < 0 or seed < 0 or epoch < 0:
-            raise ValueError(f"n, seed and epoch must be >= 0, got {n}, {seed} and {epoch}")
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
         self.n = n
         half_bits = max(1, (max(n - 1, 1).bit_length() + 1) // 2)
         self._half_bits = np.uint64(half_bits)
         self._mask = np.uint64((1 << half_bits) - 1)
-        # uint64 array arithmetic wraps modulo 2**64 silently, as the hash wants
-        base = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
-        rounds = base + np.arange(1, ROUNDS + 1, dtype=np.uint64) * _GOLDEN
+        rounds = epoch_key(seed, epoch) + np.arange(1, ROUNDS + 1, dtype=np.uint64) * GOLDEN
         self._keys = [np.uint64(k) for k in mix(rounds)]
 
     def _feistel(self, values: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:

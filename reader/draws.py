@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's counter increment
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's counter increment
 _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
 _MUL2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / (1 << 53)
@@ -29,18 +29,22 @@ def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return z ^ (z >> np.uint64(31))
 
 
+def epoch_key(seed: int, epoch: int) -> npt.NDArray[np.uint64]:
+    """The hash key of `(seed, epoch)`, a 1-element array; uint64 array arithmetic wraps
+    modulo 2**64 silently, which is what the hashes here want."""
+    if seed < 0 or epoch < 0:
+        raise ValueError(f"seed and epoch must be >= 0, got {seed} and {epoch}")
+    return mix(mix(np.array([seed], np.uint64) + GOLDEN) ^ np.uint64(epoch))
+
+
 def sample_draws(
     seed: int, epoch: int, indices: Iterable[int] | npt.NDArray[np.integer], count: int
 ) -> npt.NDArray[np.float64]:
     """`count` uniform draws in [0, 1) for each of `indices` in `epoch`: an array of shape
     `(len(indices), count)`; row `k` depends only on `(seed, epoch, indices[k])`."""
-    if seed < 0 or epoch < 0:
-        raise ValueError(f"seed and epoch must be >= 0, got {seed} and {epoch}")
     rows = np.array(indices, dtype=np.int64).astype(np.uint64)
-    # array arithmetic on uint64 wraps modulo 2**64 silently, which is what the hash wants
-    stream = mix(mix(np.array([seed], np.uint64) + _GOLDEN) ^ np.uint64(epoch))
-    sample = mix(stream ^ (rows * _GOLDEN))
-    counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * _GOLDEN
+    sample = mix(epoch_key(seed, epoch) ^ (rows * GOLDEN))
+    counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * GOLDEN
     return (mix(counters) >> np.uint64(11)).astype(np.float64) * _TO_UNIT
 
 

@@ -265,8 +265,9 @@ class StreamingDataset:
         files = {c.shard: source.get(position + k) for k, c in enumerate(window)}
         shard_of = self._opened().index.shard
         count = 0 if self.transform is None else self.transform.draws
-        draws = iter_draws(self.seed, self.epoch, ids.tolist(), count)
-        for i, sample_draws in zip(ids.tolist(), draws, strict=True):
+        samples = ids.tolist()
+        draws = iter_draws(self.seed, self.epoch, samples, count)
+        for i, sample_draws in zip(samples, draws, strict=True):
             sample = self._sample(files[int(shard_of[i])], i, sample_draws)
             self._position += 1  # counted before the yield: state_dict() sees it handed out
             yield sample
