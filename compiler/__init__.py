@@ -1,16 +1,19 @@
 """fastpack.compiler: builds a dataset (tar shards, index, manifest) from images, in parallel,
-deterministically, and resumably."""
+deterministically, and resumably; to a local directory or to a URL."""
 
 from .build import build
-from .image_policy import PreparedImage, Reject, prepare_image
+from .errors import BuildError, SourceError
+from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
-from .upload import build_to_url
+from .publish import build_to_url
 
 __all__ = [
+    "BuildError",
     "BuildOptions",
     "BuildSummary",
     "PreparedImage",
     "Reject",
+    "SourceError",
     "build",
     "build_to_url",
     "prepare_image",

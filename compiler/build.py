@@ -8,18 +8,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import BUILD_DIR, MANIFEST_NAME, SHARDS_DIR, BuildError, read_manifest
+from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, read_manifest
 
-from .assemble import write_dataset_manifest
+from .build_dir import BUILD_DIR
+from .errors import BuildError
+from .jobs.progress import BuildProgress
+from .jobs.runner import run_jobs
+from .jobs.shard_job import ShardJob
+from .jobs.shard_record import finished_record, load_record
 from .options import BuildOptions, BuildSummary
-from .out_dir import OutState, check_out_dir, start_build_dir
-from .plan_store import PlanMeta, read_meta
-from .planning import make_plan
-from .progress import BuildProgress
-from .runner import run_jobs
-from .shard_job import ShardJob
-from .shard_record import finished_record, load_record
-from .source_detect import detect_kind
+from .output.assemble import write_dataset_manifest
+from .output.out_dir import OutState, check_out_dir, start_build_dir
+from .planning.make_plan import make_plan
+from .planning.plan_store import PlanMeta, read_meta
+from .sources.detect import detect_kind
 
 DEFAULT_OPTIONS = BuildOptions()
 

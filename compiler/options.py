@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fastpack.formats import BuildError, SourceError
-
-from .image_policy import CHECKS, Check
-from .source_detect import SOURCE_FORMATS
+from .errors import BuildError, SourceError
+from .images.policy import CHECKS, Check
+from .sources.detect import SOURCE_FORMATS
 
 SourceFormat = Literal["auto", "folder", "list", "wds"]
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates

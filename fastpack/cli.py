@@ -137,7 +137,7 @@ def _run_build(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
-    from .reader import is_url  # noqa: PLC0415
+    from .storage import is_url  # noqa: PLC0415
 
     if is_url(args.out):
         from .compiler import build_to_url  # noqa: PLC0415
@@ -158,7 +158,8 @@ def _run_info(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from .reader import is_url, verify_dataset, verify_remote  # noqa: PLC0415
+    from .reader import verify_dataset, verify_remote  # noqa: PLC0415
+    from .storage import is_url  # noqa: PLC0415
 
     if is_url(args.dataset):
         report = verify_remote(args.dataset, decode=args.decode, progress=args.progress)

@@ -69,7 +69,8 @@ def _format_mapping(values: Any) -> str:
 def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     """Read the manifest of the dataset directory or URL `path`; raises `FastpackError`
     subclasses."""
-    from .reader import is_url, read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
+    from .reader import read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
+    from .storage import is_url  # noqa: PLC0415
 
     if is_url(path):
         return DatasetInfo(path=os.fspath(path), manifest=read_manifest_at(path))

@@ -3,23 +3,18 @@
 formats/SPEC.md is the normative description; each module here implements one artifact.
 """
 
-from .build_state import BUILD_DIR, load_part, part_path, save_part
 from .checksum import file_sha256
 from .dataset_files import DatasetFiles
 from .errors import (
     BadMagicError,
-    BuildError,
     ChecksumMismatchError,
     CorruptIndexError,
     DatasetNotFoundError,
     FastpackError,
-    FetchError,
     FormatError,
     ManifestError,
     OffsetOutOfRangeError,
     ShardFormatError,
-    SharedMemoryError,
-    SourceError,
     TruncatedFileError,
     UnsupportedVersionError,
 )
@@ -49,20 +44,17 @@ from .tar_shard import MemberLocation, TarShardWriter, check_key, member_header,
 from .wds_index import format_wds_index, parse_wds_index, read_wds_index
 
 __all__ = [
-    "BUILD_DIR",
     "DEFAULT_FIELDS",
     "INDEX_NAME",
     "MANIFEST_NAME",
     "REJECTS_NAME",
     "SHARDS_DIR",
     "BadMagicError",
-    "BuildError",
     "ChecksumMismatchError",
     "CorruptIndexError",
     "DatasetFiles",
     "DatasetNotFoundError",
     "FastpackError",
-    "FetchError",
     "FileInfo",
     "FormatError",
     "Index",
@@ -74,8 +66,6 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ShardFormatError",
     "ShardInfo",
-    "SharedMemoryError",
-    "SourceError",
     "TarShardWriter",
     "TruncatedFileError",
     "UnsupportedVersionError",
@@ -83,17 +73,14 @@ __all__ = [
     "file_sha256",
     "format_wds_index",
     "key_width",
-    "load_part",
     "manifest_from_text",
     "member_header",
     "pack_strings",
     "parse_manifest",
     "parse_wds_index",
-    "part_path",
     "read_manifest",
     "read_wds_index",
     "sample_key",
-    "save_part",
     "scan_members",
     "shard_idx_name",
     "shard_tar_name",

@@ -1,4 +1,9 @@
-"""The one error hierarchy of fastpack. Each class also inherits the fitting builtin."""
+"""The root of fastpack's errors and the errors about the on-disk format.
+
+Every error fastpack raises on purpose is a `FastpackError`; each class also inherits the fitting
+builtin. The errors of the other parts derive from the same root: `fastpack.storage.FetchError`,
+`fastpack.compiler.BuildError` and `SourceError`, `fastpack.reader.SharedMemoryError`.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +36,10 @@ class CorruptIndexError(FormatError):
     """The index's section table or contents are inconsistent."""
 
 
-class OffsetOutOfRangeError(FormatError, IndexError):
-    """An index entry points past the end of its shard."""
+class OffsetOutOfRangeError(FormatError):
+    """An index entry points past the end of its shard.
+
+    Not an `IndexError`: Python's sequence protocol would take it for the end of the data."""
 
 
 class ManifestError(FormatError):
@@ -45,19 +52,3 @@ class ChecksumMismatchError(FormatError):
 
 class ShardFormatError(FormatError):
     """A tar shard or its DALI index breaks the member rules."""
-
-
-class BuildError(FastpackError):
-    """A build cannot go on (bad source, --strict reject, incompatible --resume)."""
-
-
-class SourceError(BuildError, ValueError):
-    """The build's source is missing or malformed."""
-
-
-class FetchError(FastpackError, OSError):
-    """A remote object stays unavailable (or keeps arriving incomplete) after the retries."""
-
-
-class SharedMemoryError(FastpackError, MemoryError):
-    """The loader's shared-memory batch buffers do not fit in the machine's shared memory."""

@@ -1,53 +1,39 @@
-"""fastpack.reader: map-style random access to fastpack datasets, with fast JPEG transforms.
+"""fastpack.reader: reading fastpack datasets, map-style (`Dataset` + `make_loader`), streamed
+from a URL (`StreamingDataset`) or through DALI (`make_dali_loader`).
 
-`import fastpack.reader` needs no torch; `make_loader` and `to_float` import it when called.
+`import fastpack.reader` needs neither torch nor DALI; the loaders import them when called.
 """
 
-from ._remote_verify import verify_remote
-from ._retry import RetryPolicy
+from fastpack.storage import RetryPolicy
+
 from .dali import DaliLoader, make_dali_loader
-from .dataset import Dataset
-from .decode import Box, DecodeOptions
-from .draws import sample_draws
+from .errors import SharedMemoryError
+from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, Transform, to_float
 from .loader import make_loader
-from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
-from .remote import fetch_dataset, is_url, read_manifest_at, read_remote_manifest
-from .sampler import EpochBatch, EpochBatchSampler
-from .shard_cache import ShardCache
-from .shards import MmapShardReader, PreadShardReader, ShardReader
-from .stream_source import FetchOptions
-from .streaming import StreamingDataset
-from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box
-from .verify import VerifyReport, verify_dataset
+from .map_style import Dataset
+from .remote import fetch_dataset, read_manifest_at
+from .streaming import FetchOptions, StreamingDataset
+from .torch_loader import EpochBatchSampler
+from .verify import VerifyReport, verify_dataset, verify_remote
 
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
-    "Box",
     "CenterCrop",
     "DaliLoader",
     "Dataset",
-    "DecodeOptions",
-    "EpochBatch",
     "EpochBatchSampler",
     "FetchOptions",
-    "MmapShardReader",
-    "PreadShardReader",
     "RandomResizedCrop",
     "RetryPolicy",
-    "ShardCache",
-    "ShardReader",
+    "SharedMemoryError",
     "StreamingDataset",
     "Transform",
     "VerifyReport",
     "fetch_dataset",
-    "is_url",
     "make_dali_loader",
     "make_loader",
-    "random_resized_box",
     "read_manifest_at",
-    "read_remote_manifest",
-    "sample_draws",
     "to_float",
     "verify_dataset",
     "verify_remote",

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import simplejpeg
 from fastpack.compiler import PreparedImage, Reject, prepare_image
-from fastpack.compiler.exif import apply_orientation, jpeg_orientation, tiff_orientation
-from fastpack.compiler.image_policy import CHECKS, Check
+from fastpack.compiler.images.exif import apply_orientation, jpeg_orientation, tiff_orientation
+from fastpack.compiler.images.policy import CHECKS, Check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ import struct
 import cv2
 import numpy as np
 import pytest
-from fastpack.compiler.jpeg_structure import (
+from fastpack.compiler.images.jpeg_structure import (
     JpegStructure,
     JpegStructureError,
     read_jpeg_structure,
@@ -199,7 +199,7 @@ def test_damaged_jpeg_raises_only_the_named_error(changes: list[tuple[int, int]]
 
 
 def test_a_bounded_number_of_segments() -> None:
-    from fastpack.compiler.jpeg_structure import MAX_SEGMENTS  # noqa: PLC0415
+    from fastpack.compiler.images.jpeg_structure import MAX_SEGMENTS  # noqa: PLC0415
 
     comments = segment(0xFE, b"")
     many_before = BASELINE[:2] + comments * (MAX_SEGMENTS + 1) + BASELINE[2:]

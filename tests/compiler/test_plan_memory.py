@@ -11,7 +11,7 @@ from tests.conftest import jpeg_bytes
 PLAN_AND_REPORT_PEAK = """
 import resource, sys
 from pathlib import Path
-from fastpack.compiler.planning import make_plan
+from fastpack.compiler.planning.make_plan import make_plan
 directory = Path(sys.argv[2])
 directory.mkdir()
 meta = make_plan(Path(sys.argv[1]), "list", directory, shard_size=1 << 28, shuffle_seed=None)

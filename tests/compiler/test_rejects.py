@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import BuildOptions, build
-from fastpack.formats import BuildError, read_manifest
+from fastpack.compiler import BuildError, BuildOptions, build
+from fastpack.formats import read_manifest
 
 from tests.compiler._helpers import (
     cmyk_jpeg,

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import BuildOptions, build
-from fastpack.compiler.shard_record import finished_record
-from fastpack.formats import BuildError, shard_tar_name
+from fastpack.compiler import BuildError, BuildOptions, build
+from fastpack.compiler.jobs.shard_record import finished_record
+from fastpack.formats import shard_tar_name
 
 from tests.compiler._helpers import read_dataset, tree_bytes
 from tests.compiler.test_rejects import hostile_folder

@@ -9,11 +9,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import BuildOptions
-from fastpack.compiler.plan_store import Plan, PlanMeta
-from fastpack.compiler.planning import make_plan
-from fastpack.compiler.source_detect import detect_kind
-from fastpack.formats import SourceError
+from fastpack.compiler import BuildOptions, SourceError
+from fastpack.compiler.planning.make_plan import make_plan
+from fastpack.compiler.planning.plan_store import Plan, PlanMeta
+from fastpack.compiler.sources.detect import detect_kind
 
 from tests.conftest import jpeg_bytes, png_bytes
 

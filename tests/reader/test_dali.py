@@ -17,10 +17,9 @@ import simplejpeg
 import torch
 from fastpack.compiler import BuildOptions, build
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
-from fastpack.reader._dali_labels import parse_labels
-from fastpack.reader._dali_malloc import ENV_VARIABLE, fix_mmap_threshold
-from fastpack.reader._rank import resolve_shard
-from fastpack.reader.dali import DaliLoader, make_dali_loader
+from fastpack.reader.dali.labels import parse_labels
+from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
+from fastpack.reader.dali.malloc import ENV_VARIABLE, fix_mmap_threshold
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -174,22 +173,6 @@ def test_shard_from_environment(dataset: Path, monkeypatch: pytest.MonkeyPatch) 
     loader = _loader(dataset)
     assert (loader.shard_id, loader.num_shards) == (1, 2)
     assert _labels(_epoch(loader)) == list(range(6, N))  # DALI shard 1 of 2: samples 6..12
-
-
-def test_resolve_shard(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RANK", raising=False)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert resolve_shard(None, None) == (0, 1)
-    monkeypatch.setenv("WORLD_SIZE", "4")
-    monkeypatch.setenv("RANK", "3")
-    assert resolve_shard(None, None) == (3, 4)
-    assert resolve_shard(1, None) == (1, 4)
-    assert resolve_shard(0, 2) == (0, 2)
-    with pytest.raises(ValueError, match=r"shard_id must be in \[0, 2\), got 3"):
-        resolve_shard(None, 2)
-    monkeypatch.setenv("RANK", "one")
-    with pytest.raises(ValueError, match="RANK='one' is not an integer"):
-        resolve_shard(None, None)
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastpack.reader import sample_draws
-from fastpack.reader.draws import iter_draws
+from fastpack.reader.image import sample_draws
+from fastpack.reader.image.draws import iter_draws
 
 
 def test_a_row_depends_only_on_seed_epoch_and_index() -> None:

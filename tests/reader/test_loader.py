@@ -15,19 +15,20 @@ import cv2
 import numpy as np
 import pytest
 import torch
-from fastpack.formats import FastpackError, SharedMemoryError
+from fastpack.formats import FastpackError
 from fastpack.reader import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     CenterCrop,
     Dataset,
-    EpochBatch,
     EpochBatchSampler,
     RandomResizedCrop,
+    SharedMemoryError,
     make_loader,
     to_float,
 )
-from fastpack.reader._batch_slots import BatchSlots, SlotBatch, tracker
+from fastpack.reader.torch_loader import EpochBatch
+from fastpack.reader.torch_loader.batch_slots import BatchSlots, SlotBatch, tracker
 
 from .conftest import Built
 

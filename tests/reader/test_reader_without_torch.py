@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     assert images.shape == (2, 8, 8, 3), images.shape
     assert verify_dataset(sys.argv[1]).ok
     try:
-        import fastpack.reader.loader as loader
+        import fastpack.reader.torch_loader.loader as loader
         loader.make_loader(ds, batch_size=2)
     except ImportError as e:
         print("make_loader:", e)

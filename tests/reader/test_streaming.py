@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from fastpack.reader import CenterCrop, Dataset, MmapShardReader, RandomResizedCrop
-from fastpack.reader._retry import RetryPolicy
-from fastpack.reader._stream_plan import Stream, stream_plan
-from fastpack.reader.shard_cache import ShardCache
-from fastpack.reader.shards import PreadShardReader
-from fastpack.reader.streaming import StreamingDataset
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+from fastpack.reader.map_style import ShardReader
+from fastpack.reader.streaming.cache import ShardCache
+from fastpack.reader.streaming.dataset import StreamingDataset
+from fastpack.reader.streaming.plan import Stream, stream_plan
+from fastpack.storage.retry import RetryPolicy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import DataLoader
@@ -155,7 +155,7 @@ def test_pread_reads_what_mmap_reads(built: Path) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(mapped, pread, strict=True))
     files = Dataset(built)._opened().files
     index = files.index
-    a, b = MmapShardReader(files), PreadShardReader(files)
+    a, b = ShardReader(files, "mmap"), ShardReader(files, "pread")
     for i in (0, 57, 119):
         shard, offset, size = index.locate(i, "jpg", b.size(int(index.shard[i])))
         assert bytes(a.read(shard, offset, size)) == b.read(shard, offset, size)

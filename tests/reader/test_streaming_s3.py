@@ -10,24 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import BuildOptions
-from fastpack.compiler.upload import Uploader, build_to_url, default_staging_dir
+from fastpack.compiler import BuildError, BuildOptions
+from fastpack.compiler.build_dir import BUILD_DIR
+from fastpack.compiler.publish import Uploader, build_to_url, default_staging_dir
 from fastpack.formats import (
-    BUILD_DIR,
     MANIFEST_NAME,
-    BuildError,
     ChecksumMismatchError,
     DatasetNotFoundError,
-    FetchError,
     read_manifest,
 )
 from fastpack.reader import verify_dataset
-from fastpack.reader._remote_verify import verify_remote
-from fastpack.reader._retry import RetryPolicy
-from fastpack.reader.remote import fetch_dataset, read_manifest_at, read_remote_manifest
-from fastpack.reader.shard_cache import ShardCache
-from fastpack.reader.stream_source import FetchOptions
-from fastpack.reader.streaming import StreamingDataset
+from fastpack.reader.remote.datasets import fetch_dataset, read_manifest_at, read_remote_manifest
+from fastpack.reader.streaming.cache import ShardCache
+from fastpack.reader.streaming.dataset import StreamingDataset
+from fastpack.reader.streaming.sources import FetchOptions
+from fastpack.reader.verify.remote import verify_remote
+from fastpack.storage import FetchError
+from fastpack.storage.retry import RetryPolicy
 from torch.utils.data import DataLoader
 
 from tests.reader._streaming_data import build_small, counts, indices, sample_of_image
@@ -200,7 +199,7 @@ def test_server_outage_mid_epoch_loses_and_repeats_nothing(
     by_digest = sample_of_image(built)
     images = []
     restart = threading.Thread(target=lambda: (time.sleep(1.0), s3_server.start()))
-    with caplog.at_level(logging.WARNING, logger="fastpack.remote"):
+    with caplog.at_level(logging.WARNING, logger="fastpack.storage"):
         for image, _ in dataset:
             images.append(image)
             if len(images) == 10:

@@ -9,15 +9,9 @@ import cv2
 import numpy as np
 import pytest
 import simplejpeg
-from fastpack.reader import (
-    Box,
-    CenterCrop,
-    Dataset,
-    RandomResizedCrop,
-    random_resized_box,
-    sample_draws,
-)
-from fastpack.reader.decode import crop_resize, dct_shift, snap_to_scale
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+from fastpack.reader.image import Box, random_resized_box, sample_draws
+from fastpack.reader.image.decode import crop_resize, dct_shift, snap_to_scale
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,0 +1,68 @@
+"""Reading one input's bytes: a file (one open, one read) or a member of a source tar."""
+
+from __future__ import annotations
+
+import os
+import stat
+from types import TracebackType
+
+from ..images.policy import Reject
+from ..planning.plan_store import PlanMeta
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_file(path: str) -> bytes | Reject:
+    """The whole file, or a Reject for anything that is not a readable regular file.
+
+    O_NONBLOCK keeps a FIFO from blocking the build; it does not change regular-file reads."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError as e:
+        return Reject(f"cannot read: {e.strerror}")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return Reject("cannot read: not a regular file")
+        with open(fd, "rb", buffering=0, closefd=False) as file:
+            return file.readall()
+    except OSError as e:
+        return Reject(f"cannot read: {e.strerror}")
+    finally:
+        os.close(fd)
+
+
+class InputReader:
+    """Reads the inputs of one plan; keeps the source tars it touches open until `close`."""
+
+    def __init__(self, meta: PlanMeta) -> None:
+        self._root = meta.root
+        self._containers = meta.containers
+        self._open: dict[int, int] = {}
+
+    def read(self, source: bytes, container: int, offset: int, size: int) -> bytes | Reject:
+        if not self._containers:
+            return read_file(os.path.join(self._root, os.fsdecode(source)))
+        try:
+            fd = self._open.get(container)
+            if fd is None:
+                path = os.path.join(self._root, self._containers[container])
+                fd = self._open[container] = os.open(path, _FLAGS)
+            data = os.pread(fd, size, offset)
+        except OSError as e:
+            return Reject(f"cannot read: {e.strerror}")
+        if len(data) != size:
+            return Reject(f"cannot read: tar member cut off ({len(data)} of {size} bytes)")
+        return data
+
+    def close(self) -> None:
+        for fd in self._open.values():
+            os.close(fd)
+        self._open.clear()
+
+    def __enter__(self) -> InputReader:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,62 @@
+"""What a finished shard job leaves beside its index part: `.fastpack-build/NNNNNN.shard.json`.
+
+A shard is finished when its tar (of the recorded size), its `.idx`, this record and its index
+part (`fastpack.formats.part_path`) all exist. The job writes the record and the part before it
+renames the tar and the `.idx` into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fastpack.formats import shard_idx_name, shard_tar_name
+
+from ..build_dir import BUILD_DIR
+from .index_parts import part_path
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardRecord:
+    shard: int
+    samples: int
+    planned: int
+    bytes: int
+    sha256: str
+    converted: int
+    payload_bytes: int
+    key_bytes: int
+    source_bytes: int
+    rejects: tuple[tuple[str, str], ...]  # (source, reason), in plan order
+
+
+def record_path(out: Path, shard: int) -> Path:
+    return out / BUILD_DIR / f"{shard:06d}.shard.json"
+
+
+def save_record(out: Path, record: ShardRecord) -> None:
+    path = record_path(out, record.shard)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(asdict(record), sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_record(out: Path, shard: int) -> ShardRecord:
+    data = json.loads(record_path(out, shard).read_text(encoding="utf-8"))
+    data["rejects"] = tuple((path, reason) for path, reason in data["rejects"])
+    return ShardRecord(**data)
+
+
+def finished_record(out: Path, shard: int) -> ShardRecord | None:
+    """The shard's record if the shard is finished and its tar has the recorded size, else None."""
+    needed = (out / shard_idx_name(shard), part_path(out, shard), record_path(out, shard))
+    if not all(p.exists() for p in needed):
+        return None
+    record = load_record(out, shard)
+    try:
+        size = os.path.getsize(out / shard_tar_name(shard))
+    except FileNotFoundError:
+        return None
+    return record if size == record.bytes else None

@@ -1,0 +1,88 @@
+"""The end of a build: index from the shard parts, rejects report, then the manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import (
+    DEFAULT_FIELDS,
+    INDEX_NAME,
+    MANIFEST_NAME,
+    REJECTS_NAME,
+    FileInfo,
+    IndexWriter,
+    Manifest,
+    ShardInfo,
+    file_sha256,
+    shard_idx_name,
+    shard_tar_name,
+    write_manifest,
+)
+
+from ..jobs.index_parts import load_part, part_path
+from ..jobs.shard_record import ShardRecord
+from ..planning.plan_store import PlanMeta
+
+
+def write_index(out: Path, records: Sequence[ShardRecord]) -> FileInfo:
+    """Announce the totals from the records, then append the parts one shard at a time."""
+    path = out / INDEX_NAME
+    with IndexWriter(
+        path=path,
+        num_samples=sum(r.samples for r in records),
+        num_shards=len(records),
+        fields=DEFAULT_FIELDS,
+        key_blob_size=sum(r.key_bytes for r in records),
+        source_blob_size=sum(r.source_bytes for r in records),
+    ) as index:
+        for record in records:
+            index.append(load_part(part_path(out, record.shard), DEFAULT_FIELDS))
+    return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
+
+
+def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:
+    """`rejects.jsonl`, in plan order; only when something was rejected."""
+    if not any(r.rejects for r in records):
+        return
+    tmp = out / (REJECTS_NAME + ".tmp")
+    with tmp.open("w", encoding="utf-8") as file:
+        for record in records:
+            for source, reason in record.rejects:
+                line = json.dumps({"path": source, "reason": reason}, ensure_ascii=False)
+                file.write(line + "\n")
+    os.replace(tmp, out / REJECTS_NAME)
+
+
+def write_dataset_manifest(
+    out: Path, meta: PlanMeta, records: Sequence[ShardRecord], build: Mapping[str, Any]
+) -> Manifest:
+    index = write_index(out, records)
+    write_rejects(out, records)
+    shards = tuple(
+        ShardInfo(name=shard_tar_name(r.shard), index_name=shard_idx_name(r.shard),
+                  samples=r.samples, bytes=r.bytes, sha256=r.sha256)
+        for r in records
+    )  # fmt: skip
+    samples = sum(r.samples for r in records)
+    manifest = Manifest(
+        num_samples=samples,
+        fields=DEFAULT_FIELDS,
+        classes=meta.classes,
+        key_width=meta.key_width,
+        shards=shards,
+        index=index,
+        build=dict(build),
+        stats={
+            "inputs": meta.num_inputs,
+            "samples": samples,
+            "rejected": sum(len(r.rejects) for r in records),
+            "converted": sum(r.converted for r in records),
+            "payload_bytes": sum(r.payload_bytes for r in records),
+        },
+    )
+    write_manifest(out / MANIFEST_NAME, manifest)
+    return manifest

@@ -1,0 +1,7 @@
+"""Planning: the source scanned once into an on-disk plan (flat numpy files, memory-mapped by the
+shard jobs), optionally shuffled, cut into shards of equal sample counts."""
+
+from .make_plan import make_plan
+from .plan_store import Plan, PlanMeta, read_meta
+
+__all__ = ["Plan", "PlanMeta", "make_plan", "read_meta"]

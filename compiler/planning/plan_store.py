@@ -1,0 +1,180 @@
+"""The build plan on disk, in `<out>/.fastpack-build/`: one row per input, as flat numpy files.
+
+Written once, streaming, by the planning pass; memory-mapped read-only by every shard job, so that
+neither side holds the inputs as Python objects. Files (little-endian, no header; lengths follow
+from `plan.json`):
+
+    plan.source.blob      |u1   source strings (filesystem bytes), concatenated
+    plan.source.offsets   <u8   N+1 starts into the blob
+    plan.label            <i8   N final labels
+    plan.size             <u8   N input sizes in bytes (stat sizes, or tar member sizes)
+    plan.container        <u4   N tar number (webdataset sources only)
+    plan.offset           <u8   N member data offset inside that tar (webdataset sources only)
+    plan.order            <i8   N input row of each plan position (shuffled builds only)
+    plan.json                   `PlanMeta`; written last, so its presence means the plan is whole
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from ..sources.scan import PlanRow
+
+META = "plan.json"
+_DTYPES = {
+    "source.blob": "|u1",
+    "source.offsets": "<u8",
+    "label": "<i8",
+    "size": "<u8",
+    "container": "<u4",
+    "offset": "<u8",
+    "order": "<i8",
+}
+_MEMBER_COLUMNS = ("container", "offset")
+_CHUNK = 1 << 16
+_REMAP_CHUNK = 1 << 20
+
+Column = npt.NDArray[Any]
+
+
+def _path(directory: Path, column: str) -> Path:
+    return directory / f"plan.{column}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanMeta:
+    kind: str
+    root: str
+    containers: tuple[str, ...]
+    classes: tuple[str, ...]
+    num_inputs: int
+    total_size: int
+    samples_per_shard: int
+    num_shards: int
+    key_width: int
+    shuffled: bool
+
+    def shard_range(self, shard: int) -> tuple[int, int]:
+        """Plan positions `[start, stop)` of a shard."""
+        start = shard * self.samples_per_shard
+        return start, min(start + self.samples_per_shard, self.num_inputs)
+
+
+class PlanWriter:
+    """Appends rows in chunks; `close` returns `(rows, total size)`."""
+
+    def __init__(self, directory: Path, *, members: bool) -> None:
+        columns = ["source.blob", "source.offsets", "label", "size"]
+        columns += list(_MEMBER_COLUMNS) if members else []
+        self._files: dict[str, BinaryIO] = {c: _path(directory, c).open("wb") for c in columns}
+        self._pending: dict[str, list[Any]] = {c: [] for c in columns}
+        self._rows = self._blob_size = self._total_size = 0
+        np.zeros(1, dtype="<u8").tofile(self._files["source.offsets"])
+
+    def add(self, row: PlanRow) -> None:
+        pending = self._pending
+        pending["source.blob"].append(row.source)
+        self._blob_size += len(row.source)
+        pending["source.offsets"].append(self._blob_size)
+        pending["label"].append(row.label)
+        pending["size"].append(row.size)
+        self._total_size += row.size
+        if "container" in pending:
+            pending["container"].append(row.container)
+            pending["offset"].append(row.offset)
+        self._rows += 1
+        if self._rows % _CHUNK == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        for column, values in self._pending.items():
+            if column == "source.blob":
+                self._files[column].write(b"".join(values))
+            else:
+                np.asarray(values, dtype=_DTYPES[column]).tofile(self._files[column])
+            values.clear()
+
+    def close(self) -> tuple[int, int]:
+        self._flush()
+        for file in self._files.values():
+            file.close()
+        return self._rows, self._total_size
+
+    def __enter__(self) -> PlanWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for file in self._files.values():
+            file.close()
+
+
+def remap_labels(directory: Path, rows: int, lookup: npt.NDArray[np.int64]) -> None:
+    """Replace each stored label id `i` by `lookup[i]`, a chunk at a time."""
+    labels = np.memmap(_path(directory, "label"), dtype="<i8", mode="r+", shape=(rows,))
+    for start in range(0, rows, _REMAP_CHUNK):
+        chunk = labels[start : start + _REMAP_CHUNK]
+        chunk[:] = lookup[chunk]
+    labels.flush()
+
+
+def write_order(directory: Path, rows: int, seed: int) -> None:
+    """The shuffle: a permutation of the input rows, 8 bytes per input, held in memory once."""
+    order = np.random.default_rng(seed).permutation(rows).astype("<i8")
+    order.tofile(_path(directory, "order"))
+
+
+def write_meta(directory: Path, meta: PlanMeta) -> None:
+    tmp = directory / (META + ".tmp")
+    tmp.write_text(json.dumps(asdict(meta), sort_keys=True), encoding="utf-8")
+    os.replace(tmp, directory / META)
+
+
+def read_meta(directory: Path) -> PlanMeta | None:
+    """The plan's metadata, or None when no whole plan exists."""
+    try:
+        data = json.loads((directory / META).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    data["containers"], data["classes"] = tuple(data["containers"]), tuple(data["classes"])
+    return PlanMeta(**data)
+
+
+class Plan:
+    """A whole plan, memory-mapped read-only."""
+
+    def __init__(self, directory: Path) -> None:
+        meta = read_meta(directory)
+        if meta is None:
+            raise FileNotFoundError(f"{directory / META}: no build plan")
+        self.meta = meta
+        n = meta.num_inputs
+        self._columns: dict[str, Column] = {}
+        for column, dtype in _DTYPES.items():
+            path = _path(directory, column)
+            if path.exists():
+                shape = None if column == "source.blob" else (n + (column == "source.offsets"),)
+                self._columns[column] = np.memmap(path, dtype=dtype, mode="r", shape=shape)
+
+    def inputs(self, start: int, stop: int) -> npt.NDArray[np.int64]:
+        """The input rows at plan positions `[start, stop)`."""
+        if "order" in self._columns:
+            return np.array(self._columns["order"][start:stop])
+        return np.arange(start, stop, dtype=np.int64)
+
+    def column(self, name: str, rows: npt.NDArray[np.int64]) -> Column:
+        return np.asarray(self._columns[name][rows])
+
+    def sources(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
+        blob, offsets = self._columns["source.blob"], self._columns["source.offsets"]
+        starts, ends = offsets[rows], offsets[rows + 1]
+        return [blob[a:b].tobytes() for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]

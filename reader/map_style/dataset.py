@@ -1,0 +1,299 @@
+"""`Dataset`: map-style random access to a fastpack dataset, torch-free.
+
+The constructor opens the manifest and the memory-mapped index at once, to fail early; a pickled
+copy carries configuration only (path, transform, seed, epoch) and opens them again on first use
+in the process that unpickles it. Forked workers share the parent's maps. Shards are mapped on
+demand. Nothing is kept per sample: a worker's private memory does not grow with the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from fastpack.formats import (
+    CorruptIndexError,
+    DatasetFiles,
+    FastpackError,
+    Manifest,
+    OffsetOutOfRangeError,
+    ShardFormatError,
+)
+
+from ..image.decode import Image, decode, jpeg_size
+from ..image.draws import sample_draws
+from ..image.transforms import Transform
+from .shard_reader import ShardReader
+
+IoMethod = Literal["mmap", "pread"]
+INDEX_RELEASE_SAMPLES = 64  # an index release costs ~0.15 ms per GB mapped: once per batch
+BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
+
+
+class _Opened:
+    """The per-process state: dataset files, the shard reader, and a plain view of the labels."""
+
+    def __init__(self, root: Path, field: str, io: IoMethod) -> None:
+        self.files = DatasetFiles(root)
+        self.index = self.files.index
+        if field not in self.index.fields:
+            raise ValueError(
+                f"{self.index.path}: no field {field!r}; fields are {self.index.fields}"
+            )
+        self.shards = ShardReader(self.files, io)
+        self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
+        self.unreleased = 0  # samples read since the index pages were last released
+
+    def release(self, samples: int) -> None:
+        """After reading `samples` samples: unmap the shard pages, and every
+        `INDEX_RELEASE_SAMPLES` samples the index pages (see `Index.release`), so that a
+        worker's memory does not grow with the dataset as it reads."""
+        self.shards.release()
+        self.unreleased += samples
+        if self.unreleased >= INDEX_RELEASE_SAMPLES:
+            self.index.release()
+            self.unreleased = 0
+
+
+class Dataset:
+    """Samples of a fastpack dataset as `(image, label)`: an HxWx3 uint8 RGB array and an int64.
+
+    Without a transform images are decoded at full size. With one (`RandomResizedCrop`,
+    `CenterCrop`) every image has the transform's shape, and `__getitems__` decodes a whole batch
+    into one preallocated array, which is what `make_loader` relies on.
+
+    `io="mmap"` (default) maps each shard; `io="pread"` reads each payload with one `pread` call
+    and maps nothing, which is often faster on network file systems (NFS, Lustre), where page
+    faults on a map turn into many small reads. Both read in place, without copies or locks.
+
+    Random transforms draw from `sample_draws(seed, epoch, [index], n)`. Call `set_epoch(e)`
+    before each epoch. DataLoader workers copy the dataset when they start; with
+    `persistent_workers=False` they restart every epoch and see the new epoch. With persistent
+    workers use `make_loader`, whose batches carry the epoch to the workers; a plain DataLoader
+    would keep the epoch the workers started with.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        transform: Transform | None = None,
+        seed: int = 0,
+        field: str = "jpg",
+        io: IoMethod = "mmap",
+    ) -> None:
+        if seed < 0:
+            raise ValueError(f"seed must be >= 0, got {seed}")
+        if io not in ("mmap", "pread"):
+            raise ValueError(f"io must be 'mmap' or 'pread', got {io!r}")
+        self.path = Path(path)
+        self.transform = transform
+        self.seed = int(seed)
+        self.field = field
+        self.io: IoMethod = io
+        self.epoch = 0
+        self.batch_allocator: BatchAllocator | None = None
+        self._state: _Opened | None = None
+        self._opened()  # fail early on a missing or malformed dataset
+
+    # -- configuration and pickling -------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_state"] = None
+        state["batch_allocator"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({str(self.path)!r}, transform={self.transform!r}, seed={self.seed}, "
+            f"field={self.field!r}, epoch={self.epoch})"
+        )
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the random draws of epoch `epoch` (see the class docstring)."""
+        if epoch < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        self.epoch = int(epoch)
+
+    def _opened(self) -> _Opened:
+        if self._state is None:
+            self._state = _Opened(self.path, self.field, self.io)
+        return self._state
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._opened().index.num_samples
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._opened().files.manifest
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.manifest.classes
+
+    @property
+    def labels(self) -> npt.NDArray[np.int64]:
+        """Every sample's label: a read-only view of the memory-mapped index."""
+        return self._opened().index.label  # type: ignore[return-value]
+
+    def key(self, i: int) -> str:
+        """The key of sample `i` (its member names in the shard are `<key>.<field>`)."""
+        state = self._opened()
+        return state.index.key(_check_index(i, state))
+
+    def source(self, i: int) -> str:
+        """The path sample `i` was built from, relative to the build's source."""
+        state = self._opened()
+        return state.index.source(_check_index(i, state))
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def read_bytes(self, i: int) -> memoryview | bytes:
+        """The stored payload of sample `i` (its JPEG), as a zero-copy view into the shard."""
+        state = self._opened()
+        return self._payload(state, _check_index(i, state))
+
+    def __getitem__(self, i: int) -> tuple[Image, np.int64]:
+        state = self._opened()
+        i = _check_index(i, state)
+        data = self._payload(state, i)
+        label = state.labels[i]
+        try:
+            with self._decode_errors(state, i):
+                if self.transform is None:
+                    image = decode(data)
+                else:
+                    image = self.transform(data, self._draws([i], self.epoch)[0], None)
+        finally:
+            state.release(1)
+        return image, label
+
+    def __getitems__(self, indices: Sequence[int]) -> tuple[Image, npt.NDArray[np.int64]]:
+        """A batch as `(images (B, H, W, 3) uint8, labels (B,) int64)`, decoded into one array.
+
+        Without a transform every image of the batch must have the same size (else ValueError).
+        A batch from `make_loader` carries its epoch, which then overrides `self.epoch`.
+        The batch array comes from `batch_allocator` when one is set (`make_loader`'s workers
+        set one that allocates in shared memory), else from `np.empty`.
+        """
+        state = self._opened()
+        epoch = int(getattr(indices, "epoch", self.epoch))
+        rows = [_check_index(int(i), state) for i in indices]
+        labels = state.labels[rows]
+        transform = self.transform
+        if transform is None:
+            try:
+                return self._decode_batch(state, rows), labels
+            finally:
+                state.release(len(rows))
+        images = self._new_batch((len(rows), *transform.output_shape, 3))
+        draws = self._draws(rows, epoch)
+        try:
+            for k, data in enumerate(self._payloads(state, rows)):
+                try:  # `_decode_errors` inline: a context manager costs ~2 us per sample
+                    transform(data, draws[k], images[k])
+                except FastpackError:
+                    raise
+                except ValueError as e:
+                    raise self._decode_error(state, rows[k], e) from e
+                state.shards.release()  # keep shard pages out of this process's PSS
+        finally:
+            state.release(len(rows))
+        return images, labels
+
+    def _new_batch(self, shape: tuple[int, ...]) -> Image:
+        if self.batch_allocator is None:
+            return np.empty(shape, np.uint8)
+        return self.batch_allocator(shape)
+
+    def _draws(self, rows: list[int], epoch: int) -> list[list[float]] | list[None]:
+        count = 0 if self.transform is None else self.transform.draws
+        if count == 0:
+            return [None] * len(rows)
+        draws: list[list[float]] = sample_draws(self.seed, epoch, rows, count).tolist()
+        return draws
+
+    def _decode_batch(self, state: _Opened, rows: list[int]) -> Image:
+        payloads = [self._payload(state, i) for i in rows]
+        sizes = []
+        for i, data in zip(rows, payloads, strict=True):
+            with self._decode_errors(state, i):
+                sizes.append(jpeg_size(data))
+        if any(s != sizes[0] for s in sizes):
+            k = next(k for k, s in enumerate(sizes) if s != sizes[0])
+            raise ValueError(
+                f"{self.path}: samples {rows[0]} and {rows[k]} have sizes {sizes[0]} and "
+                f"{sizes[k]}; batching needs one size: give the Dataset a transform "
+                "(RandomResizedCrop, CenterCrop) or read samples one at a time"
+            )
+        height, width = sizes[0] if sizes else (0, 0)
+        images = self._new_batch((len(rows), height, width, 3))
+        for k, (i, data) in enumerate(zip(rows, payloads, strict=True)):
+            with self._decode_errors(state, i):
+                decode(data, out=images[k])
+        return images
+
+    def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
+        """The payloads of `rows` in order, located with one index lookup per column."""
+        index, shards = state.index, state.shards
+        columns = (
+            index.shard[rows],
+            index.offsets(self.field)[rows],
+            index.sizes(self.field)[rows],
+        )
+        num_shards = len(state.files.manifest.shards)
+        for i, shard, offset, size in zip(rows, *(c.tolist() for c in columns), strict=True):
+            if shard < num_shards and offset + size <= shards.size(shard):
+                yield shards.read(shard, offset, size)
+            else:
+                yield self._payload(state, i)  # raises the error that names what is wrong
+
+    def _payload(self, state: _Opened, i: int) -> memoryview | bytes:
+        shard = int(state.index.shard[i])
+        if shard >= len(state.files.manifest.shards):
+            raise CorruptIndexError(
+                f"{state.index.path}: sample {i} is in shard {shard}, the manifest lists "
+                f"{len(state.files.manifest.shards)}"
+            )
+        try:
+            _, offset, size = state.index.locate(i, self.field, state.shards.size(shard))
+        except OffsetOutOfRangeError as e:
+            raise OffsetOutOfRangeError(f"{e} ({state.files.shard_path(shard)})") from e
+        return state.shards.read(shard, offset, size)
+
+    @contextmanager
+    def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
+        """Turn a decoder's ValueError into a ShardFormatError that names the sample."""
+        try:
+            yield
+        except FastpackError:
+            raise
+        except ValueError as e:
+            raise self._decode_error(state, i, e) from e
+
+    def _decode_error(self, state: _Opened, i: int, error: ValueError) -> ShardFormatError:
+        """A decoder's ValueError as a ShardFormatError that names the sample."""
+        shard = int(state.index.shard[i])
+        return ShardFormatError(
+            f"{state.files.shard_path(shard)}: sample {i} (key {state.index.key(i)}) field "
+            f"{self.field!r} at offset {int(state.index.offsets(self.field)[i])} does not "
+            f"decode: {error}"
+        )
+
+
+def _check_index(i: int, state: _Opened) -> int:
+    n = state.index.num_samples
+    if not 0 <= i < n:
+        raise IndexError(f"{state.index.path}: sample {i} out of range [0, {n})")
+    return i

@@ -1,0 +1,88 @@
+"""Datasets at URLs: their manifest, and a whole local copy (see `fastpack.storage` for URLs
+and credentials)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import (
+    MANIFEST_NAME,
+    REJECTS_NAME,
+    DatasetNotFoundError,
+    Manifest,
+    manifest_from_text,
+    read_manifest,
+)
+from fastpack.storage import Location, RetryPolicy, is_url
+
+
+def read_remote_manifest(
+    url: str, storage_options: Mapping[str, Any] | None = None, retry: RetryPolicy | None = None
+) -> Manifest:
+    """The manifest of the dataset at `url`; `DatasetNotFoundError` (naming the URL) for an
+    unknown bucket or prefix, or a build that has not finished."""
+    location = Location(url, storage_options)
+    text = read_manifest_bytes(location, retry or RetryPolicy())
+    return manifest_from_text(text, location.url_of(MANIFEST_NAME))
+
+
+def read_manifest_bytes(location: Location, retry: RetryPolicy) -> bytes:
+    """The manifest's bytes; `DatasetNotFoundError` when there is none."""
+    try:
+        return location.read_bytes(MANIFEST_NAME, retry)
+    except DatasetNotFoundError as e:
+        raise DatasetNotFoundError(
+            f"{location.url_of(MANIFEST_NAME)}: no manifest; not a fastpack dataset (or its "
+            f"build has not finished): {e.__cause__}"
+        ) from e
+
+
+def read_manifest_at(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> Manifest:
+    """The manifest of a dataset given as a local directory or a URL."""
+    if is_url(path):
+        return read_remote_manifest(os.fspath(path), storage_options)
+    return read_manifest(Path(path) / MANIFEST_NAME)
+
+
+def fetch_dataset(
+    url: str,
+    dest: str | os.PathLike[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    retry: RetryPolicy | None = None,
+    threads: int = 4,
+) -> Path:
+    """Copy the dataset at `url` into the directory `dest` (created; must be empty): index and
+    shards checked against the manifest's SHA-256s, the manifest written last."""
+    retry = retry or RetryPolicy()
+    location = Location(url, storage_options)
+    text = read_manifest_bytes(location, retry)
+    manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+    out = Path(dest)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [(manifest.index.name, manifest.index.bytes, manifest.index.sha256)]
+    files += [(s.name, s.bytes, s.sha256) for s in manifest.shards]
+    for name, size, sha256 in files:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        location.download(name, out / name, size=size, sha256=sha256, retry=retry,
+                          threads=threads)  # fmt: skip
+    for shard in manifest.shards:
+        (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
+    _copy_optional(location, REJECTS_NAME, out, retry)
+    tmp = out / (MANIFEST_NAME + ".tmp")
+    tmp.write_bytes(text)
+    os.replace(tmp, out / MANIFEST_NAME)
+    return out
+
+
+def _copy_optional(location: Location, name: str, out: Path, retry: RetryPolicy) -> None:
+    try:
+        data = location.read_bytes(name, retry)
+    except DatasetNotFoundError:
+        return
+    (out / name).write_bytes(data)

@@ -1,0 +1,118 @@
+"""Shard files opened for reading: the one layer between every reader and a local shard.
+
+A shard is read in place, memory-mapped (`io="mmap"`) or with one `pread` per payload
+(`io="pread"`, which suits network file systems such as NFS or Lustre, where page faults on a
+map are slow). Either way no copy is made and no lock is taken. One rule for every reader: a
+missing shard is a `DatasetNotFoundError`, a shard shorter than the manifest records (an empty
+one included) a `TruncatedFileError`, each naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from pathlib import Path
+from typing import Literal, Protocol
+
+from fastpack.formats import DatasetNotFoundError, TruncatedFileError
+
+IoMethod = Literal["mmap", "pread"]
+IO_METHODS: tuple[IoMethod, ...] = ("mmap", "pread")
+
+
+class ShardFile(Protocol):
+    """One open shard."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, size: int) -> memoryview | bytes:
+        """`size` bytes at `offset`; the range must be checked already."""
+        ...
+
+    def release(self) -> None:
+        """Drop the pages read so far from this process's page tables (the page cache keeps
+        them; views handed out stay valid)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def check_io(io: str) -> IoMethod:
+    if io not in IO_METHODS:
+        raise ValueError(f"io must be one of {IO_METHODS}, got {io!r}")
+    return io  # type: ignore[return-value]
+
+
+def _open(path: Path, expected_size: int, what: str) -> tuple[int, int]:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError as e:
+        raise DatasetNotFoundError(f"{path}: {what} not found") from e
+    size = os.fstat(fd).st_size
+    if size < expected_size or size == 0:
+        os.close(fd)
+        raise TruncatedFileError(
+            f"{path}: {what} has {size} bytes, the manifest records {expected_size}"
+        )
+    return fd, size
+
+
+class MappedShard:
+    """A read-only map of the whole file; reads are zero-copy views."""
+
+    def __init__(self, path: Path, expected_size: int, what: str) -> None:
+        fd, self.size = _open(path, expected_size, what)
+        try:
+            self._map = mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self._view = memoryview(self._map)
+
+    def read(self, offset: int, size: int) -> memoryview:
+        return self._view[offset : offset + size]
+
+    def release(self) -> None:
+        self._map.madvise(mmap.MADV_DONTNEED)
+
+    def close(self) -> None:
+        """Unmap the file; a view handed out keeps the map alive until it is released."""
+        self._view.release()
+        with contextlib.suppress(BufferError):  # views still out: the map goes with the last
+            self._map.close()
+
+
+class PreadShard:
+    """An open descriptor; each read is one `pread` call. Nothing is mapped."""
+
+    def __init__(self, path: Path, expected_size: int, what: str) -> None:
+        self._fd, self.size = _open(path, expected_size, what)
+        self._path = path
+
+    def read(self, offset: int, size: int) -> bytes:
+        data = os.pread(self._fd, size, offset)
+        if len(data) != size:
+            raise TruncatedFileError(
+                f"{self._path}: {size} bytes at offset {offset} asked, {len(data)} read"
+            )
+        return data
+
+    def release(self) -> None:
+        """Nothing is mapped."""
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def open_shard(path: Path, expected_size: int, io: IoMethod, what: str = "shard") -> ShardFile:
+    """Open the shard at `path`, which the manifest records as `expected_size` bytes; `what`
+    names it in errors (`shard 3 listed in .../fastpack.json`)."""
+    if io == "pread":
+        return PreadShard(path, expected_size, what)
+    return MappedShard(path, expected_size, what)

@@ -1,0 +1,7 @@
+"""The torch loader: a DataLoader whose workers decode whole batches into shared-memory slots,
+fed by a keyed permutation sampler that every rank evaluates without materialising it."""
+
+from .loader import make_torch_loader
+from .sampler import EpochBatch, EpochBatchSampler
+
+__all__ = ["EpochBatch", "EpochBatchSampler", "make_torch_loader"]

@@ -1,0 +1,90 @@
+"""The torch side of `make_loader`; imported only when a loader is made (it imports torch)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch.utils.data import DataLoader, get_worker_info
+
+from .batch_slots import BatchSlots
+
+WorkerInit = Callable[[int], None]
+
+
+class SharedBatches:
+    """The workers' side of `make_loader`'s batches: decoded straight into shared memory.
+
+    `install`, the workers' init function, points the worker's dataset at the pool's
+    allocator; `collate` sends the block the batch was decoded into, without a copy (see
+    `_batch_slots`). Each worker holds its own copy of this object.
+    """
+
+    def __init__(self, slots: BatchSlots, user_init: WorkerInit | None = None) -> None:
+        self.slots = slots
+        self.user_init = user_init
+
+    def install(self, worker_id: int) -> None:
+        """Run in each worker as it starts."""
+        info = get_worker_info()
+        if info is not None and hasattr(info.dataset, "batch_allocator"):
+            self.slots.start(worker_id)
+            info.dataset.batch_allocator = self.slots.allocate
+        if self.user_init is not None:
+            self.user_init(worker_id)
+
+    def collate(
+        self, batch: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]
+    ) -> tuple[torch.Tensor, ...]:
+        """`(images, labels)` arrays from `Dataset.__getitems__` as tensors."""
+        return self.slots.collate(*batch)
+
+
+@contextmanager
+def single_threaded_cv2() -> Iterator[None]:
+    """OpenCV limited to one thread while the block runs, then restored.
+
+    Workers must not run OpenCV thread pools (the workers are the parallelism), yet calling
+    `cv2.setNumThreads` in a forked child whose parent had a live pool can deadlock in
+    pthread_cond_destroy. So the limit is set in the parent around the fork: children inherit
+    a pool-less OpenCV.
+    """
+    previous = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(previous)
+
+
+@contextmanager
+def frozen_gc() -> Iterator[None]:
+    """The trainer's objects moved out of reach of the garbage collector while the block runs.
+
+    A process forked in the block inherits them frozen, so its own collections never write to
+    them: their pages stay shared with the trainer instead of being copied into every worker
+    (26 MiB per worker measured after importing torch and fastpack.compiler). The trainer
+    unfreezes them when the block ends and collects them as before.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+class FastpackLoader(DataLoader[Any]):
+    """A DataLoader whose worker processes start with single-threaded OpenCV and with the
+    trainer's objects frozen for the garbage collector."""
+
+    def __iter__(self) -> Any:
+        if self.num_workers == 0:
+            return super().__iter__()
+        with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
+            return super().__iter__()

@@ -1,0 +1,18 @@
+"""fastpack.storage: local paths and URLs, retries, ranged reads, downloads, uploads and the cache
+directory; the one place that talks to file systems and object stores. Both the compiler and
+the reader use it; it uses neither."""
+
+from .cache_dir import CACHE_ENV, default_cache_dir
+from .errors import FetchError
+from .location import Location
+from .retry import RetryPolicy
+from .urls import is_url
+
+__all__ = [
+    "CACHE_ENV",
+    "FetchError",
+    "Location",
+    "RetryPolicy",
+    "default_cache_dir",
+    "is_url",
+]

@@ -1,0 +1,115 @@
+"""Downloading one object whole: parallel ranged GETs, retries, a SHA-256 check, atomic rename."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import ChecksumMismatchError, file_sha256
+
+from .retry import RetryPolicy, log, retry_call
+
+
+class IncompleteReadError(OSError):
+    """A ranged GET returned fewer bytes than asked for (a cut connection, a shorter object)."""
+
+
+def temp_name(dest: Path) -> Path:
+    """A name beside `dest` private to this process and thread; `.part` marks it unfinished."""
+    return dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
+
+
+def final_name(part_name: str) -> str:
+    """The name a `temp_name` file takes once complete (`.a.tar.12.34.part` -> `a.tar`)."""
+    return part_name[1:].rsplit(".", 3)[0]
+
+
+def _ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
+    return [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """One object being fetched into the open file `fd`."""
+
+    fs: Any
+    path: str
+    url: str
+    fd: int
+
+
+def _fetch_range(target: _Target, start: int, end: int) -> None:
+    data = target.fs.cat_file(target.path, start=start, end=end)
+    if len(data) != end - start:
+        raise IncompleteReadError(
+            f"{target.url}: bytes [{start}, {end}) came back as {len(data)} bytes"
+        )
+    os.pwrite(target.fd, data, start)
+
+
+def _fetch_into(
+    target: _Target, size: int, *, part_bytes: int, threads: int, retry: RetryPolicy
+) -> None:
+    """Every range of the object into its file, each range retried on its own."""
+
+    def fetch(span: tuple[int, int]) -> None:
+        retry_call(lambda: _fetch_range(target, *span), target.url, retry)
+
+    spans = _ranges(size, part_bytes)
+    if len(spans) <= 1 or threads <= 1:
+        for span in spans:
+            fetch(span)
+        return
+    with ThreadPoolExecutor(min(threads, len(spans))) as pool:
+        for _ in pool.map(fetch, spans):
+            pass
+
+
+def download(
+    fs: Any,
+    path: str,
+    dest: Path,
+    *,
+    url: str,
+    size: int,
+    sha256: str,
+    retry: RetryPolicy,
+    part_bytes: int,
+    threads: int,
+    tmp: Path | None = None,
+) -> None:
+    """Fetch `size` bytes of `path` into `dest`, which appears only once its SHA-256 matches.
+
+    Transport failures and short reads are retried per range (then `FetchError`); a checksum
+    mismatch downloads the whole object again, up to `retry.attempts` times in all (then
+    `ChecksumMismatchError` naming the URL and both digests). `tmp` is the unfinished file
+    (by default a private name beside `dest`); it has its full size from the start."""
+    tmp = tmp or temp_name(dest)
+    found = ""
+    try:
+        for attempt in range(retry.attempts):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.ftruncate(fd, size)
+                target = _Target(fs, path, url, fd)
+                _fetch_into(target, size, part_bytes=part_bytes, threads=threads, retry=retry)
+            finally:
+                os.close(fd)
+            found = file_sha256(tmp)
+            if found == sha256:
+                os.replace(tmp, dest)
+                return
+            if attempt + 1 < retry.attempts:
+                log.warning("%s: sha256 %s, expected %s; downloading again", url, found, sha256)
+                time.sleep(retry.wait(attempt))
+    finally:
+        tmp.unlink(missing_ok=True)
+    raise ChecksumMismatchError(
+        f"{url}: sha256 of its {size} bytes is {found}, the manifest records {sha256} "
+        f"({retry.attempts} downloads)"
+    )
