@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING, Any
 from .formats.errors import FastpackError
 
 if TYPE_CHECKING:
-    from .compiler import BuildOptions, BuildSummary, build
+    from .compiler import BuildError, BuildOptions, BuildSummary, SourceError, build
     from .reader import (
         CenterCrop,
         Dataset,
         RandomResizedCrop,
+        SharedMemoryError,
         VerifyReport,
         make_loader,
         to_float,
         verify_dataset,
     )
+    from .storage import FetchError
 
 try:
     __version__ = version("fastpack")
@@ -40,15 +42,23 @@ _LAZY: dict[str, str] = {
     "make_loader": "fastpack.reader",
     "to_float": "fastpack.reader",
     "verify_dataset": "fastpack.reader",
+    "BuildError": "fastpack.compiler",
+    "SourceError": "fastpack.compiler",
+    "FetchError": "fastpack.storage",
+    "SharedMemoryError": "fastpack.reader",
 }
 
 __all__ = [
+    "BuildError",
     "BuildOptions",
     "BuildSummary",
     "CenterCrop",
     "Dataset",
     "FastpackError",
+    "FetchError",
     "RandomResizedCrop",
+    "SharedMemoryError",
+    "SourceError",
     "VerifyReport",
     "__version__",
     "build",

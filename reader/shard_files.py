@@ -42,7 +42,7 @@ class ShardFile(Protocol):
 def check_io(io: str) -> IoMethod:
     if io not in IO_METHODS:
         raise ValueError(f"io must be one of {IO_METHODS}, got {io!r}")
-    return io  # type: ignore[return-value]
+    return io
 
 
 def _open(path: Path, expected_size: int, what: str) -> tuple[int, int]:

@@ -1,5 +1,7 @@
-"""The import rules of DESIGN.md: compiler/ and reader/ never import each other; formats/ imports
-neither, nor torch, DALI, multiprocessing or the network; none of them imports the CLI layer."""
+"""The import rules of the layout: compiler/ and reader/ never import each other; storage/ imports
+neither (only formats/, for its errors); formats/ imports none of them, nor torch, DALI,
+multiprocessing or the network; none imports the CLI layer. Inside compiler/ and reader/ the
+concept folders import each other without a cycle, and the torch loader does not import DALI."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ PARTS = {
     "compiler": "fastpack.compiler",
     "reader": "fastpack.reader",
     "formats": "fastpack.formats",
+    "storage": "fastpack.storage",
 }
 # Inside the `fastpack` namespace, each part may import only these packages.
 ALLOWED = {
-    "compiler": ("fastpack.compiler", "fastpack.formats"),
-    "reader": ("fastpack.reader", "fastpack.formats"),
+    "compiler": ("fastpack.compiler", "fastpack.formats", "fastpack.storage"),
+    "reader": ("fastpack.reader", "fastpack.formats", "fastpack.storage"),
     "formats": ("fastpack.formats",),
+    "storage": ("fastpack.storage", "fastpack.formats"),
 }
 # Outside it, formats/ must not reach for these.
 FORMATS_FORBIDDEN = (
@@ -32,7 +36,13 @@ FORMATS_FORBIDDEN = (
     "urllib.request",
     "compiler",
     "reader",
+    "storage",
 )
+# Outside it, storage/ must not reach for these.
+STORAGE_FORBIDDEN = ("torch", "nvidia", "compiler", "reader")
+
+
+FORBIDDEN = {"formats": FORMATS_FORBIDDEN, "storage": STORAGE_FORBIDDEN}
 
 
 def module_name(path: Path) -> str:
@@ -70,8 +80,8 @@ def violations(part: str, names: Iterator[str]) -> list[str]:
         if name == "fastpack" or name.startswith("fastpack."):
             if not any(name == a or name.startswith(a + ".") for a in ALLOWED[part]):
                 bad.append(name)
-        elif part == "formats" and any(
-            name == f or name.startswith(f + ".") for f in FORMATS_FORBIDDEN
+        elif part in FORBIDDEN and any(
+            name == f or name.startswith(f + ".") for f in FORBIDDEN[part]
         ):
             bad.append(name)
     return bad
@@ -112,6 +122,15 @@ def test_part_imports_follow_the_layering(part: str) -> None:
         ("formats", "formats/x.py", "import socket", "socket"),
         ("formats", "formats/x.py", "from nvidia.dali import fn", "nvidia.dali.fn"),
         ("formats", "formats/x.py", "from ..reader import Dataset", "fastpack.reader.Dataset"),
+        ("formats", "formats/x.py", "from ..storage import Location", "fastpack.storage.Location"),
+        ("storage", "storage/x.py", "from ..reader import Dataset", "fastpack.reader.Dataset"),
+        (
+            "storage",
+            "storage/x.py",
+            "from fastpack.compiler import build",
+            "fastpack.compiler.build",
+        ),
+        ("storage", "storage/x.py", "import torch", "torch"),
     ],
 )
 def test_checker_catches(part: str, file: str, source: str, bad: str) -> None:
@@ -128,6 +147,9 @@ def test_checker_catches(part: str, file: str, source: str, bad: str) -> None:
         ("reader", "reader/a/b.py", "from ...formats.index import Index"),
         ("reader", "reader/x.py", "import torch"),
         ("formats", "formats/x.py", "from .errors import FormatError\nimport numpy, zlib"),
+        ("storage", "storage/x.py", "from fastpack.formats import FastpackError"),
+        ("reader", "reader/a/b.py", "from fastpack.storage import Location"),
+        ("compiler", "compiler/a/b.py", "from ...storage.retry import RetryPolicy"),
     ],
 )
 def test_checker_allows(part: str, file: str, source: str) -> None:
@@ -135,3 +157,71 @@ def test_checker_allows(part: str, file: str, source: str) -> None:
     assert (
         violations(part, imported_names(source, module_name(path), path.stem == "__init__")) == []
     )
+
+
+def folder_of(module: str, part: str) -> str | None:
+    """The concept folder of `module` inside `part` (`fastpack.reader.image.decode` -> `image`);
+    None for a module at the part's top (`fastpack.reader.loader`) or outside the part."""
+    prefix = PARTS[part] + "."
+    if not module.startswith(prefix):
+        return None
+    rest = module[len(prefix) :].split(".")
+    folder = rest[0]
+    return folder if (ROOT / part / folder).is_dir() else None
+
+
+def folder_graph(part: str) -> dict[str, set[str]]:
+    """Concept folder -> the other concept folders of `part` that its modules import."""
+    graph: dict[str, set[str]] = {}
+    for path in modules(part):
+        module = module_name(path)
+        source = folder_of(module, part)
+        if source is None:
+            continue
+        graph.setdefault(source, set())
+        for name in imported_names(path.read_text("utf-8"), module, path.stem == "__init__"):
+            target = folder_of(name, part)
+            if target is not None and target != source:
+                graph[source].add(target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of `graph` as a path that starts and ends at the same node, or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+@pytest.mark.parametrize("part", ["compiler", "reader"])
+def test_concept_folders_import_without_a_cycle(part: str) -> None:
+    graph = folder_graph(part)
+    assert len(graph) >= 5, graph  # the part really is split into concept folders
+    assert find_cycle(graph) == []
+
+
+def test_cycle_finder_finds_one() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_torch_loader_and_image_stay_apart_from_dali() -> None:
+    graph = folder_graph("reader")
+    assert "dali" not in graph["torch_loader"]
+    assert graph["image"] == set()  # decode and transforms need nothing else of the reader

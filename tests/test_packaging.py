@@ -20,6 +20,7 @@ PACKAGE_DIRS = {
     "compiler": "fastpack/compiler",
     "reader": "fastpack/reader",
     "formats": "fastpack/formats",
+    "storage": "fastpack/storage",
 }
 README_TEST_COMMAND = (
     'pip install torch==2.13.0 && pip install -e ".[torch,dali,test]" && pytest -q'

@@ -26,7 +26,8 @@ def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """SplitMix64's finalizer: a bijection of 64-bit words with full avalanche."""
     z = (z ^ (z >> np.uint64(30))) * _MUL1
     z = (z ^ (z >> np.uint64(27))) * _MUL2
-    return z ^ (z >> np.uint64(31))
+    mixed: npt.NDArray[np.uint64] = z ^ (z >> np.uint64(31))
+    return mixed
 
 
 def epoch_key(seed: int, epoch: int) -> npt.NDArray[np.uint64]:
@@ -45,7 +46,8 @@ def sample_draws(
     rows = np.array(indices, dtype=np.int64).astype(np.uint64)
     sample = mix(epoch_key(seed, epoch) ^ (rows * GOLDEN))
     counters = sample[:, None] + np.arange(1, count + 1, dtype=np.uint64) * GOLDEN
-    return (mix(counters) >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+    draws: npt.NDArray[np.float64] = (mix(counters) >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+    return draws
 
 
 def iter_draws(

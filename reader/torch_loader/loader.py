@@ -16,6 +16,7 @@ from .sampler import EpochBatchSampler
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader
 
+
 def make_torch_loader(
     dataset: Dataset,
     *,
@@ -78,4 +79,3 @@ def make_torch_loader(
             options["multiprocessing_context"] = "fork"
     options.update(kwargs)
     return FastpackLoader(dataset, **options)  # type: ignore[arg-type]
-

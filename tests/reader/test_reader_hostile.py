@@ -43,7 +43,10 @@ def test_truncated_shard(built: Path) -> None:
     ds = Dataset(built)
     ds[0]  # shard 0 is intact
     i = last_sample_of(ds, 1)
-    message = rf"000001.tar: shard 1 has {size // 2} bytes, the manifest records {size}"
+    message = (
+        rf"000001.tar: shard 1 listed in \S+fastpack.json has {size // 2} bytes, "
+        rf"the manifest records {size}"
+    )
     with pytest.raises(TruncatedFileError, match=message):
         ds[i]
     with pytest.raises(TruncatedFileError, match=message):

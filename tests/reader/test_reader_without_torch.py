@@ -20,8 +20,8 @@ SCRIPT = textwrap.dedent(
     assert images.shape == (2, 8, 8, 3), images.shape
     assert verify_dataset(sys.argv[1]).ok
     try:
-        import fastpack.reader.torch_loader.loader as loader
-        loader.make_loader(ds, batch_size=2)
+        from fastpack.reader import make_loader
+        make_loader(ds, batch_size=2)
     except ImportError as e:
         print("make_loader:", e)
     """

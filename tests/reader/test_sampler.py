@@ -55,7 +55,7 @@ def test_rank_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (sampler.rank, sampler.world_size) == (1, 2)
     assert batches(sampler) == [[1, 3, 5, 7]]
     assert (EpochBatchSampler(Source(8), 4, rank=0, world_size=1).world_size) == 1
-    with pytest.raises(ValueError, match=r"shard_id must be in \[0, 2\), got 2"):
+    with pytest.raises(ValueError, match=r"rank must be in \[0, 2\), got 2"):
         EpochBatchSampler(Source(8), 4, rank=2, world_size=2)
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(ValueError, match="WORLD_SIZE='two' is not an integer"):

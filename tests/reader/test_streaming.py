@@ -167,7 +167,7 @@ def test_pread_reads_what_mmap_reads(built: Path) -> None:
     [
         ({"shuffle_window": 0}, "shuffle_window=0: expected >= 1"),
         ({"io": "aio"}, "io='aio': expected one of"),
-        ({"rank": 2, "world_size": 2}, r"rank=2: expected in \[0, 2\)"),
+        ({"rank": 2, "world_size": 2}, r"rank must be in \[0, 2\), got 2"),
         ({"seed": -1}, "seed=-1"),
     ],
 )

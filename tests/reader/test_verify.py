@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from fastpack.formats import Index
-from fastpack.reader import verify as verify_module
 from fastpack.reader import verify_dataset
+from fastpack.reader.verify import local as verify_module
 
 from .conftest import Built, refresh_manifest, section
 
