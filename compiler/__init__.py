@@ -2,12 +2,13 @@
 deterministically, and resumably; to a local directory or to a URL."""
 
 from .build import build
-from .errors import BuildError, SourceError
+from .errors import BuildDirError, BuildError, SourceError
 from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
 from .publish import build_to_url
 
 __all__ = [
+    "BuildDirError",
     "BuildError",
     "BuildOptions",
     "BuildSummary",

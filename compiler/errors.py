@@ -11,3 +11,8 @@ class BuildError(FastpackError):
 
 class SourceError(BuildError, ValueError):
     """The build's source is missing or malformed."""
+
+
+class BuildDirError(BuildError):
+    """The private directory of an unfinished build (`.fastpack-build/`: plan, shard records,
+    index parts) lacks a file the build needs or holds one it cannot read."""

@@ -41,7 +41,8 @@ def default_staging_dir(url: str) -> Path:
 
 
 class Uploader:
-    """Puts the files of a local dataset directory at a URL prefix, each one once."""
+    """Puts the files of a local dataset directory at a URL prefix, each one once; every call
+    to the object store is retried through `retry` (see `Location`)."""
 
     def __init__(
         self,
@@ -127,14 +128,18 @@ def build_to_url(
     staging: str | os.PathLike[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     keep_staging: bool = False,
+    retry: RetryPolicy | None = None,
 ) -> BuildSummary:
     """Build `source` into the local directory `staging` and publish it at `url`.
 
     `staging` (default `default_staging_dir(url)`) holds the build and its resume state: a
     resume needs the same one. Once the dataset is published it is deleted, unless
-    `keep_staging` (it is then a local copy of the dataset)."""
+    `keep_staging` (it is then a local copy of the dataset). Every upload and every look at the
+    target goes through `retry` (default `RetryPolicy()`), as downloads do: a transport error is
+    retried with backoff, and after the last attempt `fastpack.storage.FetchError` names the
+    object."""
     staging = Path(staging) if staging is not None else default_staging_dir(url)
-    uploader = Uploader(staging, url, storage_options, resume=options.resume)
+    uploader = Uploader(staging, url, storage_options, resume=options.resume, retry=retry)
     uploader.check_target()
     watcher = _Watcher(uploader)
     watcher.start()

@@ -127,7 +127,7 @@ def parse_manifest(data: Any, source: str) -> Manifest:
 
 def manifest_from_text(text: str | bytes, source: str) -> Manifest:
     # a manifest of thousands of shards makes thousands of objects, enough to start a full
-    # collection over everything the process has imported (70 ms after importing torch)
+    # collection over everything the process has imported (benchmarks/COSTS.md)
     collecting = gc.isenabled()
     gc.disable()
     try:

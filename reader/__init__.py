@@ -7,7 +7,7 @@ from a URL (`StreamingDataset`) or through DALI (`make_dali_loader`).
 from fastpack.storage import RetryPolicy
 
 from .dali import DaliLoader, make_dali_loader
-from .errors import SharedMemoryError
+from .errors import DaliReadError, MissingDependencyError, MissingFieldError, SharedMemoryError
 from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, Transform, to_float
 from .loader import make_loader
 from .map_style import Dataset
@@ -21,9 +21,12 @@ __all__ = [
     "IMAGENET_STD",
     "CenterCrop",
     "DaliLoader",
+    "DaliReadError",
     "Dataset",
     "EpochBatchSampler",
     "FetchOptions",
+    "MissingDependencyError",
+    "MissingFieldError",
     "RandomResizedCrop",
     "RetryPolicy",
     "SharedMemoryError",

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
-from fastpack.formats import FastpackError
+from fastpack.formats import FastpackError, ShardFormatError
 
 
 class SharedMemoryError(FastpackError, MemoryError):
     """The loader's shared-memory batch buffers do not fit in the machine's shared memory."""
+
+
+class MissingFieldError(FastpackError, ValueError):
+    """A dataset's samples lack a field (member extension) that the reader needs."""
+
+
+class DaliReadError(ShardFormatError, RuntimeError):
+    """DALI stopped reading a dataset's shards: a damaged tar, `.idx` or image (the message keeps
+    DALI's words, which say which). A `ShardFormatError`, as the other readers raise for a
+    payload that does not decode."""
+
+
+class MissingDependencyError(FastpackError, ModuleNotFoundError):
+    """An optional dependency that the requested reader needs is not installed."""

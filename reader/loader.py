@@ -3,6 +3,7 @@ DALI over the same dataset. It is the only module that knows both."""
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, Literal
 
 from .dali import DaliLoader, make_dali_loader
@@ -14,6 +15,23 @@ if TYPE_CHECKING:
     from torch.utils.data import DataLoader
 
 Decoder = Literal["simplejpeg", "dali"]
+
+# The `make_dali_loader` arguments that `make_loader` sets itself, and from what.
+_DALI_DERIVED = {
+    "path": "the Dataset",
+    "train": "the Dataset's transform",
+    "size": "the Dataset's transform",
+    "resize_size": "the Dataset's transform (CenterCrop's resize)",
+    "scale": "the Dataset's transform",
+    "ratio": "the Dataset's transform",
+    "flip_prob": "the Dataset's transform",
+    "fast_idct": "the Dataset's transform (fastdct)",
+    "fancy_upsampling": "the Dataset's transform (fastupsample)",
+    "field": "Dataset(field=...)",
+    "dont_use_mmap": "Dataset(io=...)",
+    "num_threads": "num_workers",
+    "prefetch_queue_depth": "prefetch_factor",
+}
 
 
 def make_loader(
@@ -34,21 +52,48 @@ def make_loader(
 
     `decoder="simplejpeg"` (default): a torch DataLoader whose workers decode whole batches
     (see `make_torch_loader` for the options). `decoder="dali"` reads the same shards with
-    DALI's CPU operators instead (see `make_dali_loader`; the dataset's transform picks its
-    training or evaluation pipeline, `num_workers` becomes DALI's thread count, other keyword
-    arguments go to `make_dali_loader`).
+    DALI's CPU operators instead (see `make_dali_loader`). Every option is then honoured or
+    refused with a ValueError naming it:
+
+    - the transform: RandomResizedCrop (`size` square, `scale`, `ratio`, `flip_prob`) gives the
+      training pipeline, CenterCrop (`size` square, `resize`) the evaluation one; `fastdct`
+      becomes DALI's fast IDCT, `fastupsample` nvJPEG's chroma upsampling with `device="gpu"`
+      (refused on the CPU, whose DALI decoder always upsamples chroma smoothly).
+      `max_upscale` bounds how much simplejpeg may enlarge a reduced-scale (DCT) decode; DALI
+      decodes the crop at full scale, which is within every bound, so any value is accepted.
+    - `seed` seeds DALI's shuffling and augmentations, which one seed drives; with a random
+      transform the Dataset's `seed` (the crops' seed on the torch path) must equal it.
+    - the Dataset's `field` is the image member DALI reads; `io="pread"` reads the tars with
+      plain file I/O (DALI's `dont_use_mmap`); its epoch must follow DALI's count (`DaliLoader`).
+    - `num_workers` is DALI's thread count (at least 1), `prefetch_factor` its
+      `prefetch_queue_depth` (batches prepared ahead, for the whole pipeline).
+    - `pin_memory=True` is refused: DALI's CPU batches are not pinned and its GPU batches are
+      already on the GPU. `persistent_workers=False` is refused: DALI's threads live as long as
+      the loader.
+    - other keyword arguments go to `make_dali_loader` (`device`, `shard_id`, `num_shards`,
+      `mean`, `std`, ...); one it does not take (a torch DataLoader option, say), or one that
+      `make_loader` sets from the above, is refused.
     """
     if decoder == "dali":
-        return make_dali_loader(
+        dali_options = _dali_options(
+            dataset,
+            num_workers=num_workers,
+            seed=seed,
+            pin_memory=pin_memory,
+            prefetch_factor=prefetch_factor,
+            persistent_workers=persistent_workers,
+            extra=kwargs,
+        )
+        loader = make_dali_loader(
             dataset.path,
             batch_size=batch_size,
             shuffle=shuffle,
             drop_last=drop_last,
-            num_threads=num_workers,
             seed=seed,
-            **_dali_transform_options(dataset),
-            **kwargs,
+            **dali_options,
         )
+        loader.epoch_source = dataset
+        return loader
     if decoder != "simplejpeg":
         raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
     return make_torch_loader(
@@ -65,20 +110,107 @@ def make_loader(
     )
 
 
-def _dali_transform_options(dataset: Dataset) -> dict[str, Any]:
-    """The `make_dali_loader` arguments that do what `dataset.transform` does."""
+def _dali_options(
+    dataset: Dataset,
+    *,
+    num_workers: int | None,
+    seed: int,
+    pin_memory: bool | None,
+    prefetch_factor: int,
+    persistent_workers: bool,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """The `make_dali_loader` arguments (beyond path, batch size, shuffle, drop_last and seed)
+    that do what `make_loader`'s arguments and `dataset` ask for; a ValueError for what DALI
+    cannot do (see `make_loader`)."""
+    where = f"{dataset.path}: decoder='dali'"
+    _check_extra(where, extra)
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(
+            f"{where} runs at least one DALI thread; num_workers={num_workers} (loading in "
+            "the main process) has no DALI equivalent"
+        )
+    if prefetch_factor < 1:
+        raise ValueError(
+            f"{where}: prefetch_factor (DALI's prefetch_queue_depth) must be at least 1, "
+            f"got {prefetch_factor}"
+        )
+    if pin_memory:
+        raise ValueError(
+            f"{where} cannot honour pin_memory=True: DALI's CPU batches are not in pinned "
+            "memory (device='gpu' puts them on the GPU instead)"
+        )
+    if not persistent_workers:
+        raise ValueError(
+            f"{where} cannot honour persistent_workers=False: DALI's threads live as long as "
+            "the loader"
+        )
+    if dataset.epoch != 0:
+        raise ValueError(
+            f"{where}: the Dataset is at epoch {dataset.epoch}, but DALI starts at epoch 0 "
+            "and cannot start at another"
+        )
+    options = _dali_transform_options(dataset, seed, gpu=extra.get("device") == "gpu")
+    return {
+        **options,
+        "field": dataset.field,
+        "dont_use_mmap": dataset.io == "pread",
+        "num_threads": num_workers,
+        "prefetch_queue_depth": prefetch_factor,
+        **extra,
+    }
+
+
+def _check_extra(where: str, extra: dict[str, Any]) -> None:
+    """Refuse keyword arguments that `make_dali_loader` does not take, or that `make_loader`
+    sets itself."""
+    derived = sorted(set(extra) & set(_DALI_DERIVED))
+    if derived:
+        sources = ", ".join(f"{name} from {_DALI_DERIVED[name]}" for name in derived)
+        raise ValueError(f"{where} sets {sources}; do not pass {', '.join(derived)}")
+    taken = set(inspect.signature(make_dali_loader).parameters)
+    unknown = sorted(set(extra) - taken)
+    if unknown:
+        allowed = sorted(
+            taken - set(_DALI_DERIVED) - set(inspect.signature(make_loader).parameters)
+        )
+        raise ValueError(
+            f"{where} cannot honour {', '.join(unknown)}: not options of the DALI loader "
+            f"(torch DataLoader options do not apply); it takes {', '.join(allowed)}"
+        )
+
+
+def _dali_transform_options(dataset: Dataset, seed: int, *, gpu: bool) -> dict[str, Any]:
+    """The `make_dali_loader` arguments that do what `dataset.transform` does (`gpu`: for
+    `device="gpu"`)."""
     transform = dataset.transform
+    where = f"{dataset.path}: decoder='dali'"
     if isinstance(transform, RandomResizedCrop):
-        shape = transform.output_shape
-        options = {"train": True, "scale": transform.scale, "ratio": transform.ratio}
-    elif isinstance(transform, CenterCrop):
-        shape = transform.output_shape
+        if dataset.seed != seed:
+            raise ValueError(
+                f"{where} draws shuffling and crops from one seed, but the Dataset's seed is "
+                f"{dataset.seed} and make_loader's seed is {seed}: give both the same value"
+            )
+        options: dict[str, Any] = {"train": True, "scale": transform.scale}
+        options.update(ratio=transform.ratio, flip_prob=transform.flip_prob)
+    elif isinstance(transform, CenterCrop):  # not random: the Dataset's seed is not used
         options = {"train": False, "resize_size": transform.resize}
     else:
         raise ValueError(
-            f"{dataset.path}: decoder='dali' needs a RandomResizedCrop or CenterCrop transform, "
-            f"got {transform!r}"
+            f"{where} needs a RandomResizedCrop or CenterCrop transform, got {transform!r}"
         )
+    shape = transform.output_shape
     if shape[0] != shape[1]:
-        raise ValueError(f"{dataset.path}: decoder='dali' makes square crops, got {shape}")
-    return {"size": shape[0], **options}
+        raise ValueError(f"{where} makes square crops (size), got {shape}")
+    decode = transform.options
+    if decode.fastupsample and not gpu:
+        raise ValueError(
+            f"{where} cannot honour fastupsample=True on the CPU: DALI's CPU decoder always "
+            "upsamples chroma smoothly (device='gpu' can)"
+        )
+    return {
+        "size": shape[0],
+        "fast_idct": decode.fastdct,
+        "fancy_upsampling": not decode.fastupsample,
+        **options,
+    }

@@ -40,6 +40,7 @@ class ShardFile(Protocol):
 
 
 def check_io(io: str) -> IoMethod:
+    """`io` as an `IoMethod`; a ValueError for any other value (the one rule every reader uses)."""
     if io not in IO_METHODS:
         raise ValueError(f"io must be one of {IO_METHODS}, got {io!r}")
     return io
@@ -100,6 +101,8 @@ class PreadShard:
 
     def release(self) -> None:
         """Nothing is mapped."""
+
+    _fd = -1  # until opened: a constructor that raised leaves nothing to close
 
     def close(self) -> None:
         if self._fd >= 0:

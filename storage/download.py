@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import ChecksumMismatchError, file_sha256
+from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, file_sha256
 
 from .retry import RetryPolicy, log, retry_call
 
@@ -58,7 +58,10 @@ def _fetch_into(
     """Every range of the object into its file, each range retried on its own."""
 
     def fetch(span: tuple[int, int]) -> None:
-        retry_call(lambda: _fetch_range(target, *span), target.url, retry)
+        retry_call(
+            lambda: _fetch_range(target, *span), target.url, retry,
+            permanent=(FileNotFoundError, PermissionError),
+        )  # fmt: skip
 
     spans = _ranges(size, part_bytes)
     if len(spans) <= 1 or threads <= 1:
@@ -98,6 +101,8 @@ def download(
                 os.ftruncate(fd, size)
                 target = _Target(fs, path, url, fd)
                 _fetch_into(target, size, part_bytes=part_bytes, threads=threads, retry=retry)
+            except FileNotFoundError as e:
+                raise DatasetNotFoundError(f"{url}: not found ({e})") from e
             finally:
                 os.close(fd)
             found = file_sha256(tmp)

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from fastpack.formats import CorruptIndexError, IndexPart
+from fastpack.formats import IndexPart
 
 from ..build_dir import BUILD_DIR
+from ..errors import BuildDirError
 
 
 def part_path(out: str | os.PathLike[str], shard: int) -> Path:
@@ -54,4 +55,7 @@ def load_part(path: Path, fields: Sequence[str]) -> IndexPart:
                 crc32={f: z[f"crc32_{f}"] for f in fields},
             )
     except (OSError, KeyError, ValueError) as e:
-        raise CorruptIndexError(f"{path}: unreadable build record ({e})") from e
+        raise BuildDirError(
+            f"{path}: unreadable index part ({e}); the build directory is damaged: remove "
+            f"{path.parent.parent} and build again"
+        ) from e

@@ -138,6 +138,7 @@ def run_jobs(jobs: Sequence[ShardJob], plan_dir: Path, workers: int, progress: P
     if workers == 1 or len(jobs) <= 1:
         _run_here(jobs, plan_dir, progress)
         return
+    Plan(plan_dir)  # a damaged plan raises BuildDirError here, not in each worker's initializer
     try:
         _run_pool(jobs, plan_dir, min(workers, len(jobs)), progress)
     except BrokenProcessPool as e:

@@ -15,6 +15,7 @@ from pathlib import Path
 from fastpack.formats import shard_idx_name, shard_tar_name
 
 from ..build_dir import BUILD_DIR
+from ..errors import BuildDirError
 from .index_parts import part_path
 
 
@@ -44,9 +45,19 @@ def save_record(out: Path, record: ShardRecord) -> None:
 
 
 def load_record(out: Path, shard: int) -> ShardRecord:
-    data = json.loads(record_path(out, shard).read_text(encoding="utf-8"))
-    data["rejects"] = tuple((path, reason) for path, reason in data["rejects"])
-    return ShardRecord(**data)
+    """The record of a finished shard; BuildDirError if it is missing or unreadable."""
+    path = record_path(out, shard)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["rejects"] = tuple((source, reason) for source, reason in data["rejects"])
+        return ShardRecord(**data)
+    except FileNotFoundError as e:
+        raise BuildDirError(f"{path}: shard record missing; remove {out} and build again") from e
+    except (ValueError, KeyError, TypeError) as e:  # not JSON, or not a record's keys
+        raise BuildDirError(
+            f"{path}: unreadable shard record ({e!r}); the build directory is damaged: "
+            f"remove {out} and build again"
+        ) from e
 
 
 def finished_record(out: Path, shard: int) -> ShardRecord | None:

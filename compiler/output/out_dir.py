@@ -16,7 +16,7 @@ from typing import Any
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
 from ..build_dir import BUILD_DIR
-from ..errors import BuildError
+from ..errors import BuildDirError, BuildError
 
 OPTIONS_NAME = "options.json"
 # Builds made before the `check` option existed decoded every JPEG they kept.
@@ -57,10 +57,20 @@ def check_out_dir(out: Path, *, resume: bool, fingerprint: Mapping[str, Any]) ->
     if build_dir.exists():
         if not resume:
             raise BuildError(f"{out}: holds an interrupted build; {_ADVICE}")
+        options = build_dir / OPTIONS_NAME
         try:
-            stored = json.loads((build_dir / OPTIONS_NAME).read_text(encoding="utf-8"))
+            stored = json.loads(options.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return OutState.FRESH
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise BuildDirError(
+                f"{options}: unreadable build options ({e}); remove {out} and build again"
+            ) from e
+        if not isinstance(stored, dict):
+            raise BuildDirError(
+                f"{options}: unreadable build options (not a JSON object); remove {out} and "
+                "build again"
+            )
         _check_same(out, "the interrupted build", stored, fingerprint)
         return OutState.RESUME
     if manifest.exists():

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import BuildDirError
 from ..sources.scan import PlanRow
 
 META = "plan.json"
@@ -139,31 +140,58 @@ def write_meta(directory: Path, meta: PlanMeta) -> None:
     os.replace(tmp, directory / META)
 
 
+def _damaged(path: Path, what: str) -> BuildDirError:
+    return BuildDirError(
+        f"{path}: {what}; the build directory is damaged: remove {path.parent.parent} and build "
+        "again"
+    )
+
+
 def read_meta(directory: Path) -> PlanMeta | None:
-    """The plan's metadata, or None when no whole plan exists."""
+    """The plan's metadata, or None when no whole plan exists; BuildDirError if unreadable."""
+    path = directory / META
     try:
-        data = json.loads((directory / META).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    data["containers"], data["classes"] = tuple(data["containers"]), tuple(data["classes"])
-    return PlanMeta(**data)
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise _damaged(path, f"unreadable build plan ({e})") from e
+    try:
+        data["containers"], data["classes"] = tuple(data["containers"]), tuple(data["classes"])
+        return PlanMeta(**data)
+    except (KeyError, TypeError) as e:  # a key missing or unknown, or not an object
+        raise _damaged(path, f"build plan with the wrong keys ({e!r})") from e
+
+
+def _required(meta: PlanMeta) -> list[str]:
+    """The columns a plan of `meta` has (see the module docstring)."""
+    columns = ["source.blob", "source.offsets", "label", "size"]
+    if meta.containers:
+        columns += _MEMBER_COLUMNS
+    if meta.shuffled:
+        columns.append("order")
+    return columns
 
 
 class Plan:
-    """A whole plan, memory-mapped read-only."""
+    """A whole plan, memory-mapped read-only; BuildDirError if missing or damaged."""
 
     def __init__(self, directory: Path) -> None:
         meta = read_meta(directory)
         if meta is None:
-            raise FileNotFoundError(f"{directory / META}: no build plan")
+            raise _damaged(directory / META, "no build plan")
         self.meta = meta
         n = meta.num_inputs
         self._columns: dict[str, Column] = {}
-        for column, dtype in _DTYPES.items():
-            path = _path(directory, column)
-            if path.exists():
-                shape = None if column == "source.blob" else (n + (column == "source.offsets"),)
+        for column in _required(meta):
+            path, dtype = _path(directory, column), _DTYPES[column]
+            shape = None if column == "source.blob" else (n + (column == "source.offsets"),)
+            try:
                 self._columns[column] = np.memmap(path, dtype=dtype, mode="r", shape=shape)
+            except FileNotFoundError as e:
+                raise _damaged(path, "build plan column missing") from e
+            except ValueError as e:  # shorter than the plan's rows
+                raise _damaged(path, f"build plan column cut short ({e})") from e
 
     def inputs(self, start: int, stop: int) -> npt.NDArray[np.int64]:
         """The input rows at plan positions `[start, stop)`."""

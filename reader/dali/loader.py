@@ -35,17 +35,19 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fastpack.formats import DatasetFiles, DatasetNotFoundError
+from fastpack.formats import DatasetFiles, DatasetNotFoundError, TruncatedFileError
 
+from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..ranks import local_device_id, resolve_rank
 from .labels import parse_labels
 from .malloc import fix_mmap_threshold
-from .options import READER_NAME, Device, PipelineOptions
+from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
 
 if TYPE_CHECKING:
     import torch
@@ -54,24 +56,59 @@ if TYPE_CHECKING:
 OUTPUTS = ["images", "cls"]
 
 
-def _dali_iterator(options: PipelineOptions, drop_last: bool) -> Any:
-    """A `DALIGenericIterator` over a new pipeline; it builds the pipeline and reads one batch."""
+def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> Any:
+    """A `DALIGenericIterator` over a new pipeline; it builds the pipeline and reads one batch
+    (DALI's errors there, on damaged files of dataset `source`, raise `DaliReadError`)."""
     try:
         from nvidia.dali.plugin.base_iterator import LastBatchPolicy  # noqa: PLC0415 - DALI is optional
         from nvidia.dali.plugin.pytorch import DALIGenericIterator  # noqa: PLC0415
 
         from .pipeline import build_pipeline  # noqa: PLC0415 - imports DALI
     except ImportError as e:
-        raise ModuleNotFoundError(
+        raise MissingDependencyError(
             f"the DALI reader needs NVIDIA DALI and torch (pip install 'fastpack[dali,torch]'): {e}"
         ) from e
-    return DALIGenericIterator(
-        [build_pipeline(options)],
-        OUTPUTS,
-        reader_name=READER_NAME,
-        last_batch_policy=LastBatchPolicy.DROP if drop_last else LastBatchPolicy.FILL,
-        auto_reset=True,
+    pipeline = build_pipeline(options)
+    try:
+        return DALIGenericIterator(
+            [pipeline],
+            OUTPUTS,
+            reader_name=READER_NAME,
+            last_batch_policy=LastBatchPolicy.DROP if drop_last else LastBatchPolicy.FILL,
+            auto_reset=True,
+        )
+    except RuntimeError as e:
+        raise _read_error(source, e) from e
+
+
+_DALI_DETAIL_ENDS = ("C++ context", "Stacktrace")  # what follows is DALI's own source and stack
+_DALI_BOILERPLATE = ("Current pipeline object", "Critical error")
+
+
+def _read_error(source: str, error: RuntimeError) -> DaliReadError:
+    """DALI's error, which names the operator and the file but buries them in its traceback and
+    C++ context, as a `DaliReadError` that leads with the dataset."""
+    text = str(error)
+    operator = re.search(r"operator `([^`]+)`", text)
+    found = []
+    for raw in text.split("encountered:", 1)[-1].splitlines():
+        line = raw.strip()
+        if line.startswith(_DALI_DETAIL_ENDS):
+            break
+        if line and not line.startswith(_DALI_BOILERPLATE):
+            found.append(line)
+    where = f" in {operator.group(1)}" if operator else ""
+    return DaliReadError(
+        f"{source}: DALI failed{where}: {' '.join(found) or text.strip()} "
+        f"(`fastpack verify --decode {source}` lists damaged files)"
     )
+
+
+class EpochSource(Protocol):
+    """What the loader checks epochs against: a `Dataset`, whose `set_epoch` sets `epoch`."""
+
+    @property
+    def epoch(self) -> int: ...
 
 
 def _samples_per_epoch(num_samples: int, num_shards: int, batch_size: int, drop_last: bool) -> int:
@@ -88,7 +125,10 @@ class DaliLoader:
     normalized with `mean`/`std` on the GPU with `device="gpu"`. `labels`: int64 (B,) parsed from
     the samples' `cls` members, on the images' device. `len(loader)` is the number of batches per
     epoch, the same on every rank. Each `iter()` starts a new epoch; DALI cannot rewind, so an
-    epoch left unfinished is first read to its end. Made by `make_dali_loader`.
+    epoch left unfinished is first read to its end. DALI counts epochs itself: when
+    `epoch_source` is set (`make_loader` sets the `Dataset`), an epoch it names other than 0
+    must be the one DALI starts, else ValueError. DALI's own errors on damaged files are raised
+    as `DaliReadError`, after which the loader is closed. Made by `make_dali_loader`.
     """
 
     def __init__(
@@ -100,9 +140,11 @@ class DaliLoader:
         self.samples_per_epoch = _samples_per_epoch(
             num_samples, options.num_shards, options.batch_size, drop_last
         )
+        self.epoch_source: EpochSource | None = None
         self._source = source
-        self._iterator: Any = _dali_iterator(options, drop_last)
+        self._iterator: Any = _dali_iterator(options, drop_last, source)
         self._in_epoch = False
+        self._epochs_started = 0
 
     @property
     def batch_size(self) -> int:
@@ -125,8 +167,19 @@ class DaliLoader:
         if self._in_epoch:
             while self._next() is not None:
                 pass
+        self._check_epoch(self._epochs_started)
+        self._epochs_started += 1
         self._in_epoch = True
         return self._epoch()
+
+    def _check_epoch(self, starting: int) -> None:
+        wanted = 0 if self.epoch_source is None else self.epoch_source.epoch
+        if wanted not in (0, starting):
+            raise ValueError(
+                f"{self._source}: the dataset is at epoch {wanted} (set_epoch) but DALI is "
+                f"starting its epoch {starting}: DALI counts epochs itself, one per pass over "
+                "the loader from 0, and cannot start at another"
+            )
 
     def _next(self) -> dict[str, torch.Tensor] | None:
         """The next DALI batch of the epoch, or None at its end (`next()`, not `iter()`, which
@@ -136,6 +189,9 @@ class DaliLoader:
         except StopIteration:
             self._in_epoch = False
             return None
+        except RuntimeError as e:
+            self.close()  # DALI's pipeline is no longer valid
+            raise _read_error(self._source, e) from e
         return batch
 
     def _epoch(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -167,7 +223,8 @@ class DaliLoader:
 
 def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Paths of every non-empty tar and its `.idx` (a shard whose inputs were all rejected holds
-    no sample), checked to exist: DALI's own message names neither."""
+    no sample), checked to exist, and each tar to have its recorded size: DALI's own messages
+    name neither file, or blame the `.idx` for a short tar."""
     tars: list[str] = []
     indexes: list[str] = []
     for shard, info in enumerate(ds.manifest.shards):
@@ -177,14 +234,23 @@ def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if not path.is_file():
                 raise DatasetNotFoundError(f"{path}: shard file listed in the manifest is missing")
             kept.append(str(path))
+        size = ds.shard_path(shard).stat().st_size
+        if size < info.bytes:
+            raise TruncatedFileError(
+                f"{ds.shard_path(shard)}: shard has {size} bytes, the manifest records {info.bytes}"
+            )
     return tuple(tars), tuple(indexes)
 
 
-def _check_dataset(ds: DatasetFiles, num_shards: int, batch_size: int, drop_last: bool) -> None:
+def _check_dataset(
+    ds: DatasetFiles, field: str, num_shards: int, batch_size: int, drop_last: bool
+) -> None:
     n, fields = len(ds), ds.manifest.fields
-    if not {"jpg", "cls"} <= set(fields):
-        raise ValueError(
-            f"{ds.root}: samples hold fields {list(fields)}; the DALI reader needs jpg and cls"
+    missing = [f for f in (field, LABEL_FIELD) if f not in fields]
+    if missing:
+        raise MissingFieldError(
+            f"{ds.root}: samples hold fields {list(fields)}, no {' or '.join(missing)}; the DALI "
+            f"reader needs the image field {field!r} and {LABEL_FIELD!r}"
         )
     if n < num_shards:
         raise ValueError(
@@ -221,12 +287,20 @@ def make_dali_loader(
     prefetch_queue_depth: int = 2,
     dont_use_mmap: bool = False,
     malloc_mmap_threshold: int | None = 256 * 1024,
+    flip_prob: float = 0.5,
+    field: str = "jpg",
+    fast_idct: bool = False,
+    fancy_upsampling: bool = True,
 ) -> DaliLoader:
     """A DALI loader over the dataset at `path`, for this process's rank.
 
     `train=True`: random-resized-crop (`scale`, `ratio`; only the crop's region is decoded) to
-    `size` x `size` and a random horizontal flip. `train=False`: shorter side resized to
-    `resize_size` (default `round(size / 0.875)`), then the centre `size` x `size`.
+    `size` x `size` and a horizontal flip with probability `flip_prob`. `train=False`: shorter
+    side resized to `resize_size` (default `round(size / 0.875)`), then the centre `size` x `size`.
+    Images are the samples' `field` members. `fast_idct` uses libjpeg-turbo's faster, less
+    accurate IDCT (the CPU decoder, and the GPU path's CPU fallback). `fancy_upsampling=False`
+    lets nvJPEG upsample chroma the fast way (`device="gpu"` only: the CPU decoder always
+    upsamples smoothly).
     `shuffle` (default: `train`) reshuffles the tars' order every epoch and draws samples at random
     from a buffer of `initial_fill`. `num_threads` (default: the CPUs this process may use) is
     DALI's thread count; `seed` fixes shuffling and augmentation. `device="gpu"` decodes on GPU
@@ -241,7 +315,7 @@ def make_dali_loader(
     shard, shards = resolve_rank(shard_id, num_shards)
     gpu = (device_id if device_id is not None else local_device_id()) if device == "gpu" else None
     ds = DatasetFiles(path)
-    _check_dataset(ds, shards, batch_size, drop_last)
+    _check_dataset(ds, field, shards, batch_size, drop_last)
     paths, index_paths = _shard_files(ds)
     options = PipelineOptions(
         paths=paths,
@@ -264,6 +338,10 @@ def make_dali_loader(
         ratio=ratio,
         mean=tuple(mean),
         std=tuple(std),
+        flip_prob=flip_prob,
+        field=field,
+        fast_idct=fast_idct,
+        fancy_upsampling=fancy_upsampling,
     )
     if malloc_mmap_threshold is not None:
         fix_mmap_threshold(malloc_mmap_threshold)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 READER_NAME = "shards"
+LABEL_FIELD = "cls"
 Device = Literal["cpu", "gpu"]
 
 
@@ -33,6 +34,10 @@ class PipelineOptions:
     ratio: tuple[float, float]
     mean: tuple[float, ...]  # per channel, 0..1 scale, as `to_float`
     std: tuple[float, ...]
+    flip_prob: float = 0.5  # training only: probability of a horizontal flip
+    field: str = "jpg"  # the image member's extension
+    fast_idct: bool = False  # libjpeg-turbo's faster, less accurate IDCT
+    fancy_upsampling: bool = True  # smooth chroma upsampling (the CPU decoder always does it)
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "gpu"):
@@ -48,6 +53,15 @@ class PipelineOptions:
             raise ValueError(f"mean and std need 3 values, std > 0; got {self.mean}, {self.std}")
         _check_range("scale", self.scale, 1.0)
         _check_range("ratio", self.ratio, None)
+        if not 0 <= self.flip_prob <= 1:
+            raise ValueError(f"flip_prob must be in [0, 1], got {self.flip_prob}")
+        if not self.field or ";" in self.field or self.field == LABEL_FIELD:
+            raise ValueError(f"field must name the image member, not {self.field!r}")
+        if not self.fancy_upsampling and self.device == "cpu":
+            raise ValueError(
+                "fancy_upsampling=False needs device='gpu': DALI's CPU decoder always upsamples "
+                "chroma smoothly"
+            )
 
 
 def _check_range(name: str, value: tuple[float, float], upper: float | None) -> None:

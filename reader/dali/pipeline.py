@@ -9,18 +9,19 @@ exercised by this project's tests, which run without a GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from nvidia.dali import fn, types
 from nvidia.dali.data_node import DataNode
 from nvidia.dali.pipeline import Pipeline
 
-from .options import READER_NAME, PipelineOptions
+from .options import LABEL_FIELD, READER_NAME, PipelineOptions
 
 __all__ = ["READER_NAME", "build_pipeline"]
 
 
 def _read(o: PipelineOptions) -> tuple[DataNode, DataNode]:
-    """(jpg bytes, cls bytes) of this rank's samples.
+    """(image bytes, cls bytes) of this rank's samples; the image member is `o.field`.
 
     Every rank reads ceil(N / num_shards) samples per epoch (`pad_last_batch` repeats a shard's
     last sample). With `shuffle`, the order of the tars is reshuffled every epoch with the same
@@ -31,7 +32,7 @@ def _read(o: PipelineOptions) -> tuple[DataNode, DataNode]:
         name=READER_NAME,
         paths=list(o.paths),
         index_paths=list(o.index_paths),
-        ext=["jpg", "cls"],
+        ext=[o.field, LABEL_FIELD],
         dtypes=[types.DALIDataType.UINT8, types.DALIDataType.UINT8],
         missing_component_behavior="error",
         shard_id=o.shard_id,
@@ -55,26 +56,37 @@ def _one(node: DataNode | Sequence[DataNode] | None) -> DataNode:
     return node
 
 
+def _decoder_options(o: PipelineOptions) -> dict[str, Any]:
+    """The arguments both decoders take: device, RGB output, IDCT and chroma upsampling."""
+    options: dict[str, Any] = {
+        "device": "mixed" if o.device == "gpu" else "cpu",
+        "output_type": types.DALIImageType.RGB,
+        "use_fast_idct": o.fast_idct,
+    }
+    if o.device == "gpu":  # the CPU decoder always upsamples smoothly and has no such switch
+        options["jpeg_fancy_upsampling"] = o.fancy_upsampling
+    return options
+
+
 def _train_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
-    """Random-resized-crop (decoding only the crop's region) and a random horizontal flip."""
+    """Random-resized-crop (decoding only the crop's region) and a horizontal flip with
+    probability `flip_prob`."""
     images = _one(
         fn.decoders.image_random_crop(
             jpg,
-            device="mixed" if o.device == "gpu" else "cpu",
-            output_type=types.DALIImageType.RGB,
             random_area=list(o.scale),
             random_aspect_ratio=list(o.ratio),
             num_attempts=10,
+            **_decoder_options(o),
         )
     )
     images = _one(fn.resize(images, resize_x=o.size, resize_y=o.size))
-    return _finish(images, o, mirror=fn.random.coin_flip(probability=0.5))
+    return _finish(images, o, mirror=fn.random.coin_flip(probability=o.flip_prob))
 
 
 def _eval_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
     """Shorter side resized to `resize_size`, then the centre `size` x `size` square."""
-    decoder = "mixed" if o.device == "gpu" else "cpu"
-    images = _one(fn.decoders.image(jpg, device=decoder, output_type=types.DALIImageType.RGB))
+    images = _one(fn.decoders.image(jpg, **_decoder_options(o)))
     images = _one(fn.resize(images, resize_shorter=o.resize_size))
     return _finish(images, o, crop=[o.size, o.size])
 

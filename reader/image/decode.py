@@ -4,11 +4,9 @@ libjpeg-turbo can decode at n/8 of full size, but only 1/2, 1/4 and 1/8 have SIM
 the other scales run slower than a full decode. `render` therefore picks the smallest of those
 scales at which the crop box, enlarged by at most `max_upscale`, still covers the output; the
 final bilinear resize then changes the size by at most 2x either way (box-averaged halvings
-first, when a small output asks for more shrinking than the DCT scales give).
-
-Where the time goes, for a 480x480 photo at 41 KB cropped to 224x224 (one core): a full decode
-0.84 ms, of which entropy decoding is about 0.45 ms at any scale; a 1/2-scale decode 0.62 ms; the
-crop and bilinear resize 0.08-0.11 ms. An INTER_AREA resize from full size would cost 0.68 ms.
+first, when a small output asks for more shrinking than the DCT scales give). Entropy
+decoding is paid in full at every scale, so a reduced scale saves the inverse DCT and colour
+conversion only; benchmarks/COSTS.md has the costs of each step.
 """
 
 from __future__ import annotations

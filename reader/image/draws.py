@@ -3,10 +3,9 @@
 
 Each draw is the SplitMix64 finalizer (Steele, Lea and Flood, "Fast splittable pseudorandom
 number generators", 2014) applied to a counter made of the four numbers; its top 53 bits give
-the float. A per-sample `numpy.random.default_rng((seed, epoch, index))` costs about 15 us per
-sample, mostly hashing its seed; a batch of 64 x 23 draws here costs about 1 us per sample
-(one sample alone about 30 us of numpy call overhead, so readers compute them per batch, or per
-1024 samples with `iter_draws`). Results do not depend on batching, worker count or order.
+the float. The hash is vectorized, so readers compute the draws of a whole batch in one call (or
+1024 samples at a time with `iter_draws`): one call costs about as much for one sample as for
+64 (benchmarks/COSTS.md). Results do not depend on batching, worker count or order.
 """
 
 from __future__ import annotations

@@ -4,15 +4,19 @@ The constructor opens the manifest and the memory-mapped index at once, to fail 
 copy carries configuration only (path, transform, seed, epoch) and opens them again on first use
 in the process that unpickles it. Forked workers share the parent's maps. Shards are mapped on
 demand. Nothing is kept per sample: a worker's private memory does not grow with the dataset.
+`close()` (or leaving a `with` block, or the dataset being garbage-collected) closes the shard
+files this process opened and drops its index map.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,12 +29,13 @@ from fastpack.formats import (
     ShardFormatError,
 )
 
+from ..errors import MissingFieldError
 from ..image.decode import Image, decode, jpeg_size
 from ..image.draws import sample_draws
 from ..image.transforms import Transform
+from ..shard_files import IoMethod, check_io
 from .shard_reader import ShardReader
 
-IoMethod = Literal["mmap", "pread"]
 INDEX_RELEASE_SAMPLES = 64  # an index release costs ~0.15 ms per GB mapped: once per batch
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
@@ -42,7 +47,7 @@ class _Opened:
         self.files = DatasetFiles(root)
         self.index = self.files.index
         if field not in self.index.fields:
-            raise ValueError(
+            raise MissingFieldError(
                 f"{self.index.path}: no field {field!r}; fields are {self.index.fields}"
             )
         self.shards = ShardReader(self.files, io)
@@ -58,6 +63,10 @@ class _Opened:
         if self.unreleased >= INDEX_RELEASE_SAMPLES:
             self.index.release()
             self.unreleased = 0
+
+    def close(self) -> None:
+        """Close the shard files opened so far (the index map goes with the last reference)."""
+        self.shards.close()
 
 
 class Dataset:
@@ -76,6 +85,11 @@ class Dataset:
     `persistent_workers=False` they restart every epoch and see the new epoch. With persistent
     workers use `make_loader`, whose batches carry the epoch to the workers; a plain DataLoader
     would keep the epoch the workers started with.
+
+    Iterating yields every sample in order, and raises the error of a sample that cannot be read.
+    `close()` closes the shard files and drops the index map this process opened, as leaving a
+    `with Dataset(...) as ds:` block or garbage collection does; a closed dataset stays usable
+    and opens them again on its next read, as a freshly unpickled copy does.
     """
 
     def __init__(
@@ -89,23 +103,22 @@ class Dataset:
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
-        if io not in ("mmap", "pread"):
-            raise ValueError(f"io must be 'mmap' or 'pread', got {io!r}")
+        self.io: IoMethod = check_io(io)
         self.path = Path(path)
         self.transform = transform
         self.seed = int(seed)
         self.field = field
-        self.io: IoMethod = io
         self.epoch = 0
         self.batch_allocator: BatchAllocator | None = None
         self._state: _Opened | None = None
+        self._finalizer: weakref.finalize[[], Dataset] | None = None
         self._opened()  # fail early on a missing or malformed dataset
 
     # -- configuration and pickling -------------------------------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_state"] = None
+        state["_state"] = state["_finalizer"] = None
         state["batch_allocator"] = None
         return state
 
@@ -126,8 +139,29 @@ class Dataset:
 
     def _opened(self) -> _Opened:
         if self._state is None:
-            self._state = _Opened(self.path, self.field, self.io)
+            state = self._state = _Opened(self.path, self.field, self.io)
+            # Holds the state, never the dataset: collecting the dataset closes its shard files.
+            self._finalizer = weakref.finalize(self, state.close)
+            self._finalizer.atexit = False  # the process's exit closes them anyway
         return self._state
+
+    def close(self) -> None:
+        """Close the shard files this process opened and drop its index map; a later read opens
+        them again. Arrays handed out (`labels`, `read_bytes` views) stay valid."""
+        finalizer, self._finalizer, self._state = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()  # runs `_Opened.close` once, then lets go of the state
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- metadata -------------------------------------------------------------------------------
 
@@ -158,6 +192,12 @@ class Dataset:
         return state.index.source(_check_index(i, state))
 
     # -- reading --------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[tuple[Image, np.int64]]:
+        """Every sample in order. Defined so that Python's sequence protocol, which ends an
+        iteration at the first IndexError, is never used: an unreadable sample raises."""
+        for i in range(len(self)):
+            yield self[i]
 
     def read_bytes(self, i: int) -> memoryview | bytes:
         """The stored payload of sample `i` (its JPEG), as a zero-copy view into the shard."""

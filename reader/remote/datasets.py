@@ -24,8 +24,8 @@ def read_remote_manifest(
 ) -> Manifest:
     """The manifest of the dataset at `url`; `DatasetNotFoundError` (naming the URL) for an
     unknown bucket or prefix, or a build that has not finished."""
-    location = Location(url, storage_options)
-    text = read_manifest_bytes(location, retry or RetryPolicy())
+    location = Location(url, storage_options, retry)
+    text = read_manifest_bytes(location, location.retry)
     return manifest_from_text(text, location.url_of(MANIFEST_NAME))
 
 
@@ -58,9 +58,10 @@ def fetch_dataset(
     threads: int = 4,
 ) -> Path:
     """Copy the dataset at `url` into the directory `dest` (created; must be empty): index and
-    shards checked against the manifest's SHA-256s, the manifest written last."""
-    retry = retry or RetryPolicy()
-    location = Location(url, storage_options)
+    shards checked against the manifest's SHA-256s, the manifest written last. Every read goes
+    through `retry` (default `RetryPolicy()`)."""
+    location = Location(url, storage_options, retry)
+    retry = location.retry
     text = read_manifest_bytes(location, retry)
     manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
     out = Path(dest)

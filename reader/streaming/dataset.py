@@ -11,6 +11,9 @@ Remote shards are fetched whole by background threads (ranged GETs in parallel f
 `prefetch` shards ahead of need, into `cache_dir`; the manifest and index are fetched once, when
 the dataset is constructed, and shared with the DataLoader workers. Local datasets are read in
 place (no copy, no lock), with `io="pread"` for file systems where maps are slow (NFS).
+
+The dataset holds the manifest and the index map; each iteration opens the shards it reads and
+closes them when it ends, is closed, or is garbage-collected half-way.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     MANIFEST_NAME,
+    CorruptIndexError,
     DatasetFiles,
     FastpackError,
     Manifest,
@@ -40,12 +45,13 @@ from ..image.draws import iter_draws
 from ..image.transforms import Transform
 from ..ranks import resolve_rank
 from ..remote import read_manifest_bytes
-from ..shard_files import IO_METHODS, IoMethod, ShardFile
+from ..shard_files import IoMethod, ShardFile, check_io
 from .cache import ShardCache
 from .plan import Chunk, Stream, StreamPlan, stream_plan
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
 
 Sample = tuple[Image, np.int64]
+Labels = npt.NDArray[np.int64]
 
 
 class StreamingDataset:
@@ -63,6 +69,10 @@ class StreamingDataset:
     `cache_limit` bounds the bytes of shards in the node's cache directory; each stream evicts
     the least recently used shards it does not need. It must leave room for the
     `shuffle_window + prefetch` shards that each stream of the node holds at once.
+
+    `close()` (or leaving a `with` block) drops the index map this process opened; a later
+    iteration opens it again. The shard files of an iteration belong to its iterator, which
+    closes them when it is exhausted, closed or garbage-collected.
     """
 
     def __init__(
@@ -88,7 +98,8 @@ class StreamingDataset:
         self.transform, self.seed, self.shuffle = transform, int(seed), shuffle
         self.shuffle_window = shuffle_window
         self.prefetch = shuffle_window if prefetch is None else prefetch
-        self.drop_last, self.io, self.field = drop_last, io, field
+        self.drop_last, self.field = drop_last, field
+        self.io: IoMethod = check_io(io)
         self.fetch = fetch or FetchOptions()
         self.cache_limit = cache_limit
         self.rank, self.world_size = resolve_rank(rank, world_size)
@@ -103,8 +114,7 @@ class StreamingDataset:
         self.manifest: Manifest = read_manifest(self.root / MANIFEST_NAME)
         self._counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
         self._check_cache_limit()
-        self._files: DatasetFiles | None = None
-        self._labels: npt.NDArray[np.int64] | None = None
+        self._files: tuple[DatasetFiles, Labels] | None = None
         self._stream: Stream | None = None
         self._position = 0
         self._resume: tuple[Stream, int] | None = None
@@ -119,7 +129,6 @@ class StreamingDataset:
             ("prefetch", self.prefetch >= 0, ">= 0"),
             ("world_size", self.world_size >= 1, ">= 1"),
             ("rank", 0 <= self.rank < self.world_size, f"in [0, {self.world_size})"),
-            ("io", self.io in IO_METHODS, f"one of {IO_METHODS}"),
         )
         for name, ok, expected in checks:
             if not ok:
@@ -165,8 +174,24 @@ class StreamingDataset:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_files"] = state["_labels"] = None
+        state["_files"] = None
         return state
+
+    def close(self) -> None:
+        """Drop the index map this process opened; a later iteration opens it again. Iterations
+        in progress keep what they hold (their shard files and the index) until they end."""
+        self._files = None
+
+    def __enter__(self) -> StreamingDataset:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return (
@@ -259,12 +284,20 @@ class StreamingDataset:
         position: int,
     ) -> Iterator[Sample]:  # fmt: skip
         files = {c.shard: source.get(position + k) for k, c in enumerate(window)}
-        shard_of = self._opened().index.shard
+        dataset_files, labels = self._opened()
+        shard_of = dataset_files.index.shard
         count = 0 if self.transform is None else self.transform.draws
         samples = ids.tolist()
         draws = iter_draws(self.seed, self.epoch, samples, count)
         for i, sample_draws in zip(samples, draws, strict=True):
-            sample = self._sample(files[int(shard_of[i])], i, sample_draws)
+            shard_file = files.get(int(shard_of[i]))
+            if shard_file is None:
+                raise CorruptIndexError(
+                    f"{dataset_files.index.path}: sample {i} is in shard {int(shard_of[i])}, "
+                    f"the manifest's sample counts put it in shard {sorted(files)}"
+                )
+            image = self._image(dataset_files, shard_file, i, sample_draws)
+            sample = image, labels[i]
             self._position += 1  # counted before the yield: state_dict() sees it handed out
             yield sample
 
@@ -277,14 +310,16 @@ class StreamingDataset:
             options=self.fetch,
         )  # fmt: skip
 
-    def _opened(self) -> DatasetFiles:
+    def _opened(self) -> tuple[DatasetFiles, Labels]:
+        """The dataset files and a plain view of the labels, opened once per process."""
         if self._files is None:
-            self._files = DatasetFiles(self.root)
-            self._labels = self._files.index.label.view(np.ndarray)
+            files = DatasetFiles(self.root)
+            self._files = (files, files.index.label.view(np.ndarray))
         return self._files
 
-    def _sample(self, shard_file: ShardFile, i: int, draws: list[float] | None) -> Sample:
-        files = self._opened()
+    def _image(
+        self, files: DatasetFiles, shard_file: ShardFile, i: int, draws: list[float] | None
+    ) -> Image:
         _, offset, size = files.index.locate(i, self.field, shard_file.size)
         data = shard_file.read(offset, size)
         try:
@@ -296,10 +331,7 @@ class StreamingDataset:
                 f"{self.path}: sample {i} (key {files.index.key(i)}, shard "
                 f"{int(files.index.shard[i])}) field {self.field!r} does not decode: {e}"
             ) from e
-        labels = self._labels
-        if labels is None:
-            raise RuntimeError("labels are read with the index")
-        return image, labels[i]
+        return image
 
 
 def _has_size(path: Path, size: int) -> bool:

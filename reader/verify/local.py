@@ -3,7 +3,8 @@
 Every check runs and every problem is collected (up to a limit), so one report shows all that
 is wrong: manifest and index headers, file sizes and SHA-256s, each shard's DALI index against
 the binary index, each payload's CRC-32 and bounds, each `cls` against its label, and
-optionally a strict decode of every JPEG.
+optionally a strict decode of every JPEG. The checks of the index, of a DALI index and of one
+payload are functions shared with `verify_remote`, which streams the shards of a dataset at a URL.
 """
 
 from __future__ import annotations
@@ -11,25 +12,35 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import DatasetFiles, FastpackError, Index, file_sha256, read_wds_index
+from fastpack.formats import (
+    DatasetFiles,
+    FastpackError,
+    Index,
+    Manifest,
+    MemberLocation,
+    file_sha256,
+    read_wds_index,
+)
 from tqdm import tqdm
 
 MAX_PROBLEMS = 1000
-_CHUNK = 1 << 20
+Rows = npt.NDArray[np.intp]
 
 
 @dataclass(kw_only=True)
 class VerifyReport:
-    """The outcome of `verify_dataset`: `ok` when no problem was found."""
+    """The outcome of `verify_dataset` or `verify_remote`: `ok` when no problem was found.
+    `path` is the dataset's directory, or its URL."""
 
-    path: Path
+    path: Path | str
     problems: list[str] = field(default_factory=list)
     problems_omitted: int = 0
     samples_checked: int = 0
@@ -61,6 +72,120 @@ class VerifyReport:
         return "\n".join(lines)
 
 
+class Payload(NamedTuple):
+    """One field of one sample (index row `row`), where the index puts it in its shard."""
+
+    row: int
+    field: str
+    offset: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+def check_shard_column(
+    report: VerifyReport, index: Index, manifest: Manifest, index_name: str
+) -> bool:
+    """The index's shard numbers: non-decreasing (returned), with each shard's count as in the
+    manifest. `index_name` names the index in the problems."""
+    column: npt.NDArray[np.uint32] = index.shard  # type: ignore[assignment]
+    ordered = not (len(column) > 1 and np.any(column[1:] < column[:-1]))
+    if not ordered:
+        report.add(f"{index_name}: the 'shard' column is not non-decreasing")
+    shards = manifest.shards
+    counts = np.bincount(column, minlength=len(shards))
+    if len(counts) > len(shards):
+        report.add(
+            f"{index_name}: samples name shards up to {len(counts) - 1}, "
+            f"the manifest lists {len(shards)}"
+        )
+    for k, info in enumerate(shards):
+        if counts[k] != info.samples:
+            report.add(
+                f"{index_name}: {counts[k]} samples in shard {k}, "
+                f"the manifest records {info.samples}"
+            )
+    return ordered
+
+
+def shard_rows(index: Index, shard: int, ordered: bool) -> Rows:
+    """The index rows of shard `shard`; `ordered` as `check_shard_column` returned it."""
+    column = index.shard
+    if ordered:
+        return np.arange(*np.searchsorted(column, [shard, shard + 1]))
+    return np.flatnonzero(column == shard)
+
+
+def wds_index_problems(
+    source: str,
+    samples: Sequence[Sequence[MemberLocation]],
+    index: Index,
+    fields: Sequence[str],
+    *,
+    rows: Rows,
+    shard: int,
+) -> list[str]:
+    """What a shard's DALI index (`samples`, read from `source`) says that the index does not."""
+    problems = []
+    if len(samples) != len(rows):
+        problems.append(
+            f"{source}: {len(samples)} samples, the index puts {len(rows)} in shard {shard}"
+        )
+    for i, members in zip(rows.tolist(), samples, strict=False):
+        key = index.key(i)
+        found = [(m.name, m.data_offset, m.size) for m in members]
+        expected = [
+            (f"{key}.{f}", int(index.offsets(f)[i]), int(index.sizes(f)[i])) for f in fields
+        ]
+        if found != expected:
+            problems.append(f"{source}: sample {i} lists {found}, the index has {expected}")
+    return problems
+
+
+def shard_payloads(index: Index, fields: Sequence[str], rows: Rows) -> list[Payload]:
+    """The payloads of samples `rows`, sample by sample, each in the order of `fields`."""
+    columns = [(f, index.offsets(f)[rows].tolist(), index.sizes(f)[rows].tolist()) for f in fields]
+    return [
+        Payload(row, f, int(offsets[k]), int(sizes[k]))
+        for k, row in enumerate(rows.tolist())
+        for f, offsets, sizes in columns
+    ]
+
+
+def _where(shard: str, index: Index, p: Payload) -> str:
+    return f"{shard}: sample {p.row} (key {index.key(p.row)}) field {p.field!r}"
+
+
+def bounds_problem(shard: str, index: Index, p: Payload, shard_bytes: int) -> str | None:
+    """The problem if payload `p` reaches past the end of `shard` (`shard_bytes` long)."""
+    if p.end <= shard_bytes:
+        return None
+    return (
+        f"{_where(shard, index, p)}: bytes [{p.offset}, {p.end}) past the shard's end "
+        f"({shard_bytes} bytes)"
+    )
+
+
+def payload_problem(
+    shard: str, index: Index, p: Payload, data: bytes | memoryview, decode: bool
+) -> str | None:
+    """The problem with payload `p` of `shard`, read as `data`, if any: its CRC-32 against the
+    index, a `cls` against the sample's label, and with `decode` a strict decode of a JPEG."""
+    crc, expected = zlib.crc32(data), int(index.crc32(p.field)[p.row])
+    if crc != expected:
+        return f"{_where(shard, index, p)}: crc32 {crc:08x}, the index records {expected:08x}"
+    if p.field == "cls" and bytes(data) != str(label := int(index.label[p.row])).encode():
+        return f"{_where(shard, index, p)}: holds {bytes(data)!r}, label is {label}"
+    if p.field == "jpg" and decode:
+        try:
+            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)
+        except ValueError as e:
+            return f"{_where(shard, index, p)}: does not decode ({e})"
+    return None
+
+
 def verify_dataset(
     path: str | os.PathLike[str], *, decode: bool = False, progress: bool = False
 ) -> VerifyReport:
@@ -72,17 +197,12 @@ def verify_dataset(
         report.add_error(e)
         return report
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
-    ordered = _check_shard_column(report, files)
+    ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
     shards: Iterable[int] = range(len(files.manifest.shards))
     if progress:
         shards = tqdm(shards, desc="verify", unit="shard")
-    column = files.index.shard
     for shard in shards:
-        if ordered:
-            rows = np.arange(*np.searchsorted(column, [shard, shard + 1]))
-        else:
-            rows = np.flatnonzero(column == shard)
-        _ShardCheck(report, files, shard, rows, decode).run()
+        _check_shard(report, files, shard, shard_rows(files.index, shard, ordered), decode)
     return report
 
 
@@ -99,107 +219,40 @@ def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> boo
     return True
 
 
-def _check_shard_column(report: VerifyReport, files: DatasetFiles) -> bool:
-    """The index's shard numbers: non-decreasing (returned), with each shard's count as in the
-    manifest."""
-    column: npt.NDArray[np.uint32] = files.index.shard  # type: ignore[assignment]
-    ordered = not (len(column) > 1 and np.any(column[1:] < column[:-1]))
-    if not ordered:
-        report.add(f"{files.index.path}: the 'shard' column is not non-decreasing")
-    shards = files.manifest.shards
-    counts = np.bincount(column, minlength=len(shards))
-    if len(counts) > len(shards):
-        report.add(
-            f"{files.index.path}: samples name shards up to {len(counts) - 1}, "
-            f"the manifest lists {len(shards)}"
-        )
-    for k, info in enumerate(shards):
-        if counts[k] != info.samples:
-            report.add(
-                f"{files.index.path}: {counts[k]} samples in shard {k}, "
-                f"the manifest records {info.samples}"
-            )
-    return ordered
-
-
-class _ShardCheck:
-    """All checks of one shard and its samples."""
-
-    def __init__(
-        self,
-        report: VerifyReport,
-        files: DatasetFiles,
-        shard: int,
-        rows: npt.NDArray[np.intp],
-        decode: bool,
-    ) -> None:
-        self.report, self.files, self.shard, self.decode = report, files, shard, decode
-        self.index: Index = files.index
-        self.path = files.shard_path(shard)
-        self.rows = rows
-
-    def run(self) -> None:
-        info = self.files.manifest.shards[self.shard]
-        if not _check_file(self.report, self.path, info.bytes, info.sha256):
-            return
-        self.report.shards_checked += 1
-        self._check_wds_index()
-        size = self.path.stat().st_size
-        if size == 0:
-            return
-        with self.path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            view = memoryview(m)
-            try:
-                for i in self.rows.tolist():
-                    self._check_sample(view, int(i))
-                    self.report.samples_checked += 1
-            finally:
-                view.release()
-
-    def _check_wds_index(self) -> None:
-        path = self.files.shard_index_path(self.shard)
+def _check_shard(
+    report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows, decode: bool
+) -> None:
+    """All checks of one shard file, its DALI index and its samples' payloads."""
+    info, path = files.manifest.shards[shard], files.shard_path(shard)
+    if not _check_file(report, path, info.bytes, info.sha256):
+        return
+    report.shards_checked += 1
+    idx_path = files.shard_index_path(shard)
+    try:
+        samples = read_wds_index(idx_path)
+    except UnicodeDecodeError as e:
+        report.add(f"{idx_path}: not ASCII text ({e})")
+    except (FastpackError, OSError) as e:
+        report.add_error(e)
+    else:
+        fields = files.manifest.fields
+        for line in wds_index_problems(
+            str(idx_path), samples, files.index, fields, rows=rows, shard=shard
+        ):
+            report.add(line)
+    size = path.stat().st_size
+    if size == 0:
+        return
+    name, index = str(path), files.index
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        view = memoryview(m)
         try:
-            samples = read_wds_index(path)
-        except (FastpackError, OSError, UnicodeDecodeError) as e:
-            self.report.add_error(e)
-            return
-        if len(samples) != len(self.rows):
-            self.report.add(
-                f"{path}: {len(samples)} samples, the index puts {len(self.rows)} in shard "
-                f"{self.shard}"
-            )
-        fields = self.files.manifest.fields
-        for i, members in zip(self.rows.tolist(), samples, strict=False):
-            key = self.index.key(i)
-            found = [(m.name, m.data_offset, m.size) for m in members]
-            expected = [
-                (f"{key}.{f}", int(self.index.offsets(f)[i]), int(self.index.sizes(f)[i]))
-                for f in fields
-            ]
-            if found != expected:
-                self.report.add(f"{path}: sample {i} lists {found}, the index has {expected}")
-
-    def _check_sample(self, view: memoryview, i: int) -> None:
-        for f in self.files.manifest.fields:
-            offset, size = int(self.index.offsets(f)[i]), int(self.index.sizes(f)[i])
-            where = f"{self.path}: sample {i} (key {self.index.key(i)}) field {f!r}"
-            if offset + size > len(view):
-                self.report.add(
-                    f"{where}: bytes [{offset}, {offset + size}) past the shard's end "
-                    f"({len(view)} bytes)"
+            for p in shard_payloads(index, files.manifest.fields, rows):
+                problem = bounds_problem(name, index, p, size) or payload_problem(
+                    name, index, p, view[p.offset : p.end], decode
                 )
-                continue
-            data = view[offset : offset + size]
-            crc, expected = zlib.crc32(data), int(self.index.crc32(f)[i])
-            if crc != expected:
-                self.report.add(f"{where}: crc32 {crc:08x}, the index records {expected:08x}")
-            elif f == "cls" and bytes(data) != str(int(self.index.label[i])).encode():
-                self.report.add(f"{where}: holds {bytes(data)!r}, label is {self.index.label[i]}")
-            elif f == "jpg" and self.decode:
-                self._check_decode(where, data)
-
-    def _check_decode(self, where: str, data: memoryview) -> None:
-        try:
-            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)
-        except ValueError as e:
-            self.report.add(f"{where}: does not decode ({e})")
+                if problem is not None:
+                    report.add(problem)
+            report.samples_checked += len(rows)
+        finally:
+            view.release()

@@ -1,53 +1,47 @@
-"""`verify_remote`: `verify_dataset` for a dataset at a URL, on a temporary copy of its files.
+"""`verify_remote`: the checks of `verify_dataset` on a dataset at a URL, its shards streamed.
 
-The files are copied as they are (no checksum enforced while copying), so that the report lists
-every problem, as it does for a local dataset; its messages name the URL, not the copy.
+The manifest and the binary index are downloaded into a temporary directory (`fastpack-verify-*`
+under the system's temporary directory, deleted on return), where the index is memory-mapped.
+Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SHA-256 is
+computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
+is written to disk, and a shard being checked holds about one chunk plus one payload in memory
+(a payload may straddle chunks). Each shard's DALI index (small) is read whole. Problems name
+the URLs; a missing or unreadable object is a problem in the report, not an exception.
 """
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
-    REJECTS_NAME,
+    DatasetFiles,
     FastpackError,
+    TruncatedFileError,
     manifest_from_text,
+    parse_wds_index,
 )
 from fastpack.storage import Location, RetryPolicy
-from fastpack.storage.retry import retry_call
+from tqdm import tqdm
 
 from ..remote import read_manifest_bytes
-from .local import VerifyReport, verify_dataset
+from .local import (
+    Rows,
+    VerifyReport,
+    bounds_problem,
+    check_shard_column,
+    payload_problem,
+    shard_payloads,
+    shard_rows,
+    wds_index_problems,
+)
 
-
-def _copy(location: Location, name: str, out: Path, retry: RetryPolicy) -> None:
-    """Copy object `name` as it is; a missing one is left missing (the verify reports it)."""
-    (out / name).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        retry_call(
-            lambda: location.fs.get_file(location.path(name), str(out / name)),
-            location.url_of(name),
-            retry,
-            permanent=(FileNotFoundError,),
-        )
-    except FileNotFoundError:
-        (out / name).unlink(missing_ok=True)
-
-
-def copy_as_is(location: Location, out: Path, retry: RetryPolicy) -> None:
-    """The manifest, index, shards, DALI indexes and rejects at `location`, into `out`."""
-    text = read_manifest_bytes(location, retry)
-    (out / MANIFEST_NAME).write_bytes(text)
-    manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
-    names = [INDEX_NAME, REJECTS_NAME]
-    names += [name for s in manifest.shards for name in (s.name, s.index_name)]
-    for name in names:
-        _copy(location, name, out, retry)
+DEFAULT_CHUNK_BYTES = 8 * 2**20
 
 
 def verify_remote(
@@ -57,16 +51,198 @@ def verify_remote(
     decode: bool = False,
     progress: bool = False,
     retry: RetryPolicy | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
 ) -> VerifyReport:
-    """Check the dataset at `url` as `verify_dataset` checks a local one."""
-    location = Location(url, storage_options)
+    """Check the dataset at `url` as `verify_dataset` checks a local one, streaming each shard
+    in ranged reads of `chunk_bytes` (see the module's docstring). `decode=True` also decodes
+    every JPEG (strict); `progress=True` shows the shard bytes read; every read goes through
+    `retry` (default `RetryPolicy()`)."""
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes={chunk_bytes}: must be at least 1")
+    location = Location(url, storage_options, retry)
+    report = VerifyReport(path=url)
     with tempfile.TemporaryDirectory(prefix="fastpack-verify-") as tmp:
-        try:
-            copy_as_is(location, Path(tmp), retry or RetryPolicy())
-        except FastpackError as e:
-            report = VerifyReport(path=Path(tmp))
-            report.add_error(e)
+        files = _open_index(report, location, Path(tmp), chunk_bytes)
+        if files is None:
             return report
-        report = verify_dataset(tmp, decode=decode, progress=progress)
-    report.problems = [p.replace(tmp, location.url) for p in report.problems]
+        index_url = location.url_of(INDEX_NAME)
+        ordered = check_shard_column(report, files.index, files.manifest, index_url)
+        total = sum(s.bytes for s in files.manifest.shards)
+        bar = tqdm(total=total, desc="verify", unit="B", unit_scale=True, disable=not progress)
+        with bar:
+            for shard in range(len(files.manifest.shards)):
+                rows = shard_rows(files.index, shard, ordered)
+                _RemoteShard(location, files, shard, rows, bar.update).check(
+                    report, decode, chunk_bytes
+                )
     return report
+
+
+def _open_index(
+    report: VerifyReport, location: Location, tmp: Path, chunk_bytes: int
+) -> DatasetFiles | None:
+    """The manifest and index, downloaded into `tmp` and opened; None (and the problem) when
+    either is missing or unreadable. The index's size and SHA-256 are checked too."""
+    index_url = location.url_of(INDEX_NAME)
+    try:
+        text = read_manifest_bytes(location, location.retry)
+        manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+        (tmp / MANIFEST_NAME).write_bytes(text)
+        size = location.size(INDEX_NAME)
+        if size is None:
+            report.add(f"{index_url}: not found")
+            return None
+        digest = hashlib.sha256()
+        with (tmp / INDEX_NAME).open("wb") as f:
+            for chunk in location.iter_chunks(INDEX_NAME, size, chunk_bytes):
+                digest.update(chunk)
+                f.write(chunk)
+        files = DatasetFiles(tmp)
+    except (FastpackError, OSError) as e:
+        report.add(f"{type(e).__name__}: {e}".replace(str(tmp), location.url))
+        return None
+    actual = (tmp / INDEX_NAME).stat().st_size
+    if actual != manifest.index.bytes:
+        report.add(f"{index_url}: {actual} bytes, the manifest records {manifest.index.bytes}")
+    elif digest.hexdigest() != manifest.index.sha256:
+        report.add(
+            f"{index_url}: sha256 {digest.hexdigest()}, the manifest records "
+            f"{manifest.index.sha256}"
+        )
+    return files
+
+
+class _Stream:
+    """Object `name` of `size` bytes read once, front to back, in ranged reads of `chunk_bytes`,
+    each chunk handed to `seen`. `take(start, end)` returns bytes `[start, end)`; `start` must
+    not decrease from call to call, and only the bytes from the last `start` on are kept."""
+
+    def __init__(
+        self,
+        location: Location,
+        name: str,
+        size: int,
+        chunk_bytes: int,
+        seen: Callable[[bytes], None],
+    ) -> None:
+        self._location, self._name, self._size = location, name, size
+        self._chunk_bytes, self._seen = chunk_bytes, seen
+        self._buf = b""  # bytes [self._pos - len(self._buf), self._pos) of the object
+        self._pos = 0
+
+    def _read(self) -> bytes:
+        want = min(self._chunk_bytes, self._size - self._pos)
+        chunk = self._location.read_range(self._name, self._pos, self._pos + want)
+        if len(chunk) != want:
+            raise TruncatedFileError(
+                f"{self._location.url_of(self._name)}: bytes [{self._pos}, {self._pos + want}) "
+                f"came back as {len(chunk)} bytes; the object had {self._size} bytes when the "
+                "check began"
+            )
+        self._seen(chunk)
+        return chunk
+
+    def take(self, start: int, end: int) -> memoryview:
+        """Bytes `[start, end)`, reading on as far as `end`."""
+        while self._pos < end:
+            chunk = self._read()
+            first = self._pos - len(self._buf)
+            kept = self._buf[start - first :] if start > first else self._buf
+            self._buf = kept + chunk if kept else chunk
+            self._pos += len(chunk)
+        first = self._pos - len(self._buf)
+        return memoryview(self._buf)[start - first : end - first]
+
+    def finish(self) -> None:
+        """Read the rest of the object (so that `seen` gets every byte); keep nothing."""
+        self._buf = b""
+        while self._pos < self._size:
+            self._pos += len(self._read())
+
+
+class _RemoteShard:
+    """All checks of one shard at a URL: size and SHA-256, DALI index, each payload."""
+
+    def __init__(
+        self,
+        location: Location,
+        files: DatasetFiles,
+        shard: int,
+        rows: Rows,
+        progress: Callable[[int], object],
+    ) -> None:
+        self.location, self.files, self.shard, self.rows = location, files, shard, rows
+        self.info = files.manifest.shards[shard]
+        self.url = location.url_of(self.info.name)
+        self.progress = progress
+
+    def check(self, report: VerifyReport, decode: bool, chunk_bytes: int) -> None:
+        """Add this shard's problems to `report`: the object's own first, as `verify_dataset`
+        orders them (its SHA-256 is known only once it has been read)."""
+        try:
+            size = self.location.size(self.info.name)
+        except (FastpackError, OSError) as e:
+            report.add_error(e)
+            return
+        if size is None:
+            report.add(f"{self.url}: not found")
+            return
+        report.shards_checked += 1
+        idx_problems = self._dali_index_problems()
+        digest = hashlib.sha256()
+
+        def seen(chunk: bytes) -> None:
+            digest.update(chunk)
+            self.progress(len(chunk))
+
+        problems, error = self._payload_problems(size, decode, chunk_bytes, seen)
+        if size != self.info.bytes:
+            report.add(f"{self.url}: {size} bytes, the manifest records {self.info.bytes}")
+        elif error is None and digest.hexdigest() != self.info.sha256:
+            report.add(
+                f"{self.url}: sha256 {digest.hexdigest()}, the manifest records {self.info.sha256}"
+            )
+        for problem in [*idx_problems, *problems]:
+            report.add(problem)
+        if error is not None:
+            report.add(error)
+        elif size:
+            report.samples_checked += len(self.rows)
+
+    def _dali_index_problems(self) -> list[str]:
+        name = self.info.index_name
+        url = self.location.url_of(name)
+        try:
+            text = self.location.read_bytes(name).decode("ascii")
+            samples = parse_wds_index(text, url)
+        except UnicodeDecodeError as e:
+            return [f"{url}: not ASCII text ({e})"]
+        except (FastpackError, OSError) as e:
+            return [f"{type(e).__name__}: {e}"]
+        fields, index = self.files.manifest.fields, self.files.index
+        return wds_index_problems(url, samples, index, fields, rows=self.rows, shard=self.shard)
+
+    def _payload_problems(
+        self, size: int, decode: bool, chunk_bytes: int, seen: Callable[[bytes], None]
+    ) -> tuple[list[str], str | None]:
+        """Stream the shard's `size` bytes through `seen`, checking each payload on the way: the
+        problems in `verify_dataset`'s order, and the error that stopped the reading, if one
+        did."""
+        if size == 0:
+            return [], None
+        index = self.files.index
+        payloads = shard_payloads(index, self.files.manifest.fields, self.rows)
+        stream = _Stream(self.location, self.info.name, size, chunk_bytes, seen)
+        found: dict[int, str] = {}
+        try:
+            for k in sorted(range(len(payloads)), key=lambda k: payloads[k].offset):
+                p = payloads[k]
+                problem = bounds_problem(self.url, index, p, size) or payload_problem(
+                    self.url, index, p, stream.take(p.offset, p.end), decode
+                )
+                if problem is not None:
+                    found[k] = problem
+            stream.finish()
+        except (FastpackError, OSError) as e:
+            return [found[k] for k in sorted(found)], f"{type(e).__name__}: {e}"
+        return [found[k] for k in sorted(found)], None

@@ -20,6 +20,7 @@ from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatErro
 from fastpack.reader.dali.labels import parse_labels
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.dali.malloc import ENV_VARIABLE, fix_mmap_threshold
+from fastpack.reader.errors import MissingDependencyError
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -185,6 +186,9 @@ def test_shard_from_environment(dataset: Path, monkeypatch: pytest.MonkeyPatch) 
         ({"num_shards": 14, "shard_id": 0}, "13 samples cannot be split over 14 shards"),
         ({"drop_last": True, "batch_size": 7, "num_shards": 2}, "leave 6 per shard, less than"),
         ({"seed": -1}, "seed must be >= 0, got -1"),
+        ({"train": True, "flip_prob": 1.5}, r"flip_prob must be in \[0, 1\], got 1.5"),
+        ({"field": "cls"}, "field must name the image member, not 'cls'"),
+        ({"fancy_upsampling": False}, "fancy_upsampling=False needs device='gpu'"),
     ],
 )
 def test_bad_arguments(dataset: Path, kwargs: dict[str, object], message: str) -> None:
@@ -216,8 +220,9 @@ def test_cls_that_is_not_a_number(dataset: Path) -> None:
 
 def test_without_dali(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nvidia.dali.plugin.base_iterator", None)
-    with pytest.raises(ModuleNotFoundError, match=r"needs NVIDIA DALI and torch \(pip install"):
+    with pytest.raises(MissingDependencyError, match=r"needs NVIDIA DALI and torch \(pip install"):
         _loader(dataset)
+    assert issubclass(MissingDependencyError, ModuleNotFoundError)  # what callers caught before
 
 
 def _padded(rows: list[bytes]) -> npt.NDArray[np.uint8]:

@@ -11,6 +11,7 @@ import pytest
 import simplejpeg
 from fastpack.formats import DatasetNotFoundError
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+from fastpack.reader.errors import MissingFieldError
 
 from .conftest import Built
 
@@ -93,7 +94,7 @@ def test_index_out_of_range(build_dataset: Callable[..., Built]) -> None:
 
 def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path) -> None:
     path = build_dataset().path
-    with pytest.raises(ValueError, match=r"no field 'png'; fields are \('jpg', 'cls'\)"):
+    with pytest.raises(MissingFieldError, match=r"no field 'png'; fields are \('jpg', 'cls'\)"):
         Dataset(path, field="png")
     with pytest.raises(ValueError, match="seed must be >= 0"):
         Dataset(path, seed=-1)
@@ -115,7 +116,7 @@ def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> Non
         assert bytes(pread.read_bytes(i)) == bytes(mapped.read_bytes(i))
     rows = list(range(len(mapped)))
     np.testing.assert_array_equal(pread.__getitems__(rows)[0], mapped.__getitems__(rows)[0])
-    with pytest.raises(ValueError, match="io must be 'mmap' or 'pread', got 'aio'"):
+    with pytest.raises(ValueError, match=r"io must be one of \('mmap', 'pread'\), got 'aio'"):
         Dataset(built.path, io="aio")  # type: ignore[arg-type]
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
+from fastpack.reader import CenterCrop, DaliLoader, Dataset, RandomResizedCrop, make_loader
+from fastpack.reader.errors import MissingFieldError
 
 from .conftest import Built
 
@@ -39,7 +41,7 @@ def test_dali_decoder_matches_simplejpeg_for_evaluation(
 
 def test_dali_decoder_training_shapes(build_dataset: Callable[..., Built]) -> None:
     built = build_dataset(classes=2, per_class=6, size=96)
-    dataset = Dataset(built.path, transform=RandomResizedCrop(32))
+    dataset = Dataset(built.path, transform=RandomResizedCrop(32), seed=3)
     loader = make_loader(dataset, batch_size=5, num_workers=1, decoder="dali", seed=3)
     batches = list(loader)
     assert [len(labels) for _, labels in batches] == [5, 5, 2]
@@ -52,7 +54,7 @@ def test_dali_decoder_training_shapes(build_dataset: Callable[..., Built]) -> No
     ("transform", "message"),
     [
         (None, "needs a RandomResizedCrop or CenterCrop transform, got None"),
-        (CenterCrop((32, 48)), r"makes square crops, got \(32, 48\)"),
+        (CenterCrop((32, 48)), r"makes square crops \(size\), got \(32, 48\)"),
     ],
 )
 def test_dali_decoder_refuses_what_it_cannot_do(
@@ -67,3 +69,111 @@ def test_unknown_decoder(build_dataset: Callable[..., Built]) -> None:
     dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
     with pytest.raises(ValueError, match="decoder must be 'simplejpeg' or 'dali', got 'pil'"):
         make_loader(dataset, batch_size=2, decoder="pil")  # type: ignore[arg-type]
+
+
+def test_dali_options_follow_the_training_transform_and_dataset(
+    build_dataset: Callable[..., Built],
+) -> None:
+    transform = RandomResizedCrop(
+        24, scale=(0.3, 0.9), ratio=(0.8, 1.25), flip_prob=0.25, max_upscale=1.0, fastdct=True
+    )
+    dataset = Dataset(build_dataset().path, transform=transform, seed=7, io="pread")
+    loader = make_loader(
+        dataset, batch_size=2, num_workers=2, prefetch_factor=3, seed=7, pin_memory=False,
+        decoder="dali", initial_fill=16,
+    )  # fmt: skip
+    assert isinstance(loader, DaliLoader)
+    o = loader.options
+    assert (o.train, o.shuffle, o.size, o.scale, o.ratio) == (
+        True, True, 24, (0.3, 0.9), (0.8, 1.25)
+    )  # fmt: skip
+    assert (o.flip_prob, o.fast_idct, o.fancy_upsampling) == (0.25, True, True)
+    assert (o.seed, o.field, o.dont_use_mmap) == (7, "jpg", True)
+    assert (o.num_threads, o.prefetch_queue_depth, o.initial_fill) == (2, 3, 16)
+    loader.close()
+
+
+def test_dali_options_follow_the_evaluation_transform(
+    build_dataset: Callable[..., Built],
+) -> None:
+    # CenterCrop draws nothing, so the Dataset's seed has no say: make_loader's seeds the order
+    dataset = Dataset(build_dataset().path, transform=CenterCrop(24, resize=40), seed=5)
+    loader = make_loader(dataset, batch_size=2, num_workers=1, shuffle=False, decoder="dali")
+    assert isinstance(loader, DaliLoader)
+    o = loader.options
+    assert (o.train, o.shuffle, o.size, o.resize_size) == (False, False, 24, 40)
+    assert (o.seed, o.dont_use_mmap, o.fast_idct, o.prefetch_queue_depth) == (0, False, False, 2)
+    loader.close()
+
+
+def test_dali_flip_prob_mirrors_the_crops(build_dataset: Callable[..., Built]) -> None:
+    path = build_dataset(classes=2, per_class=3, size=64).path
+
+    def images(flip_prob: float) -> torch.Tensor:
+        transform = RandomResizedCrop(24, flip_prob=flip_prob)
+        dataset = Dataset(path, transform=transform, seed=1)
+        loader = make_loader(
+            dataset, batch_size=3, shuffle=False, num_workers=1, seed=1, decoder="dali"
+        )
+        return torch.cat([batch for batch, _ in loader])
+
+    never, always = images(0.0), images(1.0)
+    assert not torch.equal(never, always)  # the crops are not symmetric
+    assert torch.equal(always, never.flip(2))  # same crops (same seed), every one mirrored
+
+
+def test_dali_follows_the_dataset_epoch(build_dataset: Callable[..., Built]) -> None:
+    dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
+    loader = make_loader(dataset, batch_size=4, num_workers=1, decoder="dali")
+    for epoch in range(2):
+        dataset.set_epoch(epoch)
+        assert sum(len(labels) for _, labels in loader) == len(dataset)
+    dataset.set_epoch(0)  # a dataset left at epoch 0 does not hold DALI back
+    assert sum(len(labels) for _, labels in loader) == len(dataset)
+    dataset.set_epoch(7)
+    with pytest.raises(ValueError, match=r"the dataset is at epoch 7 .* starting its epoch 3"):
+        iter(loader)
+    dataset.set_epoch(2)
+    with pytest.raises(ValueError, match="the Dataset is at epoch 2, but DALI starts at epoch 0"):
+        make_loader(dataset, batch_size=4, num_workers=1, decoder="dali")
+
+
+@pytest.mark.parametrize(
+    ("transform", "dataset_seed", "kwargs", "message"),
+    [
+        (None, 0, {"pin_memory": True}, "cannot honour pin_memory=True: DALI's CPU batches"),
+        (None, 0, {"persistent_workers": False}, "cannot honour persistent_workers=False"),
+        (None, 0, {"num_workers": 0}, r"num_workers=0 \(loading in the main process\) has no"),
+        (None, 0, {"prefetch_factor": 0}, "prefetch_factor .* must be at least 1, got 0"),
+        (
+            None, 0, {"timeout": 5, "worker_init_fn": print},
+            "cannot honour timeout, worker_init_fn: not options of the DALI loader",
+        ),
+        (None, 0, {"scale": (0.5, 1.0)}, "sets scale from the Dataset's transform; do not pass"),
+        (None, 0, {"num_threads": 3}, "sets num_threads from num_workers; do not pass"),
+        (None, 0, {"dont_use_mmap": True}, r"sets dont_use_mmap from Dataset\(io=...\)"),
+        (None, 1, {"seed": 2}, "the Dataset's seed is 1 and make_loader's seed is 2"),
+        (
+            RandomResizedCrop(16, fastupsample=True), 0, {},
+            "cannot honour fastupsample=True on the CPU",
+        ),
+    ],
+)  # fmt: skip
+def test_dali_refuses_options_it_cannot_honour(
+    build_dataset: Callable[..., Built],
+    transform: RandomResizedCrop | None,
+    dataset_seed: int,
+    kwargs: dict[str, Any],
+    message: str,
+) -> None:
+    transform = transform or RandomResizedCrop(16)
+    dataset = Dataset(build_dataset().path, transform=transform, seed=dataset_seed)
+    with pytest.raises(ValueError, match=message):
+        make_loader(dataset, batch_size=2, decoder="dali", **kwargs)
+
+
+def test_dali_reads_the_dataset_field(build_dataset: Callable[..., Built]) -> None:
+    dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
+    dataset.field = "webp"  # as if the dataset had such a member; it has not
+    with pytest.raises(MissingFieldError, match=r"fields \['jpg', 'cls'\], no webp"):
+        make_loader(dataset, batch_size=2, decoder="dali")

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from fastpack.formats import CorruptIndexError
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.map_style import ShardReader
 from fastpack.reader.streaming.cache import ShardCache
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 
 from tests.reader._streaming_data import build_small, counts, digest, indices, sample_of_image
+from tests.reader.conftest import section
 
 
 @pytest.fixture
@@ -166,7 +168,7 @@ def test_pread_reads_what_mmap_reads(built: Path) -> None:
     ("options", "message"),
     [
         ({"shuffle_window": 0}, "shuffle_window=0: expected >= 1"),
-        ({"io": "aio"}, "io='aio': expected one of"),
+        ({"io": "aio"}, r"io must be one of \('mmap', 'pread'\), got 'aio'"),
         ({"rank": 2, "world_size": 2}, r"rank must be in \[0, 2\), got 2"),
         ({"seed": -1}, "seed=-1"),
     ],
@@ -308,3 +310,14 @@ def test_random_crops_match_the_map_style_reader(built: Path) -> None:
     assert len(images) == len(order) == 120
     for i, image in zip(order.tolist(), images, strict=True):
         np.testing.assert_array_equal(image, mapped[i][0])
+
+
+def test_an_index_whose_shard_column_disagrees_with_the_manifest_is_named(built: Path) -> None:
+    shard = section(built, "shard")
+    last = int(shard[-1])
+    shard[0] = last  # sample 0 now claims the last shard; the manifest's counts say shard 0
+    shard.flush()
+    del shard
+    dataset = StreamingDataset(built, shuffle=False, shuffle_window=1)
+    with pytest.raises(CorruptIndexError, match=rf"sample 0 is in shard {last}, the manifest"):
+        list(dataset)

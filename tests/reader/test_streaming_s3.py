@@ -4,19 +4,24 @@ it across ranks and workers, a bounded cache, an outage mid-epoch, and the failu
 from __future__ import annotations
 
 import logging
+import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastpack.compiler import BuildError, BuildOptions
 from fastpack.compiler.build_dir import BUILD_DIR
 from fastpack.compiler.publish import Uploader, build_to_url, default_staging_dir
 from fastpack.formats import (
+    INDEX_NAME,
     MANIFEST_NAME,
     ChecksumMismatchError,
     DatasetNotFoundError,
+    Index,
     read_manifest,
 )
 from fastpack.reader import verify_dataset
@@ -25,8 +30,9 @@ from fastpack.reader.streaming.cache import ShardCache
 from fastpack.reader.streaming.dataset import StreamingDataset
 from fastpack.reader.streaming.sources import FetchOptions
 from fastpack.reader.verify.remote import verify_remote
-from fastpack.storage import FetchError
+from fastpack.storage import FetchError, Location
 from fastpack.storage.retry import RetryPolicy
+from fastpack.storage.urls import filesystem
 from torch.utils.data import DataLoader
 
 from tests.reader._streaming_data import build_small, counts, indices, sample_of_image
@@ -134,20 +140,69 @@ def test_verify_remote_reports_a_damaged_shard_by_its_url(
     built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
     url = _publish(built, s3_server, s3_bucket, tmp_path)
+    index = Index(built / INDEX_NAME)
+    row = int(np.flatnonzero(index.shard == 4)[1])
+    offset, size = int(index.offsets("jpg")[row]), int(index.sizes("jpg")[row])
     fs = s3_server.filesystem()
     key = f"{s3_bucket}/ds/shards/000004.tar"
     data = bytearray(fs.cat_file(key))
-    data[700] ^= 0xFF
+    data[offset + size // 2] ^= 0xFF
     fs.pipe(key, bytes(data))
     fs.rm(f"{s3_bucket}/ds/shards/000005.tar")
-    report = verify_remote(url, s3_server.storage_options)
-    assert not report.ok
-    text = "\n".join(report.problems)
-    assert f"{url}/shards/000004.tar" in text
-    assert f"{url}/shards/000005.tar" in text
-    assert "/tmp" not in text
+    report = verify_remote(url, s3_server.storage_options, chunk_bytes=1000)
+    shard = f"{url}/shards/000004.tar"
+    assert len(report.problems) == 3, report.format()
+    assert re.fullmatch(rf"{shard}: sha256 [0-9a-f]{{64}}, the manifest records [0-9a-f]{{64}}",
+                        report.problems[0])  # fmt: skip
+    assert re.fullmatch(
+        rf"{shard}: sample {row} \(key {index.key(row)}\) field 'jpg': crc32 [0-9a-f]{{8}}, "
+        rf"the index records {int(index.crc32('jpg')[row]):08x}",
+        report.problems[1],
+    )
+    assert report.problems[2] == f"{url}/shards/000005.tar: not found"
+    manifest = read_manifest(built / MANIFEST_NAME)
+    assert report.shards_checked == len(manifest.shards) - 1
+    assert report.samples_checked == 120 - manifest.shards[5].samples
     missing = verify_remote(f"s3://{s3_bucket}/nothing-here", s3_server.storage_options)
     assert "nothing-here/fastpack.json: no manifest" in "\n".join(missing.problems)
+
+
+def test_verify_remote_streams_shards_and_writes_none_to_disk(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    reads: list[tuple[str, int, int]] = []
+    on_disk: set[str] = set()
+    read_range = Location.read_range
+
+    def spy(self: Location, name: str, start: int, end: int) -> bytes:
+        reads.append((name, start, end))
+        on_disk.update(p.name for p in temp.rglob("*") if p.is_file())
+        return read_range(self, name, start, end)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("verify_remote copied a whole object")
+
+    monkeypatch.setattr(Location, "read_range", spy)
+    monkeypatch.setattr(Location, "download", refuse)
+    fs = filesystem(url, s3_server.storage_options)[0]
+    for method in ("get_file", "get", "open"):
+        monkeypatch.setattr(fs, method, refuse)
+    report = verify_remote(url, s3_server.storage_options, decode=True, chunk_bytes=1000)
+    manifest = read_manifest(built / MANIFEST_NAME)
+    assert report.ok, report.format()
+    assert (report.shards_checked, report.samples_checked) == (len(manifest.shards), 120)
+    assert max(end - start for _, start, end in reads) <= 1000
+    for shard in manifest.shards:  # each shard read once, front to back, in chunks
+        spans = [(start, end) for name, start, end in reads if name == shard.name]
+        assert spans == [(a, min(a + 1000, shard.bytes)) for a in range(0, shard.bytes, 1000)]
+    assert on_disk  # the spy looked while the shards were read...
+    assert on_disk == {MANIFEST_NAME, INDEX_NAME}  # ...and saw no shard
+    assert not list(temp.iterdir())
 
 
 def test_cache_limit_below_the_dataset_evicts_and_stays_bounded(

@@ -1,0 +1,228 @@
+"""Per-operation costs behind the reader's design choices, each timed in one process on one core.
+
+    python -m benchmarks.costs_bench --corpus /tmp/photo-corpus --out benchmarks/COSTS.md
+
+Each figure is the median (and range) over `--repeats` timed rounds; a round times a loop of
+several calls and reports the time per call. The design notes in the code point here instead of
+quoting numbers that drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import simplejpeg
+from fastpack.formats import IndexPart, IndexWriter, Manifest, manifest_from_text
+from fastpack.formats.index import Index
+from fastpack.reader.image.draws import sample_draws
+from fastpack.reader.torch_loader.permutation import KeyedPermutation
+
+from . import _sysinfo
+
+Row = tuple[str, list[float], str]
+
+
+def per_call(fn: Callable[[], object], calls: int, repeats: int) -> list[float]:
+    """Seconds per call of `fn`, one figure per round of `calls` calls."""
+    rounds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        rounds.append((time.perf_counter() - start) / calls)
+    return rounds
+
+
+def photos(corpus: Path, count: int) -> list[bytes]:
+    paths = sorted(corpus.rglob("*.jpg"))[:count]
+    if not paths:
+        raise SystemExit(f"{corpus}: no .jpg files")
+    return [p.read_bytes() for p in paths]
+
+
+def decode_rows(data: list[bytes], repeats: int) -> list[Row]:
+    rows: list[Row] = []
+    for label, scale in (("full size", 1), ("1/2 scale", 2), ("1/8 scale", 8)):
+
+        def decode_all(scale: int = scale) -> None:
+            for d in data:
+                simplejpeg.decode_jpeg(d, colorspace="RGB", min_factor=scale)
+
+        times = [t / len(data) for t in per_call(decode_all, 1, repeats)]
+        rows.append((f"decode one photo, {label}", times, "ms"))
+    halves = [simplejpeg.decode_jpeg(d, colorspace="RGB", min_factor=2) for d in data]
+
+    def crop_resize() -> None:
+        for image in halves:
+            h, w = image.shape[:2]
+            box = image[h // 8 : h - h // 8, w // 8 : w - w // 8]
+            cv2.resize(box, (224, 224), interpolation=cv2.INTER_LINEAR)
+
+    crop = [t / len(halves) for t in per_call(crop_resize, 1, repeats)]
+    rows.append(("crop + bilinear resize to 224x224 after a 1/2-scale decode", crop, "ms"))
+    return rows
+
+
+def draw_rows(repeats: int) -> list[Row]:
+    batch = list(range(64))
+
+    def per_sample_rng() -> None:
+        for i in batch:
+            np.random.default_rng((0, 1, i)).random(23)
+
+    rng = [t / 64 for t in per_call(per_sample_rng, 20, repeats)]
+    hashed = [t / 64 for t in per_call(lambda: sample_draws(0, 1, batch, 23), 200, repeats)]
+    single = per_call(lambda: sample_draws(0, 1, [7], 23), 2000, repeats)
+    return [
+        ("23 draws per sample, a seeded numpy Generator per sample", rng, "us"),
+        ("23 draws per sample, `sample_draws` over a batch of 64", hashed, "us"),
+        ("23 draws for one sample alone, `sample_draws`", single, "us"),
+    ]
+
+
+def permutation_rows(repeats: int) -> list[Row]:
+    n = 10_000_000
+    keyed = KeyedPermutation(n, seed=0, epoch=1)
+    positions = np.arange(8192, dtype=np.uint64)
+    feistel = per_call(lambda: keyed(positions), 20, repeats)
+    numpy_perm = per_call(lambda: np.random.default_rng((0, 1)).permutation(n), 1, repeats)
+    return [
+        ("keyed permutation of 10M, 8,192 positions evaluated", feistel, "ms"),
+        ("numpy `permutation(10M)` materialised", numpy_perm, "ms"),
+    ]
+
+
+def index_release_rows(repeats: int) -> list[Row]:
+    n = 4_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "index.fpx"
+        fields = ("jpg", "cls")
+        zeros8 = np.zeros(n, "<u8")
+        part = IndexPart(
+            shard=0, labels=np.zeros(n, "<i8"), key_blob=np.zeros(0, np.uint8),
+            key_offsets=np.zeros(n + 1, "<u8"), source_blob=np.zeros(0, np.uint8),
+            source_offsets=np.zeros(n + 1, "<u8"), offsets={f: zeros8 for f in fields},
+            sizes={f: zeros8 for f in fields}, crc32={f: np.zeros(n, "<u4") for f in fields},
+        )  # fmt: skip
+        with IndexWriter(path=path, num_samples=n, num_shards=1, fields=fields,
+                         key_blob_size=0, source_blob_size=0) as writer:  # fmt: skip
+            writer.append(part)
+        index = Index(path)
+        gigabytes = path.stat().st_size / 1e9
+        sections = [index.label, index.offsets("jpg"), index.sizes("jpg"), index.crc32("jpg")]
+        times = []
+        for _ in range(repeats):
+            for s in sections:
+                int(np.asarray(s[:: 512]).sum())  # fault every page in
+            start = time.perf_counter()
+            index.release()
+            times.append((time.perf_counter() - start) / gigabytes)
+    return [(f"`Index.release` after touching every page, per GB ({gigabytes:.2f} GB)", times,
+             "ms")]  # fmt: skip
+
+
+def manifest_rows(repeats: int) -> list[Row]:
+    import torch  # noqa: F401, PLC0415 - a realistic heap: the trainer has imported torch
+
+    shards = [{"name": f"shards/{i:06d}.tar", "index_name": f"shards/{i:06d}.idx", "samples": 1000,
+               "bytes": 2**28, "sha256": "0" * 64} for i in range(10_000)]  # fmt: skip
+    text = json.dumps({
+        "format": "fastpack", "version": 1, "num_samples": 10_000_000, "fields": ["jpg", "cls"],
+        "classes": [], "key_width": 9, "shards": shards,
+        "index": {"name": "index.fpx", "bytes": 1, "sha256": "0" * 64},
+        "build": {}, "stats": {},
+    })  # fmt: skip
+
+    def with_gc() -> None:
+        gc.collect()
+        json.loads(text)
+
+    parsed: list[Manifest] = []
+    plain = per_call(with_gc, 1, repeats)
+    fastpack_parse = per_call(lambda: parsed.append(manifest_from_text(text, "m")), 1, repeats)
+    return [
+        ("parse a 10,000-shard manifest with `json.loads`, collector on, torch imported", plain,
+         "ms"),
+        ("the same through `manifest_from_text` (collector paused while parsing)",
+         fastpack_parse, "ms"),
+    ]  # fmt: skip
+
+
+def context_manager_rows(repeats: int) -> list[Row]:
+    @contextmanager
+    def guard() -> Any:
+        yield
+
+    def guarded() -> None:
+        with guard():
+            pass
+
+    def bare() -> None:
+        try:
+            pass
+        except ValueError:
+            raise
+
+    return [
+        ("a `@contextmanager` around one sample's decode", per_call(guarded, 20000, repeats), "us"),
+        ("an inline try/except instead", per_call(bare, 20000, repeats), "us"),
+    ]
+
+
+def table(rows: list[Row]) -> str:
+    scale = {"ms": 1e3, "us": 1e6}
+    lines = ["| operation | median | range | unit |", "|---|---:|---:|---|"]
+    for name, times, unit in rows:
+        k = scale[unit]
+        med = statistics.median(times) * k
+        lines.append(f"| {name} | {med:.3g} | {min(times) * k:.3g}-{max(times) * k:.3g} | {unit} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="ImageFolder of photos")
+    parser.add_argument("--photos", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    data = photos(args.corpus, args.photos)
+    rows = decode_rows(data, args.repeats)
+    rows += draw_rows(args.repeats)
+    rows += permutation_rows(args.repeats)
+    rows += index_release_rows(args.repeats)
+    rows += manifest_rows(args.repeats)
+    rows += context_manager_rows(args.repeats)
+    report = "\n".join([
+        "# Per-operation costs",
+        "",
+        "`python -m benchmarks.costs_bench --corpus CORPUS --out benchmarks/COSTS.md`: each "
+        f"figure the median and range over {args.repeats} rounds, one process, one core; decode "
+        f"figures over {len(data)} photos of the corpus.",
+        "",
+        f"Machine: `{json.dumps(_sysinfo.machine())}`; load `{_sysinfo.load()}`",
+        f"Versions: `{json.dumps(_sysinfo.versions())}`; fastpack "
+        f"`{_sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent)}`",
+        f"Corpus: `{json.dumps(_sysinfo.corpus(args.corpus))}`",
+        "",
+        table(rows),
+        "",
+    ])  # fmt: skip
+    print(report)
+    if args.out:
+        args.out.write_text(report, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
