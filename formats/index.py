@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import struct
@@ -9,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +23,6 @@ from .errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
-from .string_table import string_at
 
 MAGIC = b"\x89FPX\r\n\x1a\n"
 VERSION = 1
@@ -44,6 +45,30 @@ _FIXED_SECTIONS: dict[str, str] = {
 _FIELD_SECTIONS: dict[str, str] = {"offset": "<u8", "size": "<u8", "crc32": "<u4"}
 
 AnyArray = npt.NDArray[np.generic]
+
+# The only dtype strings SPEC allows; the reader never parses any other string as a dtype.
+_DTYPES: dict[str, np.dtype[Any]] = {s: np.dtype(s) for s in ("<u4", "<u8", "<i8", "|u1")}
+# Bytes each sample takes at least in `shard`, `label`, `key.offsets` and `source.offsets`.
+_MIN_BYTES_PER_SAMPLE = 4 + 8 + 8 + 8
+# What a section name or dtype string may hold before its NUL padding: ASCII 0x21-0x7E.
+_PRINTABLE = bytes(range(0x21, 0x7F))
+
+
+class _Entry(NamedTuple):
+    """One row of the section table, as read."""
+
+    position: int
+    dtype: str
+    offset: int
+    elements: int
+
+
+def _padded_ascii(data: bytes) -> str | None:
+    """`data` without its NUL padding if what is left is non-empty printable ASCII, else None."""
+    text = data.rstrip(b"\0")
+    if text and not text.translate(None, _PRINTABLE):
+        return text.decode("ascii")
+    return None
 
 
 def _section_dtypes(fields: Sequence[str]) -> dict[str, str]:
@@ -216,6 +241,10 @@ class IndexWriter:
 class Index:
     """A read-only, memory-mapped `index.fpx`. Opening it costs O(1) time and memory.
 
+    Opening checks the header and every section entry against formats/SPEC.md section 3 before
+    viewing a section; `key`, `source` and `locate` check the entries they read. Whatever the
+    bytes, the errors are `FastpackError`s.
+
     Its pages belong to the page cache and are shared by every process that maps the file. A
     page fault maps 64 KiB to 2 MiB around the page it needs, so random reads of a large index
     would soon map most of it into each reader: `release` unmaps them from this process.
@@ -224,18 +253,48 @@ class Index:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            actual_size = self.path.stat().st_size
+            file = self.path.open("rb")
         except FileNotFoundError as e:
             raise DatasetNotFoundError(f"{self.path}: index file not found") from e
-        if actual_size < HEADER_SIZE:
-            raise TruncatedFileError(
-                f"{self.path}: {actual_size} bytes, shorter than the {HEADER_SIZE}-byte header"
-            )
-        with self.path.open("rb") as f:
-            self._mmap = mmap.mmap(f.fileno(), actual_size, access=mmap.ACCESS_READ)
-        raw: npt.NDArray[np.uint8] = np.frombuffer(self._mmap, dtype=np.uint8)
-        magic, version, header_size, n, shards, sections, file_size, _ = _HEADER.unpack(
-            bytes(raw[:HEADER_SIZE])
+        with file:
+            size = os.fstat(file.fileno()).st_size
+            if size < HEADER_SIZE:
+                raise TruncatedFileError(
+                    f"{self.path}: {size} bytes, shorter than the {HEADER_SIZE}-byte header"
+                )
+            self._mmap = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ)
+        self.num_samples: int
+        self.num_shards: int
+        self.num_samples, self.num_shards, num_sections = self._read_header(size)
+        table = self._read_table(num_sections)
+        self.fields: tuple[str, ...] = tuple(
+            name[: -len(".offset")] for name in table if name.endswith(".offset")
+        )
+        self._sections = self._map_sections(table, size)
+        self.shard = self._sections["shard"]
+        self.label = self._sections["label"]
+        self._key_blob: npt.NDArray[np.uint8] = self._sections["key.blob"]  # type: ignore[assignment]
+        self._key_offsets: npt.NDArray[np.uint64] = self._sections["key.offsets"]  # type: ignore[assignment]
+        self._source_blob: npt.NDArray[np.uint8] = self._sections["source.blob"]  # type: ignore[assignment]
+        self._source_offsets: npt.NDArray[np.uint64] = self._sections["source.offsets"]  # type: ignore[assignment]
+        for name in ("key", "source"):
+            offsets, blob = self._sections[f"{name}.offsets"], self._sections[f"{name}.blob"]
+            first, last = int(offsets[0]), int(offsets[-1])
+            if (first, last) != (0, len(blob)):
+                raise CorruptIndexError(
+                    f"{self.path}: section '{name}.offsets' runs from {first} to {last}, "
+                    f"expected 0 to {len(blob)} (the size of '{name}.blob')"
+                )
+
+    def release(self) -> None:
+        """Unmap the pages read so far from this process (`MADV_DONTNEED`); arrays and views
+        stay valid, a later read maps its page again. Costs about 0.15 ms per GB of index."""
+        self._mmap.madvise(mmap.MADV_DONTNEED)
+
+    def _read_header(self, size: int) -> tuple[int, int, int]:
+        """Check the header against SPEC and the file's `size`; `(samples, shards, sections)`."""
+        magic, version, header_size, n, shards, sections, file_size, reserved = _HEADER.unpack_from(
+            self._mmap
         )
         if magic != MAGIC:
             raise BadMagicError(f"{self.path}: bad magic {magic!r}, expected {MAGIC!r}")
@@ -244,86 +303,122 @@ class Index:
                 f"{self.path}: index version {version}, this reader supports {SUPPORTED_VERSIONS}"
             )
         if header_size != HEADER_SIZE:
-            raise CorruptIndexError(f"{self.path}: header size {header_size}, expected 64")
-        if actual_size < file_size:
-            raise TruncatedFileError(
-                f"{self.path}: {actual_size} bytes, the header promises {file_size}"
+            raise CorruptIndexError(
+                f"{self.path}: header_size {header_size}, expected {HEADER_SIZE}"
+            )
+        if file_size > size:
+            raise TruncatedFileError(f"{self.path}: {size} bytes, the header promises {file_size}")
+        if file_size < size:
+            raise CorruptIndexError(
+                f"{self.path}: {size} bytes, the header's file_size is {file_size}"
+            )
+        if any(reserved):
+            raise CorruptIndexError(
+                f"{self.path}: reserved header bytes 40-63 are {reserved.hex()}, expected zeros"
             )
         table_end = HEADER_SIZE + ENTRY_SIZE * sections
-        if table_end > actual_size:
+        if table_end > size:
             raise TruncatedFileError(
-                f"{self.path}: section table needs {table_end} bytes, file has {actual_size}"
+                f"{self.path}: section table of {sections} entries needs {table_end} bytes, "
+                f"file has {size}"
             )
-        self.num_samples: int = n
-        self.num_shards: int = shards
-        self._sections = self._read_sections(raw, sections, actual_size)
-        self.fields: tuple[str, ...] = tuple(
-            name[: -len(".offset")] for name in self._sections if name.endswith(".offset")
-        )
-        self._check_required()
-        self.shard = self._sections["shard"]
-        self.label = self._sections["label"]
-        self._key_blob: npt.NDArray[np.uint8] = self._sections["key.blob"]  # type: ignore[assignment]
-        self._key_offsets: npt.NDArray[np.uint64] = self._sections["key.offsets"]  # type: ignore[assignment]
-        self._source_blob: npt.NDArray[np.uint8] = self._sections["source.blob"]  # type: ignore[assignment]
-        self._source_offsets: npt.NDArray[np.uint64] = self._sections["source.offsets"]  # type: ignore[assignment]
+        needed = table_end + _MIN_BYTES_PER_SAMPLE * n + 16
+        if needed > size:
+            raise CorruptIndexError(
+                f"{self.path}: header says {n} samples, whose required sections need at least "
+                f"{needed} bytes; file has {size}"
+            )
+        if n and not shards:
+            raise CorruptIndexError(f"{self.path}: header says {n} samples in 0 shards")
+        return n, shards, sections
 
-    def release(self) -> None:
-        """Unmap the pages read so far from this process (`MADV_DONTNEED`); arrays and views
-        stay valid, a later read maps its page again. Costs about 0.15 ms per GB of index."""
-        self._mmap.madvise(mmap.MADV_DONTNEED)
-
-    def _read_sections(
-        self, raw: npt.NDArray[np.uint8], count: int, size: int
-    ) -> dict[str, AnyArray]:
-        sections: dict[str, AnyArray] = {}
+    def _read_table(self, count: int) -> dict[str, _Entry]:
+        """The `count` section entries by name, each with a well-formed name and a SPEC dtype."""
+        table: dict[str, _Entry] = {}
         for i in range(count):
-            at = HEADER_SIZE + i * ENTRY_SIZE
-            name_b, dtype_b, offset, n = _ENTRY.unpack(bytes(raw[at : at + ENTRY_SIZE]))
-            name = name_b.rstrip(b"\0").decode("ascii", "replace")
-            dtype_s = dtype_b.rstrip(b"\0").decode("ascii", "replace")
-            if name in sections:
-                raise CorruptIndexError(f"{self.path}: section {name!r} appears twice")
-            try:
-                dtype = np.dtype(dtype_s)
-            except TypeError as e:
+            name_b, dtype_b, offset, n = _ENTRY.unpack_from(
+                self._mmap, HEADER_SIZE + i * ENTRY_SIZE
+            )
+            name = _padded_ascii(name_b)
+            if name is None:
                 raise CorruptIndexError(
-                    f"{self.path}: section {name!r} has unknown dtype {dtype_s!r}"
-                ) from e
-            end = offset + n * dtype.itemsize
+                    f"{self.path}: section table entry {i} has name {name_b!r}, expected "
+                    f"printable ASCII padded with NULs"
+                )
+            if name in table:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} appears twice (entries {table[name].position} "
+                    f"and {i})"
+                )
+            dtype = _padded_ascii(dtype_b)
+            if dtype is None or dtype not in _DTYPES:
+                found = dtype_b.rstrip(b"\0").decode("ascii", "backslashreplace")
+                spec = _FIXED_SECTIONS.get(name) or _FIELD_SECTIONS.get(name.rpartition(".")[2])
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has dtype {found!r}, expected "
+                    f"{spec or 'one of ' + ', '.join(_DTYPES)}"
+                )
+            table[name] = _Entry(i, dtype, offset, n)
+        return table
+
+    def _check_names(self, table: Mapping[str, _Entry]) -> dict[str, str]:
+        """Check that `table` holds exactly the sections SPEC requires; their dtypes by name."""
+        expected = _section_dtypes(self.fields)
+        for name in expected:
+            if name not in table:
+                raise CorruptIndexError(f"{self.path}: required section {name!r} is missing")
+        for name in table:
+            if name not in expected:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} is not a v1 section (fields {self.fields})"
+                )
+        return expected
+
+    def _map_sections(self, table: Mapping[str, _Entry], size: int) -> dict[str, AnyArray]:
+        """View each section after checking its name, dtype, count and extent against SPEC."""
+        expected = self._check_names(table)
+        table_end = HEADER_SIZE + ENTRY_SIZE * len(table)
+        raw: npt.NDArray[np.uint8] = np.frombuffer(self._mmap, dtype=np.uint8)
+        sections: dict[str, AnyArray] = {}
+        extents: list[tuple[int, int, str]] = []
+        for name, entry in table.items():
+            if entry.dtype != expected[name]:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has dtype {entry.dtype}, "
+                    f"expected {expected[name]}"
+                )
+            count = _expected_count(name, self.num_samples)
+            if count is not None and entry.elements != count:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} has {entry.elements} elements, expected {count}"
+                )
+            if entry.offset % ALIGN:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} starts at byte {entry.offset}, not a "
+                    f"multiple of {ALIGN}"
+                )
+            if entry.offset < table_end:
+                raise CorruptIndexError(
+                    f"{self.path}: section {name!r} starts at byte {entry.offset}, inside the "
+                    f"header and section table (bytes [0, {table_end}))"
+                )
+            dtype = _DTYPES[entry.dtype]
+            end = entry.offset + entry.elements * dtype.itemsize  # Python ints: no overflow
             if end > size:
                 raise TruncatedFileError(
                     f"{self.path}: section {name!r} ends at byte {end}, file has {size}"
                 )
-            if offset % ALIGN:
+            sections[name] = raw[entry.offset : end].view(dtype)
+            if end > entry.offset:
+                extents.append((entry.offset, end, name))
+        extents.sort()
+        for (_, end, name), (start, _, other) in itertools.pairwise(extents):
+            if start < end:
                 raise CorruptIndexError(
-                    f"{self.path}: section {name!r} starts at {offset}, not a multiple of {ALIGN}"
+                    f"{self.path}: section {other!r} starts at byte {start}, inside section "
+                    f"{name!r} (which ends at byte {end})"
                 )
-            sections[name] = raw[offset:end].view(dtype)
         return sections
-
-    def _check_required(self) -> None:
-        expected = _section_dtypes(self.fields)
-        for name, dtype in expected.items():
-            if name not in self._sections:
-                raise CorruptIndexError(f"{self.path}: required section {name!r} is missing")
-            found = self._sections[name]
-            if found.dtype != np.dtype(dtype):
-                raise CorruptIndexError(
-                    f"{self.path}: section {name!r} has dtype {found.dtype.str}, expected {dtype}"
-                )
-            count = _expected_count(name, self.num_samples)
-            if count is not None and len(found) != count:
-                raise CorruptIndexError(
-                    f"{self.path}: section {name!r} has {len(found)} entries, expected {count}"
-                )
-        for name in ("key", "source"):
-            offsets, blob = self._sections[f"{name}.offsets"], self._sections[f"{name}.blob"]
-            if len(offsets) and int(offsets[-1]) != len(blob):
-                raise CorruptIndexError(
-                    f"{self.path}: {name}.offsets ends at {int(offsets[-1])}, "
-                    f"{name}.blob has {len(blob)} bytes"
-                )
 
     def __len__(self) -> int:
         return self.num_samples
@@ -343,10 +438,34 @@ class Index:
         return self._sections[f"{field_name}.{suffix}"]
 
     def key(self, i: int) -> str:
-        return string_at(self._key_blob, self._key_offsets, self._check_sample(i))
+        """The key of sample `i`."""
+        return self._string("key", self._key_blob, self._key_offsets, i)
 
     def source(self, i: int) -> str:
-        return string_at(self._source_blob, self._source_offsets, self._check_sample(i))
+        """The source path of sample `i`."""
+        return self._string("source", self._source_blob, self._source_offsets, i)
+
+    def _string(
+        self,
+        name: str,
+        blob: npt.NDArray[np.uint8],
+        offsets: npt.NDArray[np.uint64],
+        i: int,
+    ) -> str:
+        i = self._check_sample(i)
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        if not start <= end <= len(blob):
+            raise CorruptIndexError(
+                f"{self.path}: section '{name}.offsets' gives sample {i} bytes [{start}, {end}), "
+                f"expected a range inside the {len(blob)} bytes of '{name}.blob'"
+            )
+        try:
+            return bytes(blob[start:end]).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptIndexError(
+                f"{self.path}: section '{name}.blob' bytes [{start}, {end}) of sample {i} are "
+                f"not UTF-8 ({e.reason} at byte {start + e.start})"
+            ) from e
 
     def _check_sample(self, i: int) -> int:
         if not 0 <= i < self.num_samples:
@@ -355,8 +474,13 @@ class Index:
 
     def locate(self, i: int, field_name: str, shard_size: int) -> tuple[int, int, int]:
         """`(shard, offset, size)` of sample `i`'s member `field_name`, checked against the
-        shard's byte size."""
+        header's shard count and the shard's byte size."""
         shard = int(self.shard[self._check_sample(i)])
+        if shard >= self.num_shards:
+            raise CorruptIndexError(
+                f"{self.path}: sample {i} is in shard {shard}, the header counts "
+                f"{self.num_shards} shards"
+            )
         offset = int(self.offsets(field_name)[i])
         size = int(self.sizes(field_name)[i])
         if offset + size > shard_size:
