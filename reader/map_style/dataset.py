@@ -36,7 +36,7 @@ from ..image.transforms import Transform
 from ..shard_files import IoMethod, check_io
 from .shard_reader import ShardReader
 
-INDEX_RELEASE_SAMPLES = 64  # an index release costs ~0.15 ms per GB mapped: once per batch
+INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per batch is cheap
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
@@ -241,7 +241,7 @@ class Dataset:
         draws = self._draws(rows, epoch)
         try:
             for k, data in enumerate(self._payloads(state, rows)):
-                try:  # `_decode_errors` inline: a context manager costs ~2 us per sample
+                try:  # `_decode_errors` inline: a context manager per sample costs more
                     transform(data, draws[k], images[k])
                 except FastpackError:
                     raise

@@ -5,9 +5,8 @@ each keyed by `(seed, epoch, round)` through the SplitMix64 finalizer, is a bije
 [0, 4**h); cycle-walking (applying it again while the value is >= N) restricts it to a bijection
 of [0, N). Six rounds of a well-mixed round function make the result indistinguishable from a
 uniform permutation for shuffling purposes (Luby and Rackoff: four already suffice for a random
-round function). Its cost does not depend on N: about 2 ms for 8192 positions (0.011 ms per
-batch of 64 when the sampler evaluates 8192 at a time), where
-`numpy.random.Generator.permutation(N)` cost 288 ms and 76 MiB at N = 10 million.
+round function). Its cost per position does not depend on N, and nothing of size N is ever
+built (benchmarks/COSTS.md compares it with materialising the permutation).
 """
 
 from __future__ import annotations

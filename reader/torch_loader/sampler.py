@@ -45,8 +45,8 @@ class EpochBatchSampler:
 
     The order is a function of the seed and the epoch only (call `dataset.set_epoch` before each
     epoch, as with `DistributedSampler`), so an interrupted run can replay it. It is a keyed
-    permutation evaluated 8192 samples at a time: the first batch of a 10-million-sample epoch
-    costs about 2 ms and no memory for the whole order.
+    permutation evaluated 8192 samples at a time: the first batch costs the same at any dataset
+    size, and the whole order is never held in memory.
 
     With `world_size` ranks, rank `rank` takes every `world_size`-th sample of the order from
     position `rank`. Every rank gets `ceil(N / world_size)` samples, the order padded with its
