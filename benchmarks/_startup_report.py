@@ -177,7 +177,8 @@ def _cost_notes(results: dict[str, Any]) -> list[str]:
             f"{total * 1e3:.0f} ms start-up, of which the workers' start "
             f"({step['fork_workers'] * 1e3:.0f} ms). The first batch's indices cost "
             f"{step['first_indices'] * 1e3:.2f} ms at any N: `EpochBatchSampler` evaluates a "
-            "keyed permutation at the batch's positions (`reader/torch_loader/permutation.py`) instead of "
+            "keyed permutation at the batch's positions "
+            "(`reader/torch_loader/permutation.py`) instead of "
             "building the epoch's order, which would cost "
             + ", ".join(
                 f"{c['steps']['permutation']['median'] * 1e3:.1f} ms at {_samples(n)}"
@@ -370,7 +371,8 @@ def _fixes(results: dict[str, Any]) -> list[str]:
         "",
         "1. **Index pages in the workers**: done. `Index.release()` (`formats/index.py`) "
         "unmaps the index's pages from the process, and `Dataset` calls it once per 64 samples "
-        f"read (`reader/map_style/dataset.py`). It costs {step['index_release']:.2f} ms per call at "
+        "read (`reader/map_style/dataset.py`). "
+        f"It costs {step['index_release']:.2f} ms per call at "
         f"{_samples(large)}, against {step['decode_first_batch']:.0f} ms to decode a batch.",
         "2. **The first manifest parse**: done. `manifest_from_text` (`formats/manifest.py`) "
         "keeps the garbage collector paused while it builds the manifest's objects, which "
@@ -382,7 +384,8 @@ def _fixes(results: dict[str, Any]) -> list[str]:
         "288 ms at 10M when last measured (commit cf139d4), linear in N, and "
         f"{int(large) * 8 / 2**20:,.0f} MiB of int64 held all epoch. It now "
         "evaluates a keyed bijection of [0, N) (a six-round Feistel network with "
-        "cycle-walking, keyed by (seed, epoch); `reader/torch_loader/permutation.py`) at each batch's "
+        "cycle-walking, keyed by (seed, epoch); `reader/torch_loader/permutation.py`) "
+        "at each batch's "
         f"positions: {step['first_indices']:.2f} ms for the first batch and no memory that "
         "grows with N.",
         "",

@@ -112,8 +112,8 @@ def index_release_rows(repeats: int) -> list[Row]:
         part = IndexPart(
             shard=0, labels=np.zeros(n, "<i8"), key_blob=np.zeros(0, np.uint8),
             key_offsets=np.zeros(n + 1, "<u8"), source_blob=np.zeros(0, np.uint8),
-            source_offsets=np.zeros(n + 1, "<u8"), offsets={f: zeros8 for f in fields},
-            sizes={f: zeros8 for f in fields}, crc32={f: np.zeros(n, "<u4") for f in fields},
+            source_offsets=np.zeros(n + 1, "<u8"), offsets=dict.fromkeys(fields, zeros8),
+            sizes=dict.fromkeys(fields, zeros8), crc32={f: np.zeros(n, "<u4") for f in fields},
         )  # fmt: skip
         with IndexWriter(path=path, num_samples=n, num_shards=1, fields=fields,
                          key_blob_size=0, source_blob_size=0) as writer:  # fmt: skip
@@ -124,7 +124,7 @@ def index_release_rows(repeats: int) -> list[Row]:
         times = []
         for _ in range(repeats):
             for s in sections:
-                int(np.asarray(s[:: 512]).sum())  # fault every page in
+                int(np.asarray(s[::512]).sum())  # fault every page in
             start = time.perf_counter()
             index.release()
             times.append((time.perf_counter() - start) / gigabytes)

@@ -21,7 +21,7 @@ from .output.assemble import write_dataset_manifest
 from .output.out_dir import OutState, check_out_dir, start_build_dir
 from .planning.make_plan import make_plan
 from .planning.plan_store import PlanMeta, read_meta
-from .sources.detect import detect_kind
+from .sources.detect import detect_kind, source_id
 
 DEFAULT_OPTIONS = BuildOptions()
 
@@ -33,7 +33,7 @@ def _check_apart(source: Path, out: Path) -> None:
 
 
 def _plan(
-    source: Path, out: Path, *, kind: str, state: OutState, options: BuildOptions,
+    source: str, out: Path, *, kind: str, state: OutState, options: BuildOptions,
     fingerprint: dict[str, Any],
 ) -> PlanMeta:  # fmt: skip
     """The interrupted build's plan when resuming one that finished planning, else a new plan."""
@@ -92,16 +92,16 @@ def build(
     out: str | os.PathLike[str],
     options: BuildOptions = DEFAULT_OPTIONS,
 ) -> BuildSummary:
-    """Compile `source` (ImageFolder tree, list file, or webdataset tars) into a dataset at `out`.
+    """Compile `source` (ImageFolder tree, list file, webdataset tars or URLs) into `out`.
 
     Output bytes depend only on the source and the output-shaping options, never on `workers`.
     Raises SourceError for a bad source, BuildError when `out` is not usable, for a reject with
     `strict`, and for a `resume` whose options differ from the interrupted build's."""
     started = time.perf_counter()
-    source, out = Path(source), Path(out)
+    source, out = os.fspath(source), Path(out)  # a source may be a URL: no Path of it
     kind = detect_kind(source, options.source_format)
-    _check_apart(source, out)
-    fingerprint = {"source": os.path.abspath(source), "source_kind": kind, **options.shaping()}
+    _check_apart(Path(source), out)
+    fingerprint = {"source": source_id(source), "source_kind": kind, **options.shaping()}
     state = check_out_dir(out, resume=options.resume, fingerprint=fingerprint)
     if state is not OutState.COMPLETE:
         meta = _plan(source, out, kind=kind, state=state, options=options, fingerprint=fingerprint)

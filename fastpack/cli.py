@@ -38,7 +38,11 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], i
 
 def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("build", help="compile an image collection into a fastpack dataset")
-    p.add_argument("source", type=Path, help="ImageFolder directory, list file, or webdataset tars")
+    p.add_argument(
+        "source",
+        help="ImageFolder directory, list file, or webdataset tars: a directory of .tar, a .tar, "
+        "or webdataset URLs (shards-{000000..000099}.tar, pipe:CMD, s3://..., https://...)",
+    )
     p.add_argument("out", help="output dataset directory, or a URL such as s3://bucket/prefix")
     p.add_argument("--workers", type=_int_at_least(1), help="build processes (default: all cores)")
     p.add_argument(
@@ -68,7 +72,7 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         dest="source_format",
         choices=("auto", "folder", "list", "wds"),
         default="auto",
-        help="kind of source (default: auto-detect)",
+        help="kind of source (default: auto-detect); wds takes any URL as webdataset shards",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(

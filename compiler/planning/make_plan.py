@@ -22,10 +22,17 @@ def samples_per_shard(inputs: int, total_size: int, shard_size: int) -> int:
 
 
 def make_plan(
-    source: Path, kind: str, directory: Path, *, shard_size: int, shuffle_seed: int | None
+    source: str | os.PathLike[str],
+    kind: str,
+    directory: Path,
+    *,
+    shard_size: int,
+    shuffle_seed: int | None,
 ) -> PlanMeta:
-    """Write the plan of `source` (a `kind` source) into `directory`; `plan.json` goes last."""
-    scan = open_source(source, kind)
+    """Write the plan of `source` (a `kind` source) into `directory`; `plan.json` goes last.
+
+    A webdataset source copies its remote shards into `directory` (see `sources.wds`)."""
+    scan = open_source(source, kind, directory)
     with PlanWriter(directory, members=kind == "wds") as writer:
         for row in scan.rows:
             writer.add(row)

@@ -19,7 +19,9 @@ from tests.conftest import jpeg_bytes, png_bytes
 JPEG = jpeg_bytes(16, 16)
 
 
-def plan_rows(source: Path, tmp_path: Path, source_format: str = "auto") -> tuple[PlanMeta, list]:
+def plan_rows(
+    source: Path | str, tmp_path: Path, source_format: str = "auto"
+) -> tuple[PlanMeta, list]:
     kind = detect_kind(source, source_format)
     directory = tmp_path / "plan"
     directory.mkdir()
