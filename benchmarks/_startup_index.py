@@ -161,7 +161,7 @@ def write_synthetic(base_root: Path, out: Path, num_samples: int) -> Manifest:
         for piece in pieces:
             writer.append(_part(ix, sources, piece, width))
     shards = tuple(_link_shard(base, piece, out) for piece in pieces)
-    payload = sum(np.asarray(ix.sizes(f), dtype=np.int64) for f in ix.fields)
+    payload = np.sum([np.asarray(ix.sizes(f), dtype=np.int64) for f in ix.fields], axis=0)
     copies, left = divmod(num_samples, ix.num_samples)
     manifest = Manifest(
         num_samples=num_samples,

@@ -19,7 +19,8 @@ def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
     img = np.empty((height, width, 3), np.float32)
     for c in range(3):
-        fx, fy, phase = [*rng.uniform(0.005, 0.05, 2).tolist(), rng.uniform(0, 6.3)]
+        freq = rng.uniform(0.005, 0.05, 2)
+        fx, fy, phase = float(freq[0]), float(freq[1]), rng.uniform(0, 6.3)
         img[..., c] = 127 + 100 * np.sin(fx * x + fy * y + phase)
     img += rng.normal(0, 12, img.shape).astype(np.float32)
     return np.clip(img, 0, 255).astype(np.uint8)

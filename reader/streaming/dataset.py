@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,8 +53,18 @@ from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
 Sample = tuple[Image, np.int64]
 Labels = npt.NDArray[np.int64]
 
+if TYPE_CHECKING:
+    # For type checkers StreamingDataset is the IterableDataset it is registered as at runtime
+    # (`_register_with_torch`), so `DataLoader(StreamingDataset(...))` type-checks; at runtime it
+    # derives from `object`, which keeps torch optional.
+    from torch.utils.data import IterableDataset
 
-class StreamingDataset:
+    _Base = IterableDataset[Sample]
+else:
+    _Base = object
+
+
+class StreamingDataset(_Base):
     """Samples `(image HxWx3 uint8, label int64)` of a dataset, one at a time, as an iterable.
 
     An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):

@@ -5,12 +5,22 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import simplejpeg
 from fastpack.formats import DatasetFiles
 
 from tests.conftest import synthetic_rgb
+
+
+class Quiet(TypedDict):
+    """The `BuildOptions` keywords that turn the progress bar off, typed for `**QUIET`."""
+
+    progress: bool
+
+
+QUIET: Quiet = {"progress": False}
 
 
 @dataclass(frozen=True)

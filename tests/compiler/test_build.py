@@ -6,6 +6,7 @@ import io
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,8 @@ from fastpack.formats import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.compiler._helpers import read_dataset
+from tests.compiler._helpers import QUIET, read_dataset
 from tests.conftest import jpeg_bytes, png_bytes
-
-QUIET = {"progress": False}
 
 
 def check_shards_agree_with_index(out: Path) -> None:
@@ -121,9 +120,9 @@ def test_wds_source_end_to_end(tmp_path: Path) -> None:
 
 
 def test_manifest_records_the_build_but_not_the_machine(
-    make_image_folder: object, tmp_path: Path
+    make_image_folder: Callable[..., Path], tmp_path: Path
 ) -> None:
-    source = make_image_folder(classes=2, per_class=5)  # type: ignore[operator]
+    source = make_image_folder(classes=2, per_class=5)
     out = tmp_path / "out"
     summary = build(source, out, BuildOptions(workers=2, shard_size=8000, max_side=500, **QUIET))
     manifest = read_manifest(out / "fastpack.json")
@@ -150,9 +149,9 @@ def test_manifest_records_the_build_but_not_the_machine(
 
 
 def test_summary_and_progress_bar(
-    make_image_folder: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_image_folder: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = make_image_folder(classes=2, per_class=3)  # type: ignore[operator]
+    source = make_image_folder(classes=2, per_class=3)
     summary = build(source, tmp_path / "out", BuildOptions(workers=1, progress=True))
     err = capsys.readouterr().err
     assert "6/6" in err

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 import simplejpeg
 from fastpack.formats import DatasetFiles
@@ -12,11 +15,16 @@ from tests.compiler.test_interop import build_mixed
 
 BATCH = 4
 
+# The dataset's samples, and the images and cls bytes DALI gives for them.
+DaliRead = tuple[list[StoredSample], list[npt.NDArray[np.uint8]], list[bytes]]
+
 
 @pytest.fixture(scope="module")
-def dali_read(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[StoredSample], list, list]:
+def dali_read(tmp_path_factory: pytest.TempPathFactory) -> DaliRead:
     """The dataset's samples, and the images and cls bytes DALI's webdataset reader gives."""
-    from nvidia.dali import fn, pipeline_def, types  # noqa: PLC0415 - slow import, one module
+    from nvidia.dali import fn, types  # noqa: PLC0415 - slow import, one module
+    from nvidia.dali.data_node import DataNode  # noqa: PLC0415
+    from nvidia.dali.pipeline import pipeline_def  # noqa: PLC0415
 
     out = build_mixed(tmp_path_factory.mktemp("dali"))
     files = DatasetFiles(out)
@@ -24,19 +32,26 @@ def dali_read(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[StoredSamp
     paths = [str(files.shard_path(i)) for i in shards]
     indexes = [str(files.shard_index_path(i)) for i in shards]
 
-    @pipeline_def(batch_size=BATCH, num_threads=1, device_id=None, seed=0)  # type: ignore[misc]
-    def pipeline():  # type: ignore[no-untyped-def]
-        jpg, cls = fn.readers.webdataset(
+    # The pipeline's arguments are given when it is made (DALI's stubs type `device_id` as an
+    # int in the decorator's arguments; None, CPU only, is what DALI documents).
+    @pipeline_def
+    def pipeline() -> tuple[DataNode, DataNode]:
+        outputs = fn.readers.webdataset(
             paths=paths, index_paths=indexes, ext=["jpg", "cls"],
-            dtypes=[types.UINT8, types.UINT8], missing_component_behavior="error",
-            random_shuffle=False, name="reader",
+            dtypes=[types.DALIDataType.UINT8, types.DALIDataType.UINT8],
+            missing_component_behavior="error", random_shuffle=False, name="reader",
         )  # fmt: skip
-        return fn.decoders.image(jpg, device="cpu", output_type=types.RGB), cls
+        assert isinstance(outputs, Sequence)  # two outputs (stubs: one, several or none)
+        jpg, cls = outputs
+        images = fn.decoders.image(jpg, device="cpu", output_type=types.DALIImageType.RGB)
+        assert isinstance(images, DataNode)
+        return images, cls
 
-    pipe = pipeline()
-    pipe.build()
+    pipe = pipeline(batch_size=BATCH, num_threads=1, device_id=None, seed=0)
+    pipe.build()  # type: ignore[no-untyped-call]  # DALI leaves Pipeline.build unannotated
     samples = read_dataset(out)
-    images, labels = [], []
+    images: list[npt.NDArray[np.uint8]] = []
+    labels: list[bytes] = []
     while len(images) < len(samples):
         batch_images, batch_cls = pipe.run()
         for k in range(BATCH):
@@ -45,14 +60,14 @@ def dali_read(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[StoredSamp
     return samples, images[: len(samples)], labels[: len(samples)]
 
 
-def test_dali_labels(dali_read: tuple[list[StoredSample], list, list]) -> None:
+def test_dali_labels(dali_read: DaliRead) -> None:
     samples, _, labels = dali_read
     assert len(samples) > 10
     assert labels == [s.cls for s in samples]
     assert [int(b) for b in labels] == [s.label for s in samples]
 
 
-def test_dali_pixels_match_simplejpeg(dali_read: tuple[list[StoredSample], list, list]) -> None:
+def test_dali_pixels_match_simplejpeg(dali_read: DaliRead) -> None:
     samples, images, _ = dali_read
     for sample, image in zip(samples, images, strict=True):
         expected = simplejpeg.decode_jpeg(sample.jpg, colorspace="RGB")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from typing import cast
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 import pytest
 import simplejpeg
 from fastpack.compiler import PreparedImage, Reject, prepare_image
@@ -27,13 +29,14 @@ from tests.compiler._helpers import (
 from tests.conftest import jpeg_bytes, png_bytes, synthetic_rgb
 
 
-def converted(data: bytes, **kwargs: int | None) -> np.ndarray:
+def converted(data: bytes, max_side: int | None = None) -> npt.NDArray[np.uint8]:
     """prepare_image's output, checked to be a new 3-component 4:2:0 JPEG, decoded to RGB."""
-    result = prepare_image(data, **kwargs)  # type: ignore[arg-type]
+    result = prepare_image(data, max_side=max_side)
     assert isinstance(result, PreparedImage), result
     assert result.converted
     assert simplejpeg.decode_jpeg_header(result.data)[2:] == ("YCbCr", "420")
-    return simplejpeg.decode_jpeg(result.data, colorspace="RGB")
+    pixels: npt.NDArray[np.uint8] = simplejpeg.decode_jpeg(result.data, colorspace="RGB")
+    return pixels
 
 
 def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
@@ -41,10 +44,11 @@ def mean_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean())
 
 
-def as_stored(rgb: np.ndarray) -> np.ndarray:
+def as_stored(rgb: np.ndarray) -> npt.NDArray[np.uint8]:
     """What the policy's encoder (quality 90, 4:2:0) makes of these pixels, decoded again."""
     data = simplejpeg.encode_jpeg(np.ascontiguousarray(rgb), 90, "RGB", "420")
-    return simplejpeg.decode_jpeg(data, colorspace="RGB")
+    pixels: npt.NDArray[np.uint8] = simplejpeg.decode_jpeg(data, colorspace="RGB")
+    return pixels
 
 
 def test_upright_jpeg_is_kept_byte_for_byte() -> None:
@@ -95,9 +99,9 @@ def test_exif_rotated_jpeg_is_turned_upright(orientation: int, byte_order: str) 
     data = with_orientation(jpeg_bytes(37, 53, seed=orientation), orientation, byte_order)
     assert jpeg_orientation(data) == orientation
     # OpenCV's IMREAD_COLOR applies the EXIF orientation itself: the reference.
-    upright = cv2.cvtColor(
-        cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
-    )
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert bgr is not None
+    upright = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
     assert np.array_equal(apply_orientation(simplejpeg.decode_jpeg(data), orientation), upright)
     pixels = converted(data)
     assert np.array_equal(pixels, as_stored(upright))
@@ -118,9 +122,9 @@ def test_grayscale_jpeg_becomes_rgb() -> None:
 def test_cmyk_jpeg_becomes_rgb() -> None:
     data = cmyk_jpeg(40, 56, seed=9)
     assert simplejpeg.decode_jpeg_header(data)[2] in ("CMYK", "YCCK")
-    reference = cv2.cvtColor(
-        cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
-    )
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert bgr is not None
+    reference = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
     assert np.array_equal(converted(data), as_stored(reference))
 
 
@@ -163,7 +167,8 @@ def test_png_exif_orientation_is_applied() -> None:
     ok, png = cv2.imencodeWithMetadata(".png", bgr, [cv2.IMAGE_METADATA_EXIF], [tiff])
     assert ok
     assert tiff_orientation(tiff.tobytes()) == 6
-    upright = apply_orientation(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), 6)
+    rgb = cast("npt.NDArray[np.uint8]", cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))  # uint8 in, out
+    upright = apply_orientation(rgb, 6)
     pixels = converted(png.tobytes())
     assert pixels.shape == (30, 20, 3)
     assert np.array_equal(pixels, as_stored(upright))

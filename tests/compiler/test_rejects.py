@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.formats import read_manifest
 
 from tests.compiler._helpers import (
+    QUIET,
     cmyk_jpeg,
     gray_jpeg,
     read_dataset,
@@ -21,7 +23,6 @@ from tests.compiler._helpers import (
 from tests.conftest import jpeg_bytes, png_bytes
 
 GOOD = jpeg_bytes(24, 32, seed=1)
-QUIET = {"progress": False}
 
 
 def hostile_folder(root: Path) -> Path:
@@ -123,8 +124,10 @@ def test_list_entries_that_are_missing_or_directories(tmp_path: Path) -> None:
     assert summary.samples == 1
 
 
-def test_no_rejects_file_without_rejects(make_image_folder: object, tmp_path: Path) -> None:
-    source = make_image_folder(classes=1, per_class=2)  # type: ignore[operator]
+def test_no_rejects_file_without_rejects(
+    make_image_folder: Callable[..., Path], tmp_path: Path
+) -> None:
+    source = make_image_folder(classes=1, per_class=2)
     build(source, tmp_path / "out", BuildOptions(workers=1, progress=False))
     assert not (tmp_path / "out/rejects.jsonl").exists()
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,9 @@ from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.compiler.jobs.shard_record import finished_record
 from fastpack.formats import shard_tar_name
 
-from tests.compiler._helpers import read_dataset, tree_bytes
+from tests.compiler._helpers import QUIET, read_dataset, tree_bytes
 from tests.compiler.test_rejects import hostile_folder
 from tests.conftest import jpeg_bytes
-
-QUIET = {"progress": False}
 
 
 def test_worker_count_does_not_change_a_byte(tmp_path: Path) -> None:
@@ -60,9 +59,9 @@ def start_build(source: Path, out: Path, shard_size: int) -> subprocess.Popen[by
     )
 
 
-def wait_for(condition: object, timeout: float, what: str) -> None:
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
+    while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.002)
@@ -209,8 +208,10 @@ def test_bad_options(option: str, value: int | str, message: str) -> None:
         BuildOptions(**{option: value})  # type: ignore[arg-type]
 
 
-def test_shuffle_is_a_seeded_permutation(make_image_folder: object, tmp_path: Path) -> None:
-    source = make_image_folder(classes=3, per_class=8)  # type: ignore[operator]
+def test_shuffle_is_a_seeded_permutation(
+    make_image_folder: Callable[..., Path], tmp_path: Path
+) -> None:
+    source = make_image_folder(classes=3, per_class=8)
 
     def order(name: str, seed: int | None) -> list[tuple[str, int, str, bytes]]:
         options = BuildOptions(workers=1, shard_size=5000, shuffle_seed=seed, **QUIET)

@@ -21,7 +21,7 @@ JPEG = jpeg_bytes(16, 16)
 
 def plan_rows(
     source: Path | str, tmp_path: Path, source_format: str = "auto"
-) -> tuple[PlanMeta, list]:
+) -> tuple[PlanMeta, list[tuple[str, int, int]]]:
     kind = detect_kind(source, source_format)
     directory = tmp_path / "plan"
     directory.mkdir()

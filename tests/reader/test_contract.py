@@ -22,6 +22,7 @@ from fastpack.compiler.publish import Uploader
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
 from fastpack.reader import Dataset, EpochBatchSampler, StreamingDataset
 from fastpack.reader import make_dali_loader as dali_loader
+from fastpack.reader.shard_files import IoMethod
 from fastpack.reader.streaming import FetchOptions
 from fastpack.storage import Location, RetryPolicy
 
@@ -149,10 +150,10 @@ class ReaderContract:
 
 
 class MapStyle(ReaderContract):
-    io: ClassVar[str] = "mmap"
+    io: ClassVar[IoMethod] = "mmap"
 
     def read(self, root: Path, *, rank: int, world: int, seed: int, epoch: int) -> Read:
-        with Dataset(root, io=self.io, seed=seed) as ds:  # type: ignore[arg-type]
+        with Dataset(root, io=self.io, seed=seed) as ds:
             ds.set_epoch(epoch)
             sampler = EpochBatchSampler(ds, 5, seed=seed, rank=rank, world_size=world)
             out = []

@@ -92,7 +92,7 @@ def test_index_out_of_range(build_dataset: Callable[..., Built]) -> None:
         ds.__getitems__([0, 12])
 
 
-def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path) -> None:
+def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path: Path) -> None:
     path = build_dataset().path
     with pytest.raises(MissingFieldError, match=r"no field 'png'; fields are \('jpg', 'cls'\)"):
         Dataset(path, field="png")

@@ -11,6 +11,7 @@ import pytest
 from fastpack.formats import FastpackError, OffsetOutOfRangeError
 from fastpack.reader import Dataset
 from fastpack.reader.map_style.dataset import _Opened
+from fastpack.reader.shard_files import IoMethod
 
 from .conftest import Built, section
 
@@ -28,10 +29,10 @@ def test_iteration_yields_every_sample_in_order(build_dataset: Callable[..., Bui
 
 @pytest.mark.parametrize("io", ["mmap", "pread"])
 def test_iteration_raises_at_an_offset_past_the_shard_end(
-    build_dataset: Callable[..., Built], io: str
+    build_dataset: Callable[..., Built], io: IoMethod
 ) -> None:
     path = build_dataset(classes=4, per_class=16).path
-    ds = Dataset(path, io=io)  # type: ignore[arg-type]
+    ds = Dataset(path, io=io)
     files = ds._opened().files
     shard = int(files.index.shard[32])
     shard_size = files.shard_path(shard).stat().st_size
@@ -44,7 +45,7 @@ def test_iteration_raises_at_an_offset_past_the_shard_end(
     assert not isinstance(e.value, IndexError)
     assert str(files.shard_path(shard)) in str(e.value)
     with pytest.raises(OffsetOutOfRangeError, match="sample 32"):
-        list(Dataset(path, io=io))  # type: ignore[arg-type]  # opened after the damage too
+        list(Dataset(path, io=io))  # opened after the damage too
 
 
 def test_an_index_error_while_reading_is_not_the_end_of_the_data(

@@ -169,7 +169,7 @@ def test_batch_slots_are_reused_only_when_released() -> None:
     assert [b.slot for b in batches] == [0, 1, -1]  # both slots taken: a fresh block
     assert list(slots.flags) == [pid, pid]
     assert batches[0][0].data_ptr() == slots.tensors[0].data_ptr()
-    assert batches[2][0].is_shared()
+    assert _is_shared(batches[2][0])
 
     # a slot travels as its number (a few hundred bytes), a fresh block as torch shares it
     sizes = [len(pickle.dumps(b)) for b in batches]
@@ -210,7 +210,12 @@ def _in_shared_memory(images: torch.Tensor, loader: Any) -> bool:
     address = images.data_ptr()
     slots = loader.collate_fn.__self__.slots.tensors
     lent = any(t.data_ptr() <= address < t.data_ptr() + t.nbytes for t in slots)
-    return lent or images.is_shared()
+    return lent or _is_shared(images)
+
+
+def _is_shared(tensor: torch.Tensor) -> bool:
+    """`tensor.is_shared()`, asked of its storage: torch leaves `Tensor.is_shared` untyped."""
+    return tensor.untyped_storage().is_shared()
 
 
 def test_held_batches_stay_intact(build_dataset: Callable[..., Built]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 import pytest
 import simplejpeg
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
@@ -46,7 +47,7 @@ def photos(count: int, subsampling: str) -> list[bytes]:
 
 def reference(data: bytes, box: Box, shape: tuple[int, int], flip: bool) -> np.ndarray:
     """Full decode, the same (integral) box, INTER_AREA resize."""
-    image = simplejpeg.decode_jpeg(data, colorspace="RGB")
+    image: npt.NDArray[np.uint8] = simplejpeg.decode_jpeg(data, colorspace="RGB")
     top, left = round(box.top), round(box.left)
     crop = image[top : top + round(box.height), left : left + round(box.width)]
     out = cv2.resize(crop, (shape[1], shape[0]), interpolation=cv2.INTER_AREA)
@@ -95,10 +96,7 @@ def test_center_crop_box() -> None:
     assert box.top == pytest.approx(16 * 400 / 256)
     assert box.left == pytest.approx(80 * 600 / 384)
     tall = transform.box(600, 400)
-    assert (tall.width, tall.left) == (
-        pytest.approx(224 * 400 / 256),
-        pytest.approx(16 * 400 / 256),
-    )
+    assert (tall.width, tall.left) == pytest.approx((224 * 400 / 256, 16 * 400 / 256))
     small = CenterCrop(64).box(400, 500)  # a 350-pixel box for 64 pixels: decoded at 1/4
     assert dct_shift(small.height, small.width, 64, 64) == 2
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from fastpack.storage import CACHE_ENV, default_cache_dir, is_url
-from fastpack.storage import urls as urls_module
 from fastpack.storage.urls import filesystem
 
 S3_OPTIONS = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
@@ -55,7 +54,7 @@ def test_one_filesystem_per_process_and_options(monkeypatch: pytest.MonkeyPatch)
     assert other.key == "k2"
     child = os.getpid() + 1
     with monkeypatch.context() as m:  # as in a forked child: never the parent's filesystem
-        m.setattr(urls_module.os, "getpid", lambda: child)
+        m.setattr(os, "getpid", lambda: child)  # the `os` module that storage/urls.py calls
         assert filesystem("s3://one/ds", S3_OPTIONS)[0] is not fs
 
 
