@@ -33,7 +33,7 @@ from .conftest import refresh_manifest
 N = 12  # samples, one per class: label k is sample k
 WORLD = 2
 SIZE, RESIZE = 40, 48  # DALI's evaluation crop (DALI cannot return images of mixed sizes)
-DALI_TOLERANCE = 4.0  # mean absolute difference per image, 0..255 (see test_dali.py)
+DALI_TOLERANCE = 4.0  # mean absolute difference per image, 0..255 (see dali/test_dali.py)
 Image = npt.NDArray[np.uint8]
 Read = list[tuple[int, Image]]  # (label, image) in reading order
 

@@ -21,7 +21,7 @@ from fastpack.formats import (
 )
 from fastpack.reader import Dataset, RandomResizedCrop
 
-from .conftest import Built, refresh_manifest, section
+from ..conftest import Built, refresh_manifest, section
 
 
 def last_sample_of(ds: Dataset, shard: int) -> int:

@@ -13,7 +13,7 @@ from fastpack.reader import Dataset
 from fastpack.reader.map_style.dataset import _Opened
 from fastpack.reader.shard_files import IoMethod
 
-from .conftest import Built, section
+from ..conftest import Built, section
 
 
 def test_iteration_yields_every_sample_in_order(build_dataset: Callable[..., Built]) -> None:

@@ -18,7 +18,7 @@ from fastpack.reader import verify_dataset, verify_remote
 from fastpack.reader.verify import local as verify_module
 from fastpack.storage import Location, RetryPolicy
 
-from .conftest import Built, refresh_manifest, section
+from ..conftest import Built, refresh_manifest, section
 
 
 @pytest.fixture

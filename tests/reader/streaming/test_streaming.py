@@ -23,8 +23,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 
-from tests.reader._streaming_data import build_small, counts, digest, indices, sample_of_image
 from tests.reader.conftest import section
+from tests.reader.streaming._streaming_data import (
+    build_small,
+    counts,
+    digest,
+    indices,
+    sample_of_image,
+)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from fastpack.compiler.sources.wds import samples
 
 from fastpack.cli import main
 from tests.compiler._helpers import read_dataset, tree_bytes
-from tests.compiler.test_sources import plan_rows, write_tar
+from tests.compiler.sources.test_sources import plan_rows, write_tar
 from tests.conftest import jpeg_bytes, png_bytes
 from tests.s3_server import S3Server
 

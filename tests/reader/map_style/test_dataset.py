@@ -13,7 +13,7 @@ from fastpack.formats import DatasetNotFoundError
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.errors import MissingFieldError
 
-from .conftest import Built
+from ..conftest import Built
 
 
 def test_every_sample_matches_its_source(build_dataset: Callable[..., Built]) -> None:

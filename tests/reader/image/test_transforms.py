@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import synthetic_rgb
 
-from .conftest import Built
+from ..conftest import Built
 
 DRAWS = 23
 

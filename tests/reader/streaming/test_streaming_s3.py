@@ -35,7 +35,7 @@ from fastpack.storage.retry import RetryPolicy
 from fastpack.storage.urls import filesystem
 from torch.utils.data import DataLoader
 
-from tests.reader._streaming_data import build_small, counts, indices, sample_of_image
+from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
 from tests.s3_server import S3Server
 
 QUICK = FetchOptions(retry=RetryPolicy(attempts=2, backoff_s=0.05))

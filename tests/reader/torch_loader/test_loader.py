@@ -30,7 +30,7 @@ from fastpack.reader import (
 from fastpack.reader.torch_loader import EpochBatch
 from fastpack.reader.torch_loader.batch_slots import BatchSlots, SlotBatch, tracker
 
-from .conftest import Built
+from ..conftest import Built
 
 TIMEOUT = 60  # seconds a worker may take per batch; a hung worker fails the test
 

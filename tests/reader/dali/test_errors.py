@@ -11,7 +11,7 @@ from fastpack.formats import DatasetFiles, FastpackError, TruncatedFileError
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 
-from .conftest import Built
+from ..conftest import Built
 
 
 def _loader(path: Path, **kwargs: object) -> DaliLoader:
