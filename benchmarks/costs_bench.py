@@ -10,7 +10,6 @@ quoting numbers that drift.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
 import tempfile
@@ -23,7 +22,7 @@ from typing import Any
 import cv2
 import numpy as np
 import simplejpeg
-from fastpack.formats import IndexPart, IndexWriter, Manifest, manifest_from_text
+from fastpack.formats import IndexPart, IndexWriter
 from fastpack.formats.index import Index
 from fastpack.reader.image.draws import sample_draws
 from fastpack.reader.torch_loader.permutation import KeyedPermutation
@@ -53,15 +52,21 @@ def photos(corpus: Path, count: int) -> list[bytes]:
 
 def decode_rows(data: list[bytes], repeats: int) -> list[Row]:
     rows: list[Row] = []
-    for label, scale in (("full size", 1), ("1/2 scale", 2), ("1/8 scale", 8)):
+    sizes = [simplejpeg.decode_jpeg_header(d)[:2] for d in data]
+    for label, shift in (("full size", 0), ("1/2 scale", 1), ("1/8 scale", 3)):
 
-        def decode_all(scale: int = scale) -> None:
-            for d in data:
-                simplejpeg.decode_jpeg(d, colorspace="RGB", min_factor=scale)
+        def decode_all(shift: int = shift) -> None:
+            for d, (h, w) in zip(data, sizes, strict=True):
+                # the smallest size at least (h, w) / 2**shift: libjpeg's 1/2**shift decode
+                min_h, min_w = (-(-h >> shift), -(-w >> shift)) if shift else (0, 0)
+                simplejpeg.decode_jpeg(d, colorspace="RGB", min_height=min_h, min_width=min_w)
 
         times = [t / len(data) for t in per_call(decode_all, 1, repeats)]
         rows.append((f"decode one photo, {label}", times, "ms"))
-    halves = [simplejpeg.decode_jpeg(d, colorspace="RGB", min_factor=2) for d in data]
+    halves = [
+        simplejpeg.decode_jpeg(d, colorspace="RGB", min_height=-(-h >> 1), min_width=-(-w >> 1))
+        for d, (h, w) in zip(data, sizes, strict=True)
+    ]
 
     def crop_resize() -> None:
         for image in halves:
@@ -132,33 +137,6 @@ def index_release_rows(repeats: int) -> list[Row]:
              "ms")]  # fmt: skip
 
 
-def manifest_rows(repeats: int) -> list[Row]:
-    import torch  # noqa: F401, PLC0415 - a realistic heap: the trainer has imported torch
-
-    shards = [{"name": f"shards/{i:06d}.tar", "index_name": f"shards/{i:06d}.idx", "samples": 1000,
-               "bytes": 2**28, "sha256": "0" * 64} for i in range(10_000)]  # fmt: skip
-    text = json.dumps({
-        "format": "fastpack", "version": 1, "num_samples": 10_000_000, "fields": ["jpg", "cls"],
-        "classes": [], "key_width": 9, "shards": shards,
-        "index": {"name": "index.fpx", "bytes": 1, "sha256": "0" * 64},
-        "build": {}, "stats": {},
-    })  # fmt: skip
-
-    def with_gc() -> None:
-        gc.collect()
-        json.loads(text)
-
-    parsed: list[Manifest] = []
-    plain = per_call(with_gc, 1, repeats)
-    fastpack_parse = per_call(lambda: parsed.append(manifest_from_text(text, "m")), 1, repeats)
-    return [
-        ("parse a 10,000-shard manifest with `json.loads`, collector on, torch imported", plain,
-         "ms"),
-        ("the same through `manifest_from_text` (collector paused while parsing)",
-         fastpack_parse, "ms"),
-    ]  # fmt: skip
-
-
 def context_manager_rows(repeats: int) -> list[Row]:
     @contextmanager
     def guard() -> Any:
@@ -202,7 +180,6 @@ def main() -> None:
     rows += draw_rows(args.repeats)
     rows += permutation_rows(args.repeats)
     rows += index_release_rows(args.repeats)
-    rows += manifest_rows(args.repeats)
     rows += context_manager_rows(args.repeats)
     report = "\n".join([
         "# Per-operation costs",

@@ -126,8 +126,8 @@ def parse_manifest(data: Any, source: str) -> Manifest:
 
 
 def manifest_from_text(text: str | bytes, source: str) -> Manifest:
-    # a manifest of thousands of shards makes thousands of objects, enough to start a full
-    # collection over everything the process has imported (benchmarks/COSTS.md)
+    # a manifest of thousands of shards makes thousands of objects, which can start a full
+    # collection over everything the process has imported (torch included): pause it
     collecting = gc.isenabled()
     gc.disable()
     try:
