@@ -37,11 +37,11 @@ import math
 import os
 import re
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, TruncatedFileError
 
+from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..ranks import local_device_id, resolve_rank
@@ -118,7 +118,7 @@ def _samples_per_epoch(num_samples: int, num_shards: int, batch_size: int, drop_
     return -(-num_samples // num_shards)
 
 
-class DaliLoader:
+class DaliLoader(ClosesOnExit):
     """One rank's `(images, labels)` batches, epoch after epoch: `for images, labels in loader`.
 
     `images`: uint8 (B, size, size, 3) CPU tensor with `device="cpu"`; float32 (B, 3, size, size)
@@ -208,17 +208,6 @@ class DaliLoader:
     def close(self) -> None:
         """Release the pipeline (its threads and buffers)."""
         self._iterator = None
-
-    def __enter__(self) -> DaliLoader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:

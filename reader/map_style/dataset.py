@@ -15,7 +15,6 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from fastpack.formats import (
     ShardFormatError,
 )
 
+from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
 from ..image.decode import Image, decode, jpeg_size
 from ..image.draws import sample_draws
@@ -69,7 +69,7 @@ class _Opened:
         self.shards.close()
 
 
-class Dataset:
+class Dataset(ClosesOnExit):
     """Samples of a fastpack dataset as `(image, label)`: an HxWx3 uint8 RGB array and an int64.
 
     Without a transform images are decoded at full size. With one (`RandomResizedCrop`,
@@ -151,17 +151,6 @@ class Dataset:
         finalizer, self._finalizer, self._state = self._finalizer, None, None
         if finalizer is not None:
             finalizer()  # runs `_Opened.close` once, then lets go of the state
-
-    def __enter__(self) -> Dataset:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- metadata -------------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +39,7 @@ from fastpack.formats import (
 )
 from fastpack.storage import Location, default_cache_dir, is_url
 
+from ..closing import ClosesOnExit
 from ..image.decode import Image, decode
 from ..image.draws import iter_draws
 from ..image.transforms import Transform
@@ -64,7 +64,7 @@ else:
     _Base = object
 
 
-class StreamingDataset(_Base):
+class StreamingDataset(ClosesOnExit, _Base):
     """Samples `(image HxWx3 uint8, label int64)` of a dataset, one at a time, as an iterable.
 
     An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):
@@ -191,17 +191,6 @@ class StreamingDataset(_Base):
         """Drop the index map this process opened; a later iteration opens it again. Iterations
         in progress keep what they hold (their shard files and the index) until they end."""
         self._files = None
-
-    def __enter__(self) -> StreamingDataset:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

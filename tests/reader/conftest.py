@@ -9,7 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+import cv2
 import numpy as np
+import numpy.typing as npt
 import pytest
 from fastpack.compiler import BuildOptions, build
 from fastpack.formats import (
@@ -85,3 +87,15 @@ def refresh_manifest(root: Path) -> None:
             shards=tuple(shards),
         ),
     )
+
+
+def centre_crop(image: npt.NDArray[np.uint8], size: int, resize: int) -> npt.NDArray[np.uint8]:
+    """What DALI's evaluation pipeline computes, with OpenCV: shorter side to `resize` (area
+    filter down, bilinear up), then the centre `size` x `size`."""
+    h, w = image.shape[:2]
+    scale = resize / min(h, w)
+    out_h, out_w = (resize, round(w * scale)) if h <= w else (round(h * scale), resize)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
+    top, left = (out_h - size + 1) // 2, (out_w - size + 1) // 2
+    return np.asarray(resized[top : top + size, left : left + size])

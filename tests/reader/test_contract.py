@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -28,7 +27,7 @@ from fastpack.storage import Location, RetryPolicy
 
 from tests.s3_server import S3Server
 
-from .conftest import refresh_manifest
+from .conftest import centre_crop, refresh_manifest
 
 N = 12  # samples, one per class: label k is sample k
 WORLD = 2
@@ -58,17 +57,6 @@ def full_decode(root: Path) -> dict[int, Image]:
             data[offset : offset + size], colorspace="RGB"
         )
     return found
-
-
-def centre_crop(image: Image) -> Image:
-    """simplejpeg's full decode, shorter side to RESIZE, centre SIZE x SIZE (DALI's eval)."""
-    h, w = image.shape[:2]
-    scale = RESIZE / min(h, w)
-    out_h, out_w = (RESIZE, round(w * scale)) if h <= w else (round(h * scale), RESIZE)
-    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-    resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
-    top, left = (out_h - SIZE + 1) // 2, (out_w - SIZE + 1) // 2
-    return np.asarray(resized[top : top + SIZE, left : left + SIZE])
 
 
 def payload_span(root: Path, label: int) -> tuple[Path, int, int]:
@@ -113,7 +101,7 @@ class ReaderContract:
             if self.exact_pixels:
                 np.testing.assert_array_equal(image, reference[label])
             else:
-                expected = centre_crop(reference[label])
+                expected = centre_crop(reference[label], SIZE, RESIZE)
                 diff = np.abs(image.astype(np.int16) - expected.astype(np.int16)).mean()
                 assert diff < DALI_TOLERANCE, (label, diff)
 

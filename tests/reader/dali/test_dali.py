@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -23,6 +22,8 @@ from fastpack.reader.dali.malloc import ENV_VARIABLE, fix_mmap_threshold
 from fastpack.reader.errors import MissingDependencyError
 from hypothesis import given
 from hypothesis import strategies as st
+
+from ..conftest import centre_crop
 
 N = 13  # samples: one image per class, so a label names its sample
 SIZE, RESIZE = 56, 64
@@ -61,14 +62,7 @@ def _labels(batches: Batches) -> list[int]:
 
 def _reference(data: bytes) -> npt.NDArray[np.uint8]:
     """simplejpeg full decode, shorter side to RESIZE with OpenCV, centre SIZE x SIZE."""
-    image = simplejpeg.decode_jpeg(data, colorspace="RGB")
-    h, w = image.shape[:2]
-    scale = RESIZE / min(h, w)
-    out_h, out_w = (RESIZE, round(w * scale)) if h <= w else (round(h * scale), RESIZE)
-    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-    resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
-    top, left = (out_h - SIZE + 1) // 2, (out_w - SIZE + 1) // 2
-    return np.asarray(resized[top : top + SIZE, left : left + SIZE])
+    return centre_crop(simplejpeg.decode_jpeg(data, colorspace="RGB"), SIZE, RESIZE)
 
 
 def _payloads(path: Path) -> dict[int, bytes]:
