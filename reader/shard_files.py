@@ -113,9 +113,14 @@ class PreadShard:
         self.close()
 
 
-def open_shard(path: Path, expected_size: int, io: IoMethod, what: str = "shard") -> ShardFile:
+def listed_in(shard: int, manifest: Path | str) -> str:
+    """How errors name shard `shard` of the dataset whose manifest is `manifest`."""
+    return f"shard {shard} listed in {manifest}"
+
+
+def open_shard(path: Path, expected_size: int, io: IoMethod, what: str) -> ShardFile:
     """Open the shard at `path`, which the manifest records as `expected_size` bytes; `what`
-    names it in errors (`shard 3 listed in .../fastpack.json`)."""
+    names it in errors (`listed_in(3, ".../fastpack.json")`)."""
     if io == "pread":
         return PreadShard(path, expected_size, what)
     return MappedShard(path, expected_size, what)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastpack.formats import MANIFEST_NAME, DatasetFiles
 
-from ..shard_files import IoMethod, ShardFile, open_shard
+from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
 
 
 class ShardReader:
@@ -26,7 +26,7 @@ class ShardReader:
     def _shard(self, shard: int) -> ShardFile:
         opened = self._open.get(shard)
         if opened is None:
-            what = f"shard {shard} listed in {self._files.root / MANIFEST_NAME}"
+            what = listed_in(shard, self._files.root / MANIFEST_NAME)
             expected = self._files.manifest.shards[shard].bytes
             path = self._files.shard_path(shard)
             opened = self._open[shard] = open_shard(path, expected, self._io, what)

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from fastpack.formats import DatasetNotFoundError, Manifest
+from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
 from fastpack.storage import Location, RetryPolicy
 
-from ..shard_files import IoMethod, ShardFile, open_shard
+from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
 from .cache import ShardCache
 
 _EVICTED_RETRIES = 3  # a shard evicted by another stream between download and open
@@ -38,8 +38,10 @@ class LocalShards:
 
     def get(self, position: int) -> ShardFile:
         if position not in self._open:
-            info = self._manifest.shards[self._shards[position]]
-            self._open[position] = open_shard(self._root / info.name, info.bytes, self._io)
+            shard = self._shards[position]
+            info = self._manifest.shards[shard]
+            what = listed_in(shard, self._root / MANIFEST_NAME)
+            self._open[position] = open_shard(self._root / info.name, info.bytes, self._io, what)
         return self._open[position]
 
     def release(self, position: int) -> None:
@@ -108,7 +110,8 @@ class RemoteShards:
             if path is None:
                 path = self._fetch(shard)
             try:
-                return open_shard(path, info.bytes, self._io)
+                what = listed_in(shard, self._location.url_of(MANIFEST_NAME))
+                return open_shard(path, info.bytes, self._io, f"{what}, cached")
             except FileNotFoundError:
                 continue
         raise DatasetNotFoundError(
