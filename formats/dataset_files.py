@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from .errors import CorruptIndexError, DatasetNotFoundError
+from .field_codec import FieldCodec
 from .index import Index
 from .layout import INDEX_NAME, MANIFEST_NAME
 from .manifest import Manifest, read_manifest
@@ -19,7 +20,7 @@ class DatasetFiles:
         if not self.root.is_dir():
             raise DatasetNotFoundError(f"{self.root}: dataset directory not found")
         self.manifest: Manifest = read_manifest(self.root / MANIFEST_NAME)
-        self.index = Index(self.root / INDEX_NAME)
+        self.index = Index(self.root / INDEX_NAME, self.manifest.schema.names)
         m, ix = self.manifest, self.index
         if (ix.num_samples, ix.num_shards) != (m.num_samples, len(m.shards)):
             raise CorruptIndexError(
@@ -28,6 +29,28 @@ class DatasetFiles:
             )
         if set(m.fields) != set(ix.fields):
             raise CorruptIndexError(f"{ix.path}: fields {ix.fields}, the manifest lists {m.fields}")
+        if ix.version != m.version:
+            raise CorruptIndexError(
+                f"{ix.path}: index version {ix.version}, the manifest's is {m.version}"
+            )
+        self._codecs: dict[str, FieldCodec] = {}
+
+    def codec(self, field: str) -> FieldCodec:
+        """The codec of field `field`, with its zstd dictionary read from the dataset."""
+        codec = self._codecs.get(field)
+        if codec is None:
+            spec = self.manifest.schema[field]
+            dictionary = None
+            if spec.zstd is not None and spec.zstd.dictionary is not None:
+                path = self.root / spec.zstd.dictionary.name
+                try:
+                    dictionary = path.read_bytes()
+                except FileNotFoundError as e:
+                    raise DatasetNotFoundError(
+                        f"{path}: zstd dictionary of field {field!r} not found"
+                    ) from e
+            codec = self._codecs[field] = FieldCodec(spec, dictionary)
+        return codec
 
     def shard_path(self, shard: int) -> Path:
         return self.root / self.manifest.shards[shard].name

@@ -52,3 +52,13 @@ class ChecksumMismatchError(FormatError):
 
 class ShardFormatError(FormatError):
     """A tar shard or its DALI index breaks the member rules."""
+
+
+class FieldValueError(FormatError):
+    """A field value that does not fit its schema entry, or member bytes that do not decode."""
+
+
+class AbsentFieldError(FastpackError, LookupError):
+    """A sample lacks a member of an optional field that was asked for.
+
+    A LookupError, never an IndexError: the sequence protocol must not take it for the end."""

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import (
+    AbsentFieldError,
     BadMagicError,
     CorruptIndexError,
     DatasetNotFoundError,
@@ -25,8 +26,10 @@ from .errors import (
 )
 
 MAGIC = b"\x89FPX\r\n\x1a\n"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+# `<f>.offset` of a member an optional field lacks (version 2); its size and crc32 are 0
+ABSENT = 2**64 - 1
 HEADER_SIZE = 64
 ENTRY_SIZE = 48
 ALIGN = 64
@@ -71,11 +74,16 @@ def _padded_ascii(data: bytes) -> str | None:
     return None
 
 
-def _section_dtypes(fields: Sequence[str]) -> dict[str, str]:
+def field_section_stem(version: int, position: int, name: str) -> str:
+    """What a field's sections are named after: its name (v1), `f<position>` (v2)."""
+    return name if version == 1 else f"f{position}"
+
+
+def _section_dtypes(version: int, fields: Sequence[str]) -> dict[str, str]:
     dtypes = dict(_FIXED_SECTIONS)
-    for f in fields:
+    for k, f in enumerate(fields):
         for suffix, dtype in _FIELD_SECTIONS.items():
-            dtypes[f"{f}.{suffix}"] = dtype
+            dtypes[f"{field_section_stem(version, k, f)}.{suffix}"] = dtype
     return dtypes
 
 
@@ -125,6 +133,7 @@ class IndexWriter:
     fields: Sequence[str]
     key_blob_size: int
     source_blob_size: int
+    version: int = 1  # `formats.version_for(schema)`
     _layout: dict[str, tuple[str, int, int]] = field(init=False, default_factory=dict)
     _map: np.memmap[tuple[int], np.dtype[np.uint8]] | None = field(init=False, default=None)
     _rows: int = field(init=False, default=0)
@@ -132,7 +141,9 @@ class IndexWriter:
     _source_bytes: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
-        dtypes = _section_dtypes(self.fields)
+        if self.version not in SUPPORTED_VERSIONS:
+            raise ValueError(f"{self.path}: cannot write index version {self.version}")
+        dtypes = _section_dtypes(self.version, self.fields)
         position = _align(HEADER_SIZE + ENTRY_SIZE * len(dtypes))
         for name, dtype in dtypes.items():
             count = _expected_count(name, self.num_samples)
@@ -150,7 +161,7 @@ class IndexWriter:
         if self._map is None:
             raise ValueError(f"{self.path}: index writer is closed")
         header = _HEADER.pack(
-            MAGIC, VERSION, HEADER_SIZE, self.num_samples, self.num_shards,
+            MAGIC, self.version, HEADER_SIZE, self.num_samples, self.num_shards,
             len(self._layout), file_size, b"",
         )  # fmt: skip
         self._map[:HEADER_SIZE] = np.frombuffer(header, dtype=np.uint8)
@@ -176,10 +187,11 @@ class IndexWriter:
             )
         self.section("shard")[r : r + n] = part.shard
         self.section("label")[r : r + n] = part.labels
-        for f in self.fields:
-            self.section(f"{f}.offset")[r : r + n] = part.offsets[f]
-            self.section(f"{f}.size")[r : r + n] = part.sizes[f]
-            self.section(f"{f}.crc32")[r : r + n] = part.crc32[f]
+        for k, f in enumerate(self.fields):
+            stem = field_section_stem(self.version, k, f)
+            self.section(f"{stem}.offset")[r : r + n] = part.offsets[f]
+            self.section(f"{stem}.size")[r : r + n] = part.sizes[f]
+            self.section(f"{stem}.crc32")[r : r + n] = part.crc32[f]
         self._key_bytes = self._append_strings(
             "key", part.key_blob, part.key_offsets, r, self._key_bytes
         )
@@ -250,7 +262,11 @@ class Index:
     would soon map most of it into each reader: `release` unmaps them from this process.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], field_names: Sequence[str] | None = None
+    ) -> None:
+        """`field_names`: the schema's names of a version-2 index's fields `f0, f1, ...`
+        (default: those stems); a version-1 index names its fields itself."""
         self.path = Path(path)
         try:
             file = self.path.open("rb")
@@ -265,11 +281,20 @@ class Index:
             self._mmap = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ)
         self.num_samples: int
         self.num_shards: int
-        self.num_samples, self.num_shards, num_sections = self._read_header(size)
+        self.version, self.num_samples, self.num_shards, num_sections = self._read_header(size)
         table = self._read_table(num_sections)
-        self.fields: tuple[str, ...] = tuple(
-            name[: -len(".offset")] for name in table if name.endswith(".offset")
-        )
+        stems = tuple(name[: -len(".offset")] for name in table if name.endswith(".offset"))
+        if self.version == 1:
+            self.fields: tuple[str, ...] = stems
+        else:
+            stems = tuple(f"f{k}" for k in range(len(stems)))
+            self.fields = stems if field_names is None else tuple(field_names)
+            if len(self.fields) != len(stems):
+                raise CorruptIndexError(
+                    f"{self.path}: {len(stems)} fields in the index, the schema has "
+                    f"{len(self.fields)} ({', '.join(self.fields)})"
+                )
+        self._stems = dict(zip(self.fields, stems, strict=True))
         self._sections = self._map_sections(table, size)
         self.shard = self._sections["shard"]
         self.label = self._sections["label"]
@@ -291,8 +316,9 @@ class Index:
         stay valid, a later read maps its page again (its cost: benchmarks/COSTS.md)."""
         self._mmap.madvise(mmap.MADV_DONTNEED)
 
-    def _read_header(self, size: int) -> tuple[int, int, int]:
-        """Check the header against SPEC and the file's `size`; `(samples, shards, sections)`."""
+    def _read_header(self, size: int) -> tuple[int, int, int, int]:
+        """Check the header against SPEC and the file's `size`;
+        `(version, samples, shards, sections)`."""
         magic, version, header_size, n, shards, sections, file_size, reserved = _HEADER.unpack_from(
             self._mmap
         )
@@ -330,7 +356,7 @@ class Index:
             )
         if n and not shards:
             raise CorruptIndexError(f"{self.path}: header says {n} samples in 0 shards")
-        return n, shards, sections
+        return version, n, shards, sections
 
     def _read_table(self, count: int) -> dict[str, _Entry]:
         """The `count` section entries by name, each with a well-formed name and a SPEC dtype."""
@@ -363,14 +389,15 @@ class Index:
 
     def _check_names(self, table: Mapping[str, _Entry]) -> dict[str, str]:
         """Check that `table` holds exactly the sections SPEC requires; their dtypes by name."""
-        expected = _section_dtypes(self.fields)
+        expected = _section_dtypes(self.version, list(self._stems.values()))
         for name in expected:
             if name not in table:
                 raise CorruptIndexError(f"{self.path}: required section {name!r} is missing")
         for name in table:
             if name not in expected:
                 raise CorruptIndexError(
-                    f"{self.path}: section {name!r} is not a v1 section (fields {self.fields})"
+                    f"{self.path}: section {name!r} is not a version {self.version} section "
+                    f"(fields {self.fields})"
                 )
         return expected
 
@@ -435,7 +462,12 @@ class Index:
     def _field_section(self, field_name: str, suffix: str) -> AnyArray:
         if field_name not in self.fields:
             raise KeyError(f"{self.path}: no field {field_name!r}; fields are {self.fields}")
-        return self._sections[f"{field_name}.{suffix}"]
+        return self._sections[f"{self._stems[field_name]}.{suffix}"]
+
+    def present(self, field_name: str) -> npt.NDArray[np.bool_]:
+        """Which samples hold a member of `field_name` (all, but for optional v2 fields)."""
+        present: npt.NDArray[np.bool_] = self.offsets(field_name) != np.uint64(ABSENT)
+        return present
 
     def key(self, i: int) -> str:
         """The key of sample `i`."""
@@ -483,6 +515,10 @@ class Index:
             )
         offset = int(self.offsets(field_name)[i])
         size = int(self.sizes(field_name)[i])
+        if offset == ABSENT and self.version > 1:
+            raise AbsentFieldError(
+                f"{self.path}: sample {i} has no {field_name!r} member (an optional field)"
+            )
         if offset + size > shard_size:
             raise OffsetOutOfRangeError(
                 f"{self.path}: sample {i} field {field_name!r} spans bytes "

@@ -12,11 +12,12 @@ from typing import Any
 
 from .errors import DatasetNotFoundError, ManifestError, UnsupportedVersionError
 from .layout import INDEX_NAME
+from .schema import V1_SCHEMA, FieldSpec, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
-DEFAULT_FIELDS = ("jpg", "cls")
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+DEFAULT_FIELDS = V1_SCHEMA.names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,13 +46,42 @@ class Manifest:
     index: FileInfo
     build: Mapping[str, Any] = field(default_factory=dict)
     stats: Mapping[str, int] = field(default_factory=dict)
-    version: int = VERSION
+    version: int = 1  # `version_for(schema)`
+    schema: Schema = V1_SCHEMA  # version 1: the schema its `fields` imply
+
+    def __post_init__(self) -> None:
+        if self.version == 1 and self.schema == V1_SCHEMA and self.fields != V1_SCHEMA.names:
+            object.__setattr__(self, "schema", _v1_schema(self.fields))
+        if self.version == 1 and self.schema != _v1_schema(tuple(self.fields)):
+            raise ManifestError("manifest: version 1 holds no schema but the fields' extensions")
+        if self.schema.names != tuple(self.fields):
+            raise ManifestError(
+                f"manifest: fields {list(self.fields)}, the schema's are {list(self.schema.names)}"
+            )
 
     def to_json(self) -> str:
         """The canonical, byte-stable text of the manifest."""
         data = asdict(self)
         data["format"] = FORMAT_NAME
+        if self.version == 1:
+            del data["schema"]
+        else:
+            data["schema"] = self.schema.to_json()
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def version_for(schema: Schema) -> int:
+    """The version a writer gives a dataset of `schema`: 1 for `jpg` + `cls` (which every
+    reader reads), else 2."""
+    return 1 if schema.is_v1 else 2
+
+
+def _v1_schema(fields: tuple[str, ...]) -> Schema:
+    """The schema of a version-1 manifest's `fields`: each typed by its extension."""
+    try:
+        return Schema(tuple(FieldSpec(name=f, type=type_of_extension(f)) for f in fields))
+    except ManifestError as e:
+        raise ManifestError(f"manifest fields {list(fields)}: {e}") from e
 
 
 def _require(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
@@ -102,17 +132,19 @@ def parse_manifest(data: Any, source: str) -> Manifest:
         _parse_shard(s, f"{source}: shards[{i}]")
         for i, s in enumerate(_require(data, "shards", list, source))
     )
-    manifest = Manifest(
-        version=version,
-        num_samples=_require(data, "num_samples", int, source),
-        fields=tuple(_require(data, "fields", list, source)),
-        classes=tuple(_require(data, "classes", list, source)),
-        key_width=_require(data, "key_width", int, source),
-        shards=shards,
-        index=_parse_file_info(_require(data, "index", dict, source), f"{source}: index"),
-        build=_require(data, "build", dict, source),
-        stats=_require(data, "stats", dict, source),
-    )
+    fields = tuple(_require(data, "fields", list, source))
+    if not all(isinstance(f, str) for f in fields):
+        raise ManifestError(f"{source}: 'fields' should be a list of strings")
+    if version >= 2:
+        schema = parse_schema(_require(data, "schema", list, source), source)
+    else:
+        schema = _v1_schema(fields)
+    try:
+        manifest = _manifest(
+            data, source, version=version, fields=fields, schema=schema, shards=shards
+        )
+    except ManifestError as e:
+        raise ManifestError(f"{source}: {e}") from e
     total = sum(s.samples for s in shards)
     if total != manifest.num_samples:
         raise ManifestError(
@@ -123,6 +155,24 @@ def parse_manifest(data: Any, source: str) -> Manifest:
             f"{source}: index name {manifest.index.name!r}, expected {INDEX_NAME!r}"
         )
     return manifest
+
+
+def _manifest(
+    data: Mapping[str, Any], source: str, *, version: int, fields: tuple[str, ...],
+    schema: Schema, shards: tuple[ShardInfo, ...],
+) -> Manifest:  # fmt: skip
+    return Manifest(
+        version=version,
+        schema=schema,
+        num_samples=_require(data, "num_samples", int, source),
+        fields=fields,
+        classes=tuple(_require(data, "classes", list, source)),
+        key_width=_require(data, "key_width", int, source),
+        shards=shards,
+        index=_parse_file_info(_require(data, "index", dict, source), f"{source}: index"),
+        build=_require(data, "build", dict, source),
+        stats=_require(data, "stats", dict, source),
+    )
 
 
 def manifest_from_text(text: str | bytes, source: str) -> Manifest:

@@ -15,7 +15,7 @@ BLOCK = 512
 END_OF_ARCHIVE = bytes(2 * BLOCK)
 MAX_NAME_BYTES = 99
 _KEY = re.compile(r"[^.\s/]+")
-_EXT = re.compile(r"[a-z0-9]+")
+_EXT = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,9 @@ class TarShardWriter:
         locations = []
         for ext, data in members:
             if not _EXT.fullmatch(ext):
-                raise ShardFormatError(f"extension {ext!r} of key {key!r}: use [a-z0-9]+")
+                raise ShardFormatError(
+                    f"extension {ext!r} of key {key!r}: use dot-separated parts of [a-z0-9_]"
+                )
             name = f"{key}.{ext}"
             header = member_header(name, len(data))
             self._file.write(header)

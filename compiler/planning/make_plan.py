@@ -49,7 +49,7 @@ def make_plan(
     meta = PlanMeta(
         kind=kind,
         root=os.path.abspath(scan.root),
-        containers=scan.containers,
+        containers=tuple(scan.containers),
         classes=classes,
         num_inputs=inputs,
         total_size=total_size,

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from fastpack.formats import V1_SCHEMA, Schema
+
 from .labels import LabelTable
+
+# `PlanRow.container` of an image that is a file, in a scan that also has containers
+NO_CONTAINER = 2**32 - 1
 
 
 class PlanRow(NamedTuple):
     """One input. `source` is its path relative to the scan's root (filesystem bytes), or
-    `<tar name>:<key>` for a tar member; `container` and `offset` locate a tar member's data."""
+    `<tar name>:<key>` for a tar member; `container` and `offset` locate a tar member's data
+    (`NO_CONTAINER`: the image is the file `source`, in a scan with containers). `label` is the
+    label field's value (-1 for a schema without one); `fields` the sample's other fields
+    (`sample_fields.pack_fields`)."""
 
     source: bytes
     label: int
     size: int
     container: int = 0
     offset: int = 0
+    fields: bytes = b""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +35,9 @@ class SourceScan:
     """A source opened for planning. `rows` is consumed once, streaming.
 
     Labels are final when `labels` is None (with `classes` their names); otherwise they are ids
-    of `labels`, mapped once the scan is over.
+    of `labels`, mapped once the scan is over. `schema` is the dataset's: the image field, the
+    label field, then the rest, in tar order. `containers` (paths relative to `root`, or
+    absolute) may grow while `rows` is consumed (a spill file); read it after.
     """
 
     kind: str
@@ -34,4 +45,5 @@ class SourceScan:
     rows: Iterator[PlanRow]
     classes: tuple[str, ...] = ()
     labels: LabelTable | None = None
-    containers: tuple[str, ...] = ()
+    containers: Sequence[str] = ()
+    schema: Schema = V1_SCHEMA

@@ -115,7 +115,7 @@ def test_bad_magic(index_path: Path) -> None:
 def test_unknown_version(index_path: Path) -> None:
     _patch(index_path, 8, struct.pack("<I", 7))
     with pytest.raises(
-        UnsupportedVersionError, match=r"index version 7, this reader supports \(1,\)"
+        UnsupportedVersionError, match=r"index version 7, this reader supports \(1, 2\)"
     ):
         Index(index_path)
 
@@ -312,7 +312,7 @@ def test_section_that_spec_does_not_define(tmp_path: Path) -> None:
     _patch(path, _entry_at(path, "txt.offset"), b"txt.offsez".ljust(24, b"\0"))
     with pytest.raises(
         CorruptIndexError,
-        match=r"section 'txt\.offsez' is not a v1 section \(fields \('jpg', 'cls'\)\)",
+        match=r"section 'txt\.offsez' is not a version 1 section \(fields \('jpg', 'cls'\)\)",
     ):
         Index(path)
 

@@ -1,0 +1,71 @@
+"""A sample's fields beyond its image and label, as a source scan hands them to the shard jobs.
+
+Each `PlanRow` carries them as one JSON object (`pack_fields`), stored in the plan's
+`fields.blob`; a shard job unpacks it (`unpack_fields`) and encodes each value by the schema. A
+value is inline (a number, text, list or object, as the source gave it) or a reference to bytes
+the job reads itself: a file (`FileRef`, a path relative to the scan's root) or a byte range of
+one of the scan's containers (`MemberRef`: a source tar's member, or bytes a scan spilled).
+A field missing from the object is absent from the sample (an optional field) or, for a field
+the schema requires, a reject.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """A field's bytes are the file `path` (relative to the scan's root)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRef:
+    """A field's bytes are `size` bytes at `offset` of container `container`."""
+
+    container: int
+    offset: int
+    size: int
+
+
+FieldValue = Any  # an inline JSON value, a FileRef or a MemberRef
+
+
+def pack_fields(values: Mapping[str, FieldValue]) -> bytes:
+    """The JSON text of a sample's fields: `{"v": inline, "f": files, "m": members}`."""
+    if not values:
+        return b""
+    inline: dict[str, Any] = {}
+    files: dict[str, str] = {}
+    members: dict[str, list[int]] = {}
+    for name, value in values.items():
+        if isinstance(value, FileRef):
+            files[name] = value.path
+        elif isinstance(value, MemberRef):
+            members[name] = [value.container, value.offset, value.size]
+        else:
+            inline[name] = value
+    data: dict[str, Any] = {"v": inline}
+    if files:
+        data["f"] = files
+    if members:
+        data["m"] = members
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def unpack_fields(data: bytes) -> dict[str, FieldValue]:
+    """What `pack_fields` packed."""
+    if not data:
+        return {}
+    packed = json.loads(data)
+    values: dict[str, FieldValue] = dict(packed["v"])
+    for name, path in packed.get("f", {}).items():
+        values[name] = FileRef(path)
+    for name, (container, offset, size) in packed.get("m", {}).items():
+        values[name] = MemberRef(container, offset, size)
+    return values
