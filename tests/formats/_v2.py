@@ -59,8 +59,9 @@ def _with_dictionaries(root: Path, schema: Schema, samples: Sequence[Sample]) ->
             d = Dictionary(
                 name=name, bytes=len(trained), sha256=hashlib.sha256(trained).hexdigest()
             )
-            spec = dataclasses.replace(spec, zstd=Zstd(level=spec.zstd.level, dictionary=d))
-        specs.append(spec)
+            specs.append(dataclasses.replace(spec, zstd=Zstd(level=spec.zstd.level, dictionary=d)))
+        else:
+            specs.append(spec)
     return Schema(tuple(specs))
 
 
@@ -122,7 +123,7 @@ def write_v2_dataset(
                 offsets=offsets,
                 sizes=sizes,
                 crc32=crcs,
-            )  # fmt: skip
+            )
         )
         infos.append(
             ShardInfo(
@@ -131,7 +132,7 @@ def write_v2_dataset(
                 samples=len(chunk),
                 bytes=size,
                 sha256=file_sha256(path),
-            )  # fmt: skip
+            )
         )
     version = version_for(schema)
     with IndexWriter(
