@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .build_schema import BuildSchema
 from .errors import BuildError, SourceError
 from .images.policy import CHECKS, Check
 from .sources.detect import SOURCE_FORMATS
@@ -25,6 +26,10 @@ class BuildOptions:
     resume: bool = False  # skip the finished shards of an interrupted build
     source_format: SourceFormat = "auto"
     progress: bool = True  # progress bar (samples/s, MB/s, ETA) on stderr
+    schema: BuildSchema | None = None  # the fields to store; None: the source's own
+    dictionary_size: int = 64 * 1024  # bytes of each trained zstd dictionary, at most
+    images_root: str | None = None  # where a COCO source's images live
+    render_masks: bool = False  # COCO: render each image's instance masks into a PNG field
 
     def __post_init__(self) -> None:
         if self.source_format not in SOURCE_FORMATS:

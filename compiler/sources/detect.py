@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import SourceError
 from .folder import scan_folder
 from .list_file import LIST_SUFFIXES, scan_list
-from .scan import SourceScan
+from .scan import SourceOptions, SourceScan
 from .wds import scan_wds
 from .wds_urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
 
@@ -91,10 +91,13 @@ def source_id(source: str | os.PathLike[str]) -> str:
 
 
 def open_source(
-    source: str | os.PathLike[str], kind: str, work_dir: Path | None = None
+    source: str | os.PathLike[str],
+    kind: str,
+    work_dir: Path | None = None,
+    options: SourceOptions | None = None,
 ) -> SourceScan:
     """Open `source` (a `kind` source) for its scan; a webdataset source copies remote shards
-    under `work_dir`."""
+    (and any source its spilled bytes) under `work_dir`."""
     if kind == "folder":
         return scan_folder(Path(source))
     if kind == "list":

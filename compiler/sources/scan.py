@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from fastpack.formats import V1_SCHEMA, Schema
 
+from ..build_schema import BuildSchema
 from .labels import LabelTable
 
 # `PlanRow.container` of an image that is a file, in a scan that also has containers
@@ -47,3 +48,14 @@ class SourceScan:
     labels: LabelTable | None = None
     containers: Sequence[str] = ()
     schema: Schema = V1_SCHEMA
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceOptions:
+    """What a build tells its source scan: the fields to store (None: the source's own, or image
+    and class), where images named by relative paths live when not beside the source file
+    (COCO), and whether to render masks from polygons (COCO)."""
+
+    schema: BuildSchema | None = None
+    images_root: Path | None = None
+    render_masks: bool = False
