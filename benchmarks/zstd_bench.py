@@ -59,8 +59,12 @@ def _row(
     members = [codec.encode(v) for v in values]
     total = sum(map(len, members))
     ratio = f"{baseline / total:.2f}x" if baseline else "1.00x"
-    return label, total, ratio, _tar_bytes([len(m) for m in members]), _decode_seconds(
-        codec, members, repeats
+    return (
+        label,
+        total,
+        ratio,
+        _tar_bytes([len(m) for m in members]),
+        _decode_seconds(codec, members, repeats),
     )
 
 
@@ -81,10 +85,8 @@ def bench_field(
         rows.append(row)
         d = Dictionary(name=dictionary_name(zname), bytes=len(trained), sha256="")
         spec = FieldSpec(name=zname, type=kind, zstd=Zstd(level=level, dictionary=d))  # type: ignore[arg-type]
-        rows.append(
-            _row(f"zstd {level}, {len(trained) // 1024} KiB dictionary", FieldCodec(spec, trained),
-                 values, repeats, row[1])  # fmt: skip
-        )
+        label = f"zstd {level}, {len(trained) // 1024} KiB dictionary"
+        rows.append(_row(label, FieldCodec(spec, trained), values, repeats, row[1]))
     return rows
 
 
@@ -116,9 +118,7 @@ def report(
     for field, rows in results.items():
         for label, total, ratio, tar, seconds in rows:
             shown = ratio if "dictionary" in label and "no dictionary" not in label else ""
-            lines.append(
-                f"| {field} | {label} | {total:,} | {shown} | {tar:,} | {_us(seconds)} |"
-            )
+            lines.append(f"| {field} | {label} | {total:,} | {shown} | {tar:,} | {_us(seconds)} |")
     versions = {**_sysinfo.versions(), "zstandard": zstandard.__version__}
     lines += [
         "",

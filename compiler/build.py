@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, read_manifest
+from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
 
 from .build_dir import BUILD_DIR
 from .errors import BuildError
+from .jobs.dictionaries import train_dictionaries, with_dictionaries
 from .jobs.progress import BuildProgress
 from .jobs.runner import run_jobs
 from .jobs.shard_job import ShardJob
@@ -20,7 +21,7 @@ from .options import BuildOptions, BuildSummary
 from .output.assemble import write_dataset_manifest
 from .output.out_dir import OutState, check_out_dir, start_build_dir
 from .planning.make_plan import make_plan
-from .planning.plan_store import PlanMeta, read_meta
+from .planning.plan_store import Plan, PlanMeta, read_meta
 from .sources.detect import detect_kind, source_id
 
 DEFAULT_OPTIONS = BuildOptions()
@@ -46,20 +47,38 @@ def _plan(
             build_dir,
             shard_size=options.shard_size,
             shuffle_seed=options.shuffle_seed,
+            options=options.source_options(),
         )
     return meta
 
 
-def _run_shards(out: Path, meta: PlanMeta, options: BuildOptions) -> None:
+def _dataset_schema(
+    out: Path, meta: PlanMeta, options: BuildOptions
+) -> tuple[Schema, dict[str, Any]]:
+    """The dataset's schema, with the dictionaries trained for it, and what the manifest's
+    `build` says of those dictionaries."""
+    schema = meta.field_schema()
+    if not meta.train:
+        return schema, {}
+    trained = train_dictionaries(out, Plan(out / BUILD_DIR), options.dictionary_size)
+    notes = {
+        name: "trained" if d is not None else "too few samples to train: frames without one"
+        for name, d in trained.items()
+    }
+    return with_dictionaries(schema, trained), {"dictionaries": notes}
+
+
+def _run_shards(out: Path, meta: PlanMeta, options: BuildOptions, schema: Schema) -> None:
     """Run the job of every shard that is not finished (all of them, unless resuming)."""
     (out / SHARDS_DIR).mkdir(exist_ok=True)
     todo, done = [], 0
+    job_schema = None if schema.is_v1 else schema
     for shard in range(meta.num_shards):
         record = finished_record(out, shard)
         if record is None:
             todo.append(ShardJob(out=str(out), shard=shard, max_side=options.max_side,
                                  quality=options.quality, check=options.check,
-                                 strict=options.strict))  # fmt: skip
+                                 strict=options.strict, schema=job_schema))  # fmt: skip
         else:
             done += record.planned
     workers = options.workers or os.cpu_count() or 1
@@ -105,11 +124,13 @@ def build(
     state = check_out_dir(out, resume=options.resume, fingerprint=fingerprint)
     if state is not OutState.COMPLETE:
         meta = _plan(source, out, kind=kind, state=state, options=options, fingerprint=fingerprint)
-        _run_shards(out, meta, options)
+        schema, notes = _dataset_schema(out, meta, options)
+        _run_shards(out, meta, options, schema)
         records = [load_record(out, shard) for shard in range(meta.num_shards)]
         build_info = {
-            "source_kind": kind, "samples_per_shard": meta.samples_per_shard, **options.shaping()
+            "source_kind": kind, "samples_per_shard": meta.samples_per_shard, **options.shaping(),
+            **notes,
         }  # fmt: skip
-        write_dataset_manifest(out, meta, records, build_info)
+        write_dataset_manifest(out, meta, records, build_info, schema)
         _remove_build_files(out)
     return _summary_of(out, time.perf_counter() - started)

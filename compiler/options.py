@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from .build_schema import BuildSchema
+from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
 from .images.policy import CHECKS, Check
 from .sources.detect import SOURCE_FORMATS
+from .sources.scan import SourceOptions
 
-SourceFormat = Literal["auto", "folder", "list", "wds"]
+SourceFormat = Literal["auto", "folder", "list", "wds", "coco", "parquet"]
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 
 
@@ -47,17 +50,35 @@ class BuildOptions:
             ("max_side", self.max_side, self.max_side is None or self.max_side >= 1,
              ">= 1 or None"),
             ("quality", self.quality, 1 <= self.quality <= 100, "in 1..100"),
+            ("dictionary_size", self.dictionary_size, self.dictionary_size >= 256, ">= 256"),
         )  # fmt: skip
         for name, value, ok, expected in checks:
             if not ok:
                 raise BuildError(f"build option {name}={value!r}: expected {expected}")
 
-    def shaping(self) -> dict[str, int | str | None]:
+    def shaping(self) -> dict[str, Any]:
         """The options that shape the output bytes (a resume must not change them). `check`
-        decides which inputs are rejected, hence which samples the shards hold."""
-        return {"shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
-                "max_side": self.max_side, "quality": self.quality,
-                "check": self.check}  # fmt: skip
+        decides which inputs are rejected, hence which samples the shards hold. The options of
+        multi-field builds appear only where set, so that an image + class build records what
+        it always did."""
+        shaping: dict[str, Any] = {
+            "shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
+            "max_side": self.max_side, "quality": self.quality, "check": self.check,
+        }  # fmt: skip
+        if self.schema is not None and self.schema != DEFAULT_BUILD_SCHEMA:
+            shaping["schema"] = self.schema.to_json()
+            if any(f.train_dictionary for f in self.schema.fields):
+                shaping["dictionary_size"] = self.dictionary_size
+        if self.images_root is not None:
+            shaping["images_root"] = os.path.abspath(self.images_root)
+        if self.render_masks:
+            shaping["render_masks"] = True
+        return shaping
+
+    def source_options(self) -> SourceOptions:
+        """What the source scan is told."""
+        root = Path(self.images_root) if self.images_root is not None else None
+        return SourceOptions(schema=self.schema, images_root=root, render_masks=self.render_masks)
 
 
 def _megabytes(n: int) -> str:

@@ -97,6 +97,9 @@ class Uploader:
         for shard in manifest.shards:
             self.put(shard.index_name)
             self.put(shard.name)
+        for spec in manifest.schema.fields:
+            if spec.zstd is not None and spec.zstd.dictionary is not None:
+                self.put(spec.zstd.dictionary.name)
         self.put(manifest.index.name)
         if (self.local / REJECTS_NAME).exists():
             self.put(REJECTS_NAME)

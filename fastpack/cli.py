@@ -13,6 +13,8 @@ from .formats import FastpackError
 from .sizes import parse_size
 
 Handler = Callable[[argparse.Namespace], int]
+# what `--format` offers; the compiler says which of them this build of it reads
+SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet")
 
 
 def _size(text: str) -> int:
@@ -70,9 +72,32 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--format",
         dest="source_format",
-        choices=("auto", "folder", "list", "wds"),
+        choices=SOURCE_FORMATS,
         default="auto",
         help="kind of source (default: auto-detect); wds takes any URL as webdataset shards",
+    )
+    p.add_argument(
+        "--schema",
+        type=Path,
+        help="JSON file naming the fields of each sample: their types, the source columns that "
+        "feed them, zstd compression (default: the source's own fields, or image and label)",
+    )
+    p.add_argument(
+        "--dictionary-size",
+        type=_size,
+        help="bytes of each zstd dictionary the schema asks to train, at most: 64KiB, 112640 "
+        "(default: 64KiB)",
+    )
+    p.add_argument(
+        "--images",
+        dest="images_root",
+        help="COCO sources: the directory that holds the images the annotation file names",
+    )
+    p.add_argument(
+        "--masks",
+        dest="render_masks",
+        action="store_true",
+        help="COCO sources: render each image's instance masks into a PNG field",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -129,8 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_build(args: argparse.Namespace) -> int:
     from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
+    from .compiler.build_schema import read_build_schema  # noqa: PLC0415
 
-    given = {"shard_size": args.shard_size, "quality": args.quality, "check": args.check}
+    given = {
+        "shard_size": args.shard_size, "quality": args.quality, "check": args.check,
+        "dictionary_size": args.dictionary_size,
+    }  # fmt: skip
     options = BuildOptions(
         workers=args.workers,
         shuffle_seed=args.shuffle_seed,
@@ -139,6 +168,9 @@ def _run_build(args: argparse.Namespace) -> int:
         resume=args.resume,
         source_format=args.source_format,
         progress=not args.no_progress,
+        schema=read_build_schema(args.schema) if args.schema is not None else None,
+        images_root=args.images_root,
+        render_masks=args.render_masks,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
     from .storage import is_url  # noqa: PLC0415

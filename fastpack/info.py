@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .formats import MANIFEST_NAME, DatasetNotFoundError, Manifest, read_manifest
+from .formats import (
+    MANIFEST_NAME,
+    DatasetNotFoundError,
+    FieldSpec,
+    Manifest,
+    Schema,
+    read_manifest,
+)
 from .sizes import format_size
 
 SHOWN_CLASSES = 8
@@ -33,6 +41,7 @@ class DatasetInfo:
             "samples": m.num_samples,
             "shards": len(m.shards),
             "fields": list(m.fields),
+            "schema": m.schema.to_json(),
             "classes": list(m.classes),
             "total_bytes": self.total_bytes,
             "build": dict(m.build),
@@ -46,12 +55,42 @@ class DatasetInfo:
             f"samples   {m.num_samples}",
             f"shards    {len(m.shards)}",
             f"fields    {', '.join(m.fields)}",
+            *_format_schema(m.schema),
             f"classes   {_format_classes(m.classes)}",
             f"bytes     {self.total_bytes} ({format_size(self.total_bytes)})",
-            f"build     {_format_mapping(m.build)}",
+            f"build     {_format_mapping(_build_summary(m.build))}",
             f"stats     {_format_mapping(m.stats)}",
         ]
         return "\n".join(lines)
+
+
+def _format_field(spec: FieldSpec) -> str:
+    """One field: its type, dtype and shape, whether optional, geometry, zstd."""
+    kind: str = spec.type
+    if spec.dtype is not None:
+        kind += f" {spec.dtype}"
+    if spec.shape is not None:
+        kind += " (" + ", ".join("N" if d is None else str(d) for d in spec.shape) + ")"
+    parts = [kind]
+    if spec.optional:
+        parts.append("optional")
+    if spec.geometry is not None:
+        parts.append(f"geometry {spec.geometry}")
+    if spec.classes:
+        parts.append(f"{len(spec.classes)} classes")
+    if spec.zstd is not None:
+        d = spec.zstd.dictionary
+        dictionary = f"dictionary {format_size(d.bytes)}" if d is not None else "no dictionary"
+        parts.append(f"zstd level {spec.zstd.level}, {dictionary}")
+    return ", ".join(parts)
+
+
+def _format_schema(schema: Schema) -> list[str]:
+    width = max(len(s.name) for s in schema.fields)
+    return [
+        f"{'schema' if i == 0 else '':<10}{s.name:<{width}}  {_format_field(s)}"
+        for i, s in enumerate(schema.fields)
+    ]
 
 
 def _format_classes(classes: tuple[str, ...]) -> str:
@@ -60,6 +99,15 @@ def _format_classes(classes: tuple[str, ...]) -> str:
     shown = ", ".join(classes[:SHOWN_CLASSES])
     more = f", ... ({len(classes) - SHOWN_CLASSES} more)" if len(classes) > SHOWN_CLASSES else ""
     return f"{len(classes)}: {shown}{more}"
+
+
+def _build_summary(build: Mapping[str, Any]) -> dict[str, Any]:
+    """The build options, a build schema by its field count (the schema lines show it)."""
+    shown = dict(build)
+    schema = shown.get("schema")
+    if isinstance(schema, dict) and isinstance(schema.get("fields"), list):
+        shown["schema"] = f"{len(schema['fields'])} fields"
+    return shown
 
 
 def _format_mapping(values: Any) -> str:

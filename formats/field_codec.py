@@ -81,7 +81,7 @@ def _ndarray(value: Any, spec: FieldSpec) -> npt.NDArray[Any]:
             ):
                 raise FieldValueError(f"array of dtype {array.dtype} does not cast to {target}")
             cast = array.astype(target)
-            if array.dtype.kind == "f" and not np.array_equal(cast, array, equal_nan=True):
+            if not np.array_equal(cast, array, equal_nan=array.dtype.kind == "f"):
                 raise FieldValueError(f"array of dtype {array.dtype} loses values as {target}")
             array = cast
     if array.size == 0 and spec.shape is not None and spec.shape[0] is None:
@@ -94,7 +94,7 @@ def _ndarray(value: Any, spec: FieldSpec) -> npt.NDArray[Any]:
 
 def _save_npy(array: npt.NDArray[Any]) -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    np.lib.format.write_array(buffer, np.asarray(array, order="C"), allow_pickle=False)
     return buffer.getvalue()
 
 
@@ -183,7 +183,10 @@ def decode_value(spec: FieldSpec, data: bytes | memoryview) -> Any:
         if kind == "class":
             return np.int64(int(bytes(data)))
         if kind == "class_ids":
-            return np.array(json.loads(bytes(data)), dtype=np.int64)
+            ids = json.loads(bytes(data))
+            if not isinstance(ids, list):
+                raise TypeError(f"a JSON list, found {ids!r:.80}")
+            return np.array(_class_ids(ids), dtype=np.int64)
         if kind == "ndarray":
             return _load_npy(bytes(data))
         if kind == "text":

@@ -138,7 +138,10 @@ def parse_manifest(data: Any, source: str) -> Manifest:
     if version >= 2:
         schema = parse_schema(_require(data, "schema", list, source), source)
     else:
-        schema = _v1_schema(fields)
+        try:
+            schema = _v1_schema(fields)
+        except ManifestError as e:
+            raise ManifestError(f"{source}: {e}") from e
     try:
         manifest = _manifest(
             data, source, version=version, fields=fields, schema=schema, shards=shards

@@ -1,5 +1,6 @@
 """fastpack.reader: reading fastpack datasets, map-style (`Dataset` + `make_loader`), streamed
-from a URL (`StreamingDataset`) or through DALI (`make_dali_loader`).
+from a URL (`StreamingDataset`) or through DALI (`make_dali_loader`); each sample is the fields
+asked for (`fields=`: default the image and the label).
 
 `import fastpack.reader` needs neither torch nor DALI; the loaders import them when called.
 """
@@ -8,6 +9,7 @@ from fastpack.storage import RetryPolicy
 
 from .dali import DaliLoader, make_dali_loader
 from .errors import DaliReadError, MissingDependencyError, MissingFieldError, SharedMemoryError
+from .fields import Padded
 from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, Transform, to_float
 from .loader import make_loader
 from .map_style import Dataset
@@ -27,6 +29,7 @@ __all__ = [
     "FetchOptions",
     "MissingDependencyError",
     "MissingFieldError",
+    "Padded",
     "RandomResizedCrop",
     "RetryPolicy",
     "SharedMemoryError",

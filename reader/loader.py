@@ -28,6 +28,7 @@ _DALI_DERIVED = {
     "fast_idct": "the Dataset's transform (fastdct)",
     "fancy_upsampling": "the Dataset's transform (fastupsample)",
     "field": "Dataset(field=...)",
+    "fields": "Dataset(fields=...)",
     "dont_use_mmap": "Dataset(io=...)",
     "num_threads": "num_workers",
     "prefetch_queue_depth": "prefetch_factor",
@@ -48,7 +49,8 @@ def make_loader(
     decoder: Decoder = "simplejpeg",
     **kwargs: Any,
 ) -> DataLoader[Any] | DaliLoader:
-    """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches.
+    """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
+    `Dataset(fields=...)` one value per field (see `make_torch_loader`).
 
     `decoder="simplejpeg"` (default): a torch DataLoader whose workers decode whole batches
     (see `make_torch_loader` for the options). `decoder="dali"` reads the same shards with
@@ -63,8 +65,10 @@ def make_loader(
       decodes the crop at full scale, which is within every bound, so any value is accepted.
     - `seed` seeds DALI's shuffling and augmentations, which one seed drives; with a random
       transform the Dataset's `seed` (the crops' seed on the torch path) must equal it.
-    - the Dataset's `field` is the image member DALI reads; `io="pread"` reads the tars with
-      plain file I/O (DALI's `dont_use_mmap`); its epoch must follow DALI's count (`DaliLoader`).
+    - the Dataset's `field` is the image member DALI reads; its other `fields` (but the label)
+      are DALI's extra `fields`, which it returns its own way: `(images, labels, {field:
+      values})` (see `make_dali_loader`); `io="pread"` reads the tars with plain file I/O
+      (DALI's `dont_use_mmap`); its epoch must follow DALI's count (`DaliLoader`).
     - `num_workers` is DALI's thread count (at least 1), `prefetch_factor` its
       `prefetch_queue_depth` (batches prepared ahead, for the whole pipeline).
     - `pin_memory=True` is refused: DALI's CPU batches are not pinned and its GPU batches are
@@ -151,14 +155,33 @@ def _dali_options(
             "and cannot start at another"
         )
     options = _dali_transform_options(dataset, seed, gpu=extra.get("device") == "gpu")
+    options.update(_dali_field_options(dataset, where))
     return {
         **options,
-        "field": dataset.field,
         "dont_use_mmap": dataset.io == "pread",
         "num_threads": num_workers,
         "prefetch_queue_depth": prefetch_factor,
         **extra,
     }
+
+
+def _dali_field_options(dataset: Dataset, where: str) -> dict[str, Any]:
+    """The image field DALI decodes, and the other fields of `dataset` as DALI's extra
+    `fields` (DALI returns the images and the labels in any case)."""
+    if dataset.field is None:
+        raise ValueError(f"{where} decodes an image, but the dataset has no jpeg field")
+    options: dict[str, Any] = {"field": dataset.field}
+    if dataset.image_label:
+        return options
+    label = dataset.manifest.schema.label_field
+    extra = tuple(f for f in dataset.fields if f not in (dataset.field, label))
+    if extra and "fields" not in inspect.signature(make_dali_loader).parameters:
+        raise ValueError(
+            f"{where} reads the image and the label only; fields {extra} need decoder='simplejpeg'"
+        )
+    if extra:
+        options["fields"] = extra
+    return options
 
 
 def _check_extra(where: str, extra: dict[str, Any]) -> None:

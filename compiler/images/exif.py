@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 NO_ROTATION = 1
+TRANSPOSING = (5, 6, 7, 8)  # orientations that swap height and width
 _ORIENTATION_TAG = 0x0112
 _SHORT = 3
 _EXIF_HEADER = b"Exif\x00\x00"
@@ -57,7 +58,7 @@ def jpeg_orientation(data: bytes) -> int:
 
 def apply_orientation(pixels: Pixels, orientation: int) -> Pixels:
     """Turn an image stored with EXIF `orientation` upright (orientation 1)."""
-    transposed = orientation in (5, 6, 7, 8)
+    transposed = orientation in TRANSPOSING
     if transposed:
         pixels = pixels.swapaxes(0, 1)
     flip_rows = orientation in (3, 4, 7, 8)

@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import cv2
 import numpy as np
 import simplejpeg
 
-from .exif import NO_ROTATION, apply_orientation, jpeg_orientation, tiff_orientation
+from .exif import NO_ROTATION, TRANSPOSING, apply_orientation, jpeg_orientation, tiff_orientation
 from .jpeg_structure import read_jpeg_structure
 from .pixels import Pixels, bgr_any_to_rgb, fit_within, resize_area, to_uint8
 
@@ -32,10 +32,20 @@ CHECKS: tuple[Check, ...] = ("structure", "decode")
 
 @dataclass(frozen=True, slots=True)
 class PreparedImage:
-    """The bytes to store: the input itself (`converted=False`) or a new RGB JPEG."""
+    """The bytes to store: the input itself (`converted=False`) or a new RGB JPEG.
+
+    `size` is the stored image's `(height, width)`; `upright_size` the input's once turned
+    upright, before any shrink to `max_side` (equal to `size` unless shrunk). What mask and box
+    fields of the sample are measured against; (0, 0) where unknown."""
 
     data: bytes
     converted: bool
+    size: tuple[int, int] = field(default=(0, 0), compare=False)
+    upright_size: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    @property
+    def shrunk(self) -> bool:
+        return self.size != self.upright_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +77,13 @@ def _prepare_jpeg(
             read_jpeg_structure(data)
             if check == "decode":
                 simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
-            return PreparedImage(data, converted=False)
+            return PreparedImage(data, False, (height, width), (height, width))
         rgb = simplejpeg.decode_jpeg(
             data, colorspace="RGB", min_height=target[0], min_width=target[1]
         )
     except ValueError as e:
         return Reject(f"corrupt JPEG: {e}")
-    return _finish(rgb, target, orientation, quality)
+    return _finish(rgb, target, orientation, quality, (height, width))
 
 
 def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
@@ -93,13 +103,18 @@ def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedI
         if kind == cv2.IMAGE_METADATA_EXIF:
             orientation = tiff_orientation(np.asarray(blob, dtype=np.uint8).tobytes())
     target = fit_within(rgb.shape[0], rgb.shape[1], max_side)
-    return _finish(rgb, target, orientation, quality)
+    return _finish(rgb, target, orientation, quality, (rgb.shape[0], rgb.shape[1]))
 
 
-def _finish(rgb: Pixels, target: tuple[int, int], orientation: int, quality: int) -> PreparedImage:
-    """Shrink (in stored orientation), turn upright, encode as a 4:2:0 RGB JPEG."""
+def _finish(
+    rgb: Pixels, target: tuple[int, int], orientation: int, quality: int, full: tuple[int, int]
+) -> PreparedImage:
+    """Shrink (in stored orientation), turn upright, encode as a 4:2:0 RGB JPEG. `full`: the
+    `(height, width)` before the shrink, in stored orientation."""
     upright = apply_orientation(resize_area(rgb, *target), orientation)
     encoded = simplejpeg.encode_jpeg(
         np.ascontiguousarray(upright), quality=quality, colorspace="RGB", colorsubsampling="420"
     )
-    return PreparedImage(bytes(encoded), converted=True)
+    transposed = orientation in TRANSPOSING
+    upright_full = (full[1], full[0]) if transposed else full
+    return PreparedImage(bytes(encoded), True, (upright.shape[0], upright.shape[1]), upright_full)

@@ -1,5 +1,6 @@
 """Shard jobs: a contiguous range of the plan into one tar shard, its DALI index and its index
-rows, crash-safe; run in a pool of processes, with progress."""
+rows, crash-safe; run in a pool of processes, with progress. Before them, the zstd dictionaries
+a schema asks for are trained on the plan (`dictionaries`)."""
 
 from .runner import run_jobs
 from .shard_job import ShardJob

@@ -22,7 +22,8 @@ def part_path(out: str | os.PathLike[str], shard: int) -> Path:
 
 
 def save_part(path: Path, part: IndexPart, fields: Sequence[str]) -> None:
-    """Write atomically (temporary name, then rename)."""
+    """Write atomically (temporary name, then rename). Field arrays are named by the field's
+    position in `fields` (names may hold dots)."""
     arrays = {
         "shard": np.array([part.shard], dtype="<i8"),
         "labels": part.labels,
@@ -31,10 +32,10 @@ def save_part(path: Path, part: IndexPart, fields: Sequence[str]) -> None:
         "source_blob": part.source_blob,
         "source_offsets": part.source_offsets,
     }
-    for f in fields:
-        arrays[f"offset_{f}"] = part.offsets[f]
-        arrays[f"size_{f}"] = part.sizes[f]
-        arrays[f"crc32_{f}"] = part.crc32[f]
+    for k, f in enumerate(fields):
+        arrays[f"offset_{k}"] = part.offsets[f]
+        arrays[f"size_{k}"] = part.sizes[f]
+        arrays[f"crc32_{k}"] = part.crc32[f]
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez(tmp, **arrays)  # type: ignore[arg-type]
     os.replace(tmp, path)
@@ -50,9 +51,9 @@ def load_part(path: Path, fields: Sequence[str]) -> IndexPart:
                 key_offsets=z["key_offsets"],
                 source_blob=z["source_blob"],
                 source_offsets=z["source_offsets"],
-                offsets={f: z[f"offset_{f}"] for f in fields},
-                sizes={f: z[f"size_{f}"] for f in fields},
-                crc32={f: z[f"crc32_{f}"] for f in fields},
+                offsets={f: z[f"offset_{k}"] for k, f in enumerate(fields)},
+                sizes={f: z[f"size_{k}"] for k, f in enumerate(fields)},
+                crc32={f: z[f"crc32_{k}"] for k, f in enumerate(fields)},
             )
     except (OSError, KeyError, ValueError) as e:
         raise BuildDirError(

@@ -1,4 +1,5 @@
-"""Reading one input's bytes: a file (one open, one read) or a member of a source tar."""
+"""Reading one input's bytes: a file (one open, one read) or a byte range of a container (a
+source tar's member, or bytes a scan spilled)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import TracebackType
 
 from ..images.policy import Reject
 from ..planning.plan_store import PlanMeta
+from ..sources.scan import NO_CONTAINER
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -32,7 +34,7 @@ def read_file(path: str) -> bytes | Reject:
 
 
 class InputReader:
-    """Reads the inputs of one plan; keeps the source tars it touches open until `close`."""
+    """Reads the inputs of one plan; keeps the containers it touches open until `close`."""
 
     def __init__(self, meta: PlanMeta) -> None:
         self._root = meta.root
@@ -40,8 +42,19 @@ class InputReader:
         self._open: dict[int, int] = {}
 
     def read(self, source: bytes, container: int, offset: int, size: int) -> bytes | Reject:
-        if not self._containers:
-            return read_file(os.path.join(self._root, os.fsdecode(source)))
+        """An image: the file `source` (relative to the plan's root), or a container's bytes."""
+        if not self._containers or container == NO_CONTAINER:
+            return self.read_path(os.fsdecode(source))
+        return self.read_member(container, offset, size)
+
+    def read_path(self, path: str) -> bytes | Reject:
+        """The file `path`, relative to the plan's root."""
+        return read_file(os.path.join(self._root, path))
+
+    def read_member(self, container: int, offset: int, size: int) -> bytes | Reject:
+        """`size` bytes at `offset` of container `container`."""
+        if not 0 <= container < len(self._containers):
+            return Reject(f"cannot read: no container {container} in the plan")
         try:
             fd = self._open.get(container)
             if fd is None:

@@ -10,20 +10,18 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 from fastpack.formats import (
     DEFAULT_FIELDS,
-    IndexPart,
-    MemberLocation,
+    Schema,
     TarShardWriter,
     format_wds_index,
-    pack_strings,
     sample_key,
     shard_idx_name,
     shard_tar_name,
@@ -32,9 +30,12 @@ from fastpack.formats import (
 from ..errors import BuildError
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
 from ..planning.plan_store import Plan
+from .dictionaries import load_dictionaries
 from .index_parts import part_path, save_part
 from .inputs import InputReader
+from .sample_encoder import FieldReject, ImageOptions, SampleEncoder
 from .shard_record import ShardRecord, save_record
+from .shard_rows import ShardRows
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -51,6 +52,7 @@ class ShardJob:
     quality: int
     check: Check
     strict: bool
+    schema: Schema | None = None  # the dataset's, with its dictionaries; None: V1_SCHEMA
 
 
 class _Sha256Sink(io.RawIOBase):
@@ -69,77 +71,100 @@ class _Sha256Sink(io.RawIOBase):
         return n
 
 
-@dataclass
-class _Rows:
-    """The index rows and bookkeeping of the samples written so far."""
-
-    labels: list[int] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    members: list[list[MemberLocation]] = field(default_factory=list)
-    crc32: list[list[int]] = field(default_factory=list)
-    rejects: list[tuple[str, str]] = field(default_factory=list)
-    converted: int = 0
-
-    def add(self, key: str, source: str, label: int, locations: list[MemberLocation],
-            payloads: list[bytes]) -> None:  # fmt: skip
-        self.keys.append(key)
-        self.sources.append(source)
-        self.labels.append(label)
-        self.members.append(locations)
-        self.crc32.append([zlib.crc32(p) for p in payloads])
-
-    def part(self, shard: int) -> IndexPart:
-        key_blob, key_offsets = pack_strings(self.keys)
-        source_blob, source_offsets = pack_strings(self.sources)
-        shape, fields = (len(self.keys), len(DEFAULT_FIELDS)), range(len(DEFAULT_FIELDS))
-        offsets = np.array([[m.data_offset for m in s] for s in self.members], "<u8").reshape(shape)
-        sizes = np.array([[m.size for m in s] for s in self.members], "<u8").reshape(shape)
-        crc32 = np.array(self.crc32, "<u4").reshape(shape)
-        return IndexPart(
-            shard=shard,
-            labels=np.array(self.labels, "<i8"),
-            key_blob=key_blob,
-            key_offsets=key_offsets,
-            source_blob=source_blob,
-            source_offsets=source_offsets,
-            offsets={DEFAULT_FIELDS[f]: offsets[:, f].copy() for f in fields},
-            sizes={DEFAULT_FIELDS[f]: sizes[:, f].copy() for f in fields},
-            crc32={DEFAULT_FIELDS[f]: crc32[:, f].copy() for f in fields},
-        )
-
-
 def _prepare(job: ShardJob, data: bytes | Reject) -> PreparedImage | Reject:
     if isinstance(data, Reject):
         return data
     return prepare_image(data, max_side=job.max_side, quality=job.quality, check=job.check)
 
 
-def _write_samples(job: ShardJob, plan: Plan, writer: TarShardWriter, progress: Progress) -> _Rows:
-    meta, rows = plan.meta, _Rows()
+def _reject(job: ShardJob, rows: ShardRows, source: str, reason: str, name: str | None) -> None:
+    if job.strict:
+        where = f"{source}: field {name!r}" if name is not None else source
+        raise BuildError(f"{where}: {reason} (a strict build stops at a reject)")
+    rows.rejects.append((source, reason, name))
+
+
+class _Inputs(NamedTuple):
+    """The plan's rows of one shard, as lists."""
+
+    start: int
+    inputs: npt.NDArray[np.int64]
+    sources: list[bytes]
+    labels: list[int]
+    sizes: list[int]
+    containers: list[int]
+    offsets: list[int]
+
+    def read(self, reader: InputReader, k: int) -> bytes | Reject:
+        return reader.read(self.sources[k], self.containers[k], self.offsets[k], self.sizes[k])
+
+
+def _inputs(job: ShardJob, plan: Plan) -> _Inputs:
+    meta = plan.meta
     start, stop = meta.shard_range(job.shard)
     inputs = plan.inputs(start, stop)
     sources, labels = plan.sources(inputs), plan.column("label", inputs).tolist()
     sizes = plan.column("size", inputs).tolist()
-    wds = bool(meta.containers)
-    containers = plan.column("container", inputs).tolist() if wds else [0] * len(inputs)
-    offsets = plan.column("offset", inputs).tolist() if wds else [0] * len(inputs)
+    members = bool(meta.containers)
+    containers = plan.column("container", inputs).tolist() if members else [0] * len(inputs)
+    offsets = plan.column("offset", inputs).tolist() if members else [0] * len(inputs)
+    return _Inputs(start, inputs, sources, labels, sizes, containers, offsets)
+
+
+def _write_samples(
+    job: ShardJob, plan: Plan, writer: TarShardWriter, progress: Progress
+) -> ShardRows:
+    """The samples of an image + class plan (V1_SCHEMA): no per-sample work for fields."""
+    meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
+    labels = shard.labels
     with InputReader(meta) as reader:
-        for k, source_bytes in enumerate(sources):
-            data = reader.read(source_bytes, containers[k], offsets[k], sizes[k])
+        for k, source_bytes in enumerate(shard.sources):
+            data = shard.read(reader, k)
             image = _prepare(job, data)
             source = source_bytes.decode("utf-8", "replace")
             progress(1, 0 if isinstance(data, Reject) else len(data))
             if isinstance(image, Reject):
-                if job.strict:
-                    raise BuildError(f"{source}: {image.reason} (a strict build stops at a reject)")
-                rows.rejects.append((source, image.reason))
+                _reject(job, rows, source, image.reason, None)
                 continue
             payloads = [image.data, str(labels[k]).encode("ascii")]
-            key = sample_key(start + k, meta.key_width)
+            key = sample_key(shard.start + k, meta.key_width)
             locations = writer.add_sample(key, list(zip(DEFAULT_FIELDS, payloads, strict=True)))
             rows.add(key, source, labels[k], locations, payloads)
             rows.converted += image.converted
+    return rows
+
+
+def _write_field_samples(
+    job: ShardJob, schema: Schema, plan: Plan, writer: TarShardWriter, progress: Progress
+) -> ShardRows:
+    """The samples of a plan of any other schema: each one's fields by `SampleEncoder`."""
+    meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
+    packed = plan.fields(shard.inputs)
+    has_image = schema.image_field is not None
+    images = ImageOptions(max_side=job.max_side, quality=job.quality, check=job.check)
+    dictionaries = load_dictionaries(Path(job.out), schema)
+    with InputReader(meta) as reader:
+        encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
+        for k, source_bytes in enumerate(shard.sources):
+            source = source_bytes.decode("utf-8", "replace")
+            image, nbytes = None, 0
+            if has_image:
+                data = shard.read(reader, k)
+                image = _prepare(job, data)
+                nbytes = 0 if isinstance(data, Reject) else len(data)
+            progress(1, nbytes)
+            if isinstance(image, Reject):
+                _reject(job, rows, source, image.reason, None)
+                continue
+            encoded = encoder.encode(image, shard.labels[k], packed[k])
+            if isinstance(encoded, FieldReject):
+                _reject(job, rows, source, encoded.reason, encoded.field)
+                continue
+            key = sample_key(shard.start + k, meta.key_width)
+            locations = writer.add_sample(key, encoded.members)
+            rows.add(key, source, encoded.label, locations, [d for _, d in encoded.members])
+            rows.positions.append(encoded.positions)
+            rows.converted += image.converted if image is not None else 0
     return rows
 
 
@@ -154,13 +179,17 @@ def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
             sink = _Sha256Sink(raw)
             with io.BufferedWriter(sink, WRITE_BUFFER) as buffered:
                 writer = TarShardWriter(buffered)
-                rows = _write_samples(job, plan, writer, progress)
+                if job.schema is None:
+                    rows = _write_samples(job, plan, writer, progress)
+                else:
+                    rows = _write_field_samples(job, job.schema, plan, writer, progress)
                 size = writer.finish()
         idx_tmp.write_text(format_wds_index(rows.members), encoding="ascii")
     except BaseException:
         tar_tmp.unlink(missing_ok=True)
         raise
-    part = rows.part(job.shard)
+    names = DEFAULT_FIELDS if job.schema is None else job.schema.names
+    part = rows.part(job.shard, names)
     start, stop = plan.meta.shard_range(job.shard)
     record = ShardRecord(
         shard=job.shard,
@@ -169,13 +198,13 @@ def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
         bytes=size,
         sha256=sink.hash.hexdigest(),
         converted=rows.converted,
-        payload_bytes=int(sum(part.sizes[f].sum() for f in DEFAULT_FIELDS)),
+        payload_bytes=int(sum(part.sizes[f].sum() for f in names)),
         key_bytes=len(part.key_blob),
         source_bytes=len(part.source_blob),
         rejects=tuple(rows.rejects),
     )
     save_record(out, record)
-    save_part(part_path(out, job.shard), part, DEFAULT_FIELDS)
+    save_part(part_path(out, job.shard), part, names)
     os.replace(tar_tmp, tar_path)
     os.replace(idx_tmp, idx_path)
     return record

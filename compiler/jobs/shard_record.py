@@ -18,6 +18,9 @@ from ..build_dir import BUILD_DIR
 from ..errors import BuildDirError
 from .index_parts import part_path
 
+# (source, reason, field): `field` None for an image the policy rejects
+RejectLine = tuple[str, str, str | None]
+
 
 @dataclass(frozen=True, kw_only=True)
 class ShardRecord:
@@ -30,7 +33,7 @@ class ShardRecord:
     payload_bytes: int
     key_bytes: int
     source_bytes: int
-    rejects: tuple[tuple[str, str], ...]  # (source, reason), in plan order
+    rejects: tuple[RejectLine, ...]  # in plan order
 
 
 def record_path(out: Path, shard: int) -> Path:
@@ -49,7 +52,7 @@ def load_record(out: Path, shard: int) -> ShardRecord:
     path = record_path(out, shard)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        data["rejects"] = tuple((source, reason) for source, reason in data["rejects"])
+        data["rejects"] = tuple(_reject_line(*line) for line in data["rejects"])
         return ShardRecord(**data)
     except FileNotFoundError as e:
         raise BuildDirError(f"{path}: shard record missing; remove {out} and build again") from e
@@ -58,6 +61,10 @@ def load_record(out: Path, shard: int) -> ShardRecord:
             f"{path}: unreadable shard record ({e!r}); the build directory is damaged: "
             f"remove {out} and build again"
         ) from e
+
+
+def _reject_line(source: str, reason: str, field: str | None = None) -> RejectLine:
+    return source, reason, field
 
 
 def finished_record(out: Path, shard: int) -> ShardRecord | None:

@@ -9,17 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from fastpack.formats import (
-    DEFAULT_FIELDS,
     INDEX_NAME,
     MANIFEST_NAME,
     REJECTS_NAME,
     FileInfo,
     IndexWriter,
     Manifest,
+    Schema,
     ShardInfo,
     file_sha256,
     shard_idx_name,
     shard_tar_name,
+    version_for,
     write_manifest,
 )
 
@@ -28,39 +29,48 @@ from ..jobs.shard_record import ShardRecord
 from ..planning.plan_store import PlanMeta
 
 
-def write_index(out: Path, records: Sequence[ShardRecord]) -> FileInfo:
+def write_index(out: Path, records: Sequence[ShardRecord], schema: Schema) -> FileInfo:
     """Announce the totals from the records, then append the parts one shard at a time."""
     path = out / INDEX_NAME
     with IndexWriter(
         path=path,
         num_samples=sum(r.samples for r in records),
         num_shards=len(records),
-        fields=DEFAULT_FIELDS,
+        fields=schema.names,
         key_blob_size=sum(r.key_bytes for r in records),
         source_blob_size=sum(r.source_bytes for r in records),
+        version=version_for(schema),
     ) as index:
         for record in records:
-            index.append(load_part(part_path(out, record.shard), DEFAULT_FIELDS))
+            index.append(load_part(part_path(out, record.shard), schema.names))
     return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
 def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:
-    """`rejects.jsonl`, in plan order; only when something was rejected."""
+    """`rejects.jsonl`, in plan order; only when something was rejected. A line names the field
+    that rejected its sample, unless its image did."""
     if not any(r.rejects for r in records):
         return
     tmp = out / (REJECTS_NAME + ".tmp")
     with tmp.open("w", encoding="utf-8") as file:
         for record in records:
-            for source, reason in record.rejects:
-                line = json.dumps({"path": source, "reason": reason}, ensure_ascii=False)
-                file.write(line + "\n")
+            for source, reason, field in record.rejects:
+                entry = {"path": source, "reason": reason}
+                if field is not None:
+                    entry = {"path": source, "field": field, "reason": reason}
+                file.write(json.dumps(entry, ensure_ascii=False) + "\n")
     os.replace(tmp, out / REJECTS_NAME)
 
 
 def write_dataset_manifest(
-    out: Path, meta: PlanMeta, records: Sequence[ShardRecord], build: Mapping[str, Any]
+    out: Path,
+    meta: PlanMeta,
+    records: Sequence[ShardRecord],
+    build: Mapping[str, Any],
+    schema: Schema,
 ) -> Manifest:
-    index = write_index(out, records)
+    """Index, rejects, then the manifest of a dataset of `schema` (with its dictionaries)."""
+    index = write_index(out, records, schema)
     write_rejects(out, records)
     shards = tuple(
         ShardInfo(name=shard_tar_name(r.shard), index_name=shard_idx_name(r.shard),
@@ -69,8 +79,10 @@ def write_dataset_manifest(
     )  # fmt: skip
     samples = sum(r.samples for r in records)
     manifest = Manifest(
+        version=version_for(schema),
+        schema=schema,
         num_samples=samples,
-        fields=DEFAULT_FIELDS,
+        fields=schema.names,
         classes=meta.classes,
         key_width=meta.key_width,
         shards=shards,

@@ -5,20 +5,38 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fastpack.formats import key_width
+from fastpack.formats import Schema, key_width
 
+from ..build_schema import BuildSchema
 from ..errors import SourceError
 from ..sources.detect import open_source
+from ..sources.scan import SourceOptions, SourceScan
 from .plan_store import PlanMeta, PlanWriter, remap_labels, write_meta, write_order
 
 # Tar bytes a sample takes beyond its image: the image's header and on average half a block of
 # padding, plus the cls member's header and data block.
 SAMPLE_OVERHEAD = 512 + 256 + 2 * 512
+# ... and each further member: its header and on average half a block of padding.
+MEMBER_OVERHEAD = 512 + 256
+# Sources whose images are files, never container members: their plans have no member columns.
+_FILE_SOURCES = ("folder", "list")
 
 
-def samples_per_shard(inputs: int, total_size: int, shard_size: int) -> int:
+def samples_per_shard(inputs: int, total_size: int, shard_size: int, members: int = 2) -> int:
     """Samples per shard so that shards of average inputs approach `shard_size` bytes."""
-    return max(1, shard_size * inputs // (total_size + SAMPLE_OVERHEAD * inputs))
+    overhead = SAMPLE_OVERHEAD + MEMBER_OVERHEAD * max(0, members - 2)
+    return max(1, shard_size * inputs // (total_size + overhead * inputs))
+
+
+def schema_in_force(scan: SourceScan, wanted: BuildSchema | None) -> Schema:
+    """The build's schema, or the scan's where the scan found or added fields (a webdataset
+    source's unnamed members kept as raw fields follow the build schema's)."""
+    if wanted is None:
+        return scan.schema
+    names = wanted.schema.names
+    if scan.schema.names[: len(names)] == names:
+        return scan.schema
+    return wanted.schema
 
 
 def make_plan(
@@ -28,12 +46,13 @@ def make_plan(
     *,
     shard_size: int,
     shuffle_seed: int | None,
+    options: SourceOptions | None = None,
 ) -> PlanMeta:
     """Write the plan of `source` (a `kind` source) into `directory`; `plan.json` goes last.
 
     A webdataset source copies its remote shards into `directory` (see `sources.wds`)."""
-    scan = open_source(source, kind, directory)
-    with PlanWriter(directory, members=kind == "wds") as writer:
+    scan = open_source(source, kind, directory, options)
+    with PlanWriter(directory, members=kind not in _FILE_SOURCES) as writer:
         for row in scan.rows:
             writer.add(row)
         inputs, total_size = writer.close()
@@ -45,11 +64,14 @@ def make_plan(
         remap_labels(directory, inputs, lookup)
     if shuffle_seed is not None:
         write_order(directory, inputs, shuffle_seed)
-    per_shard = samples_per_shard(inputs, total_size, shard_size)
+    wanted = options.schema if options is not None else None
+    schema = schema_in_force(scan, wanted)
+    per_shard = samples_per_shard(inputs, total_size, shard_size, len(schema.fields))
+    train = tuple(f.spec.name for f in wanted.fields if f.train_dictionary) if wanted else ()
     meta = PlanMeta(
         kind=kind,
         root=os.path.abspath(scan.root),
-        containers=tuple(scan.containers),
+        containers=tuple(scan.containers),  # read after the rows: a scan may add containers
         classes=classes,
         num_inputs=inputs,
         total_size=total_size,
@@ -57,6 +79,10 @@ def make_plan(
         num_shards=-(-inputs // per_shard),
         key_width=key_width(inputs),
         shuffled=shuffle_seed is not None,
+        schema=None if schema.is_v1 else schema.to_json(),
+        fields=writer.has_fields,
+        text_cells=scan.kind == "list" and Path(source).suffix.lower() != ".jsonl",
+        train=tuple(name for name in train if name in schema),
     )
     write_meta(directory, meta)
     return meta

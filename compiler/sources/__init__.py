@@ -1,7 +1,17 @@
-"""Sources of a build: ImageFolder trees, list files (CSV, TSV, JSONL) and webdataset tars, each
-scanned once, streaming, into `PlanRow`s in the source's canonical order."""
+"""Sources of a build: ImageFolder trees, list files (CSV, TSV, JSONL), webdataset tars, COCO
+instances files and Parquet files, each scanned once, streaming, into `PlanRow`s in the source's
+canonical order, with the fields of each sample beyond its image and label."""
 
 from .detect import SOURCE_FORMATS, detect_kind, open_source
-from .scan import PlanRow, SourceScan
+from .left_out import LeftOutWarning
+from .scan import PlanRow, SourceOptions, SourceScan
 
-__all__ = ["SOURCE_FORMATS", "PlanRow", "SourceScan", "detect_kind", "open_source"]
+__all__ = [
+    "SOURCE_FORMATS",
+    "LeftOutWarning",
+    "PlanRow",
+    "SourceOptions",
+    "SourceScan",
+    "detect_kind",
+    "open_source",
+]

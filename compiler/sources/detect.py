@@ -6,26 +6,38 @@ import os
 from pathlib import Path
 
 from ..errors import SourceError
+from .coco import scan_coco
 from .folder import scan_folder
 from .list_file import LIST_SUFFIXES, scan_list
+from .parquet import scan_parquet
 from .scan import SourceOptions, SourceScan
 from .wds import scan_wds
 from .wds_urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
 
-SOURCE_FORMATS = ("auto", "folder", "list", "wds")
+SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet")
+# the kind a file's suffix makes it
+_FILE_KINDS = {".tar": "wds", ".json": "coco", ".parquet": "parquet"} | dict.fromkeys(
+    LIST_SUFFIXES, "list"
+)
+_FILE_ONLY = ("list", "coco")
 
 
-def _looks_like_tar_directory(path: Path) -> bool:
-    """A directory of `*.tar` files and no subfolders (which would make it an ImageFolder)."""
-    tars = False
+def _directory_kind(path: Path) -> str:
+    """`wds` for a directory of `*.tar` files, `parquet` for one of `*.parquet` files (and no
+    subfolders either way); otherwise `folder` (an ImageFolder). SourceError for both."""
+    suffixes = set()
     with os.scandir(path) as it:
         for entry in it:
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
-                return False
-            tars = tars or entry.name.endswith(".tar")
-    return tars
+                return "folder"
+            suffixes.add(os.path.splitext(entry.name)[1])
+    if {".tar", ".parquet"} <= suffixes:
+        raise SourceError(
+            f"{path}: holds both .tar and .parquet files; give the format (wds or parquet)"
+        )
+    return "wds" if ".tar" in suffixes else "parquet" if ".parquet" in suffixes else "folder"
 
 
 def _detect_url(source: str, source_format: str) -> str:
@@ -54,11 +66,13 @@ def _detect_url(source: str, source_format: str) -> str:
 
 
 def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
-    """`folder`, `list` or `wds`: `source_format` checked against the source, or detected.
+    """One of `SOURCE_FORMATS` but auto: `source_format` checked against the source, or detected.
 
-    A local path is an ImageFolder directory, a directory of `.tar` files, a `.tar` or a list
-    file. A `pipe:` command, a `scheme://` URL, or a `{..}` pattern (that is not itself an existing
-    path) is a webdataset source."""
+    A local path is an ImageFolder directory, a directory of `.tar` files (wds) or of `.parquet`
+    files, a `.tar`, a list file, a `.parquet` file, or a `.json` file: a COCO instances file (its
+    content is checked when the scan opens it: detection does not read a file that may be
+    hundreds of megabytes). A `pipe:` command, a `scheme://` URL, or a `{..}` pattern (that is not
+    itself an existing path) is a webdataset source."""
     text = os.fspath(source)
     if is_wds_url(text):
         return _detect_url(text, source_format)
@@ -66,17 +80,18 @@ def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
     if not path.exists():
         raise SourceError(f"{path}: source not found")
     if path.is_dir():
-        if source_format == "list":
-            raise SourceError(f"{path}: a list source must be a file, found a directory")
+        if source_format in _FILE_ONLY:
+            raise SourceError(f"{path}: a {source_format} source must be a file, found a directory")
         if source_format != "auto":
             return source_format
-        return "wds" if _looks_like_tar_directory(path) else "folder"
+        return _directory_kind(path)
     suffix = path.suffix.lower()
-    detected = "wds" if suffix == ".tar" else "list" if suffix in LIST_SUFFIXES else ""
+    detected = _FILE_KINDS.get(suffix, "")
     if not detected:
         raise SourceError(
             f"{path}: unknown source format; expected an ImageFolder directory, a directory of "
-            f".tar files, a .tar, a list file ({', '.join(LIST_SUFFIXES)}), or webdataset URLs"
+            f".tar or .parquet files, a .tar, a list file ({', '.join(LIST_SUFFIXES)}), a COCO "
+            "instances .json, a .parquet, or webdataset URLs"
         )
     if source_format not in ("auto", detected):
         raise SourceError(f"{path}: a {source_format} source cannot be a {suffix} file")
@@ -96,10 +111,19 @@ def open_source(
     work_dir: Path | None = None,
     options: SourceOptions | None = None,
 ) -> SourceScan:
-    """Open `source` (a `kind` source) for its scan; a webdataset source copies remote shards
-    (and any source its spilled bytes) under `work_dir`."""
+    """Open `source` (a `kind` source) for its scan, told `options` (the fields to store, where
+    COCO images are, whether to render masks); a webdataset source copies remote shards, and a
+    Parquet or COCO source spills bytes, under `work_dir`."""
     if kind == "folder":
         return scan_folder(Path(source))
     if kind == "list":
-        return scan_list(Path(source))
-    return scan_wds(source, work_dir)
+        return scan_list(Path(source), options)
+    if kind == "coco":
+        return scan_coco(Path(source), work_dir, options)
+    if kind == "parquet":
+        return scan_parquet(Path(source), work_dir, options)
+    if kind == "wds":
+        return scan_wds(source, work_dir, options)
+    raise SourceError(
+        f"{source}: unknown source kind {kind!r}; expected one of {SOURCE_FORMATS[1:]}"
+    )

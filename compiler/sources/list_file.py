@@ -1,53 +1,124 @@
-"""List-file sources: CSV, TSV or JSONL with a path (relative to the list file) and a label."""
+"""List-file sources: CSV, TSV or JSONL, one image per line: its path (relative to the list
+file), its label and, optionally, more fields (which column feeds which field: `list_fields`).
+
+- CSV/TSV: a `path,label` header row is skipped; a header with more columns (among them `path`
+  and `label`) makes each other column a field. With a build schema the first row is the header,
+  and it must hold every column the schema names. Cells of png, jpeg and raw fields are paths
+  relative to the list file; other cells are parsed by the shard jobs (class ids: integers
+  separated by spaces, or a JSON list; an ndarray: a JSON list; json: JSON text).
+- JSONL: an object per line with a string `path` (or the schema's image column), a `label`, and
+  a key per other field, whose value is the field's value (a list for class ids or boxes, an
+  object for json; for png, jpeg and raw a path relative to the list file).
+- An empty cell, a missing key or null is an absent value: the sample lacks an optional field; a
+  required one rejects the sample (in its shard job). Without a build schema the label is
+  required (an error here, as for a list of images and labels alone).
+
+Blank lines are skipped. Without extra columns a scan yields rows without fields, as it always
+did. A row's size is its image's file size plus those of its png, jpeg and raw fields' files.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..errors import SourceError
 from .labels import LabelTable
-from .scan import PlanRow, SourceScan
+from .list_fields import (
+    FILE_TYPES,
+    LABEL_COLUMN,
+    PATH_COLUMN,
+    SURVEY_LINES,
+    ListColumns,
+    from_build_schema,
+    from_header,
+    from_objects,
+)
+from .sample_fields import FieldValue, FileRef, pack_fields
+from .scan import PlanRow, SourceOptions, SourceScan
 
 LIST_SUFFIXES = (".csv", ".tsv", ".jsonl")
-_HEADER = ["path", "label"]
+_HEADER = [PATH_COLUMN, LABEL_COLUMN]
+_INTEGER = re.compile(r"-?[0-9]+")
 
 Entry = tuple[int, str, str]  # (line number, path, label)
+Cells = tuple[int, list[str]]  # (line number, row)
 
 
-def _delimited(file: TextIO, name: str, delimiter: str) -> Iterator[Entry]:
-    reader = csv.reader(file, delimiter=delimiter)
-    first = True
+def _file_size(root: str, path: str) -> int:
     try:
-        for row in reader:
-            if not row:
-                continue
-            if first:
-                first = False
-                if [c.strip().lower() for c in row] == _HEADER:
-                    continue
-            if len(row) != 2:
-                raise SourceError(
-                    f"{name}:{reader.line_num}: expected 2 columns (path, label), "
-                    f"found {len(row)}: {row!r}"
-                )
-            yield reader.line_num, row[0], row[1]
-    except csv.Error as e:
-        raise SourceError(f"{name}:{reader.line_num}: malformed line ({e})") from e
+        return os.stat(os.path.join(root, path)).st_size
+    except OSError:  # kept: rejected when its shard job cannot read it
+        return 0
 
 
-def _json_lines(file: TextIO, name: str) -> Iterator[Entry]:
-    for number, line in enumerate(file, start=1):
-        if not line.strip():
-            continue
+class _ListFile:
+    """The list file open as UTF-8 text, read by line; a SourceError naming it (and the last
+    line read) for bytes that are not UTF-8."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.name = path, str(path)
+        self._file = path.open(encoding="utf-8", newline="")
+        self.line = 0
+
+    def __enter__(self) -> _ListFile:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        self._file.close()
+        if isinstance(exc, UnicodeDecodeError):
+            raise SourceError(
+                f"{self.path}: not UTF-8 text after line {self.line} ({exc.reason})"
+            ) from exc
+
+    def csv_rows(self) -> Iterator[Cells]:
+        """Non-empty rows of a CSV (TSV for a `.tsv` file)."""
+        delimiter = "\t" if self.path.suffix.lower() == ".tsv" else ","
+        reader = csv.reader(self._file, delimiter=delimiter)
         try:
-            item: Any = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SourceError(f"{name}:{number}: not valid JSON ({e.msg})") from e
+            for row in reader:
+                self.line = reader.line_num
+                if row:
+                    yield reader.line_num, row
+        except csv.Error as e:
+            raise SourceError(f"{self.name}:{reader.line_num}: malformed line ({e})") from e
+
+    def json_lines(self) -> Iterator[tuple[int, Any, str]]:
+        """`(line number, decoded value, line)` of each non-blank line."""
+        for number, line in enumerate(self._file, start=1):
+            self.line = number
+            if not line.strip():
+                continue
+            try:
+                item: Any = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SourceError(f"{self.name}:{number}: not valid JSON ({e.msg})") from e
+            yield number, item, line
+
+
+def _delimited(file: _ListFile) -> Iterator[Entry]:
+    first, name = True, file.name
+    for number, row in file.csv_rows():
+        if first:
+            first = False
+            if [c.strip().lower() for c in row] == _HEADER:
+                continue
+        if len(row) != 2:
+            raise SourceError(
+                f"{name}:{number}: expected 2 columns (path, label), found {len(row)}: {row!r}"
+            )
+        yield number, row[0], row[1]
+
+
+def _entries(file: _ListFile) -> Iterator[Entry]:
+    name = file.name
+    for number, item, line in file.json_lines():
         label = item.get("label") if isinstance(item, dict) else None
         if not (
             isinstance(item, dict)
@@ -62,34 +133,201 @@ def _json_lines(file: TextIO, name: str) -> Iterator[Entry]:
         yield number, item["path"], str(label)
 
 
-def _entries(file: TextIO, path: Path) -> Iterator[Entry]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return _json_lines(file, str(path))
-    return _delimited(file, str(path), "\t" if suffix == ".tsv" else ",")
-
-
-def _rows(path: Path, labels: LabelTable) -> Iterator[PlanRow]:
+def _simple_rows(path: Path, labels: LabelTable) -> Iterator[PlanRow]:
+    """The rows of a list of images and labels alone: no fields."""
     root = str(path.parent)
-    number = 0
-    try:
-        with path.open(encoding="utf-8", newline="") as file:
-            for number, raw_image, raw_label in _entries(file, path):
-                image, label = raw_image.strip(), raw_label.strip()
-                if not image or not label:
-                    raise SourceError(f"{path}:{number}: empty {'path' if not image else 'label'}")
-                try:
-                    size = os.stat(os.path.join(root, image)).st_size
-                except OSError:  # kept: rejected when its shard job cannot read it
-                    size = 0
-                yield PlanRow(os.fsencode(image), labels.id(label), size)
-    except UnicodeDecodeError as e:
-        raise SourceError(f"{path}: not UTF-8 text after line {number} ({e.reason})") from e
+    with _ListFile(path) as file:
+        entries = _entries(file) if path.suffix.lower() == ".jsonl" else _delimited(file)
+        for number, raw_image, raw_label in entries:
+            image, label = raw_image.strip(), raw_label.strip()
+            if not image or not label:
+                raise SourceError(f"{path}:{number}: empty {'path' if not image else 'label'}")
+            yield PlanRow(os.fsencode(image), labels.id(label), _file_size(root, image))
 
 
-def scan_list(path: Path) -> SourceScan:
-    """Inputs in the order of the file's lines; blank lines and a `path,label` header skipped."""
+class _RowMaker:
+    """Turns one line's image, label and field values into its PlanRow."""
+
+    def __init__(self, path: Path, columns: ListColumns, labels: LabelTable, *, schema: bool):
+        self._root, self._name = str(path.parent), str(path)
+        self._labels = labels
+        self._schema = schema  # a build schema: absent labels are allowed
+        spec = columns.label_spec
+        self._label_name = spec.name if spec is not None else None
+        self._classes = {c: i for i, c in enumerate(spec.classes)} if spec is not None else {}
+
+    def row(self, number: int, image: Any, label: Any, values: dict[str, FieldValue]) -> PlanRow:
+        image = image.strip() if isinstance(image, str) else ""
+        if not image:
+            raise SourceError(f"{self._name}:{number}: empty path")
+        size = _file_size(self._root, image)
+        for value in values.values():
+            if isinstance(value, FileRef):
+                size += _file_size(self._root, value.path)
+        label_id = self._label(number, label, values)
+        try:
+            fields = pack_fields(values)
+        except UnicodeEncodeError as e:
+            raise SourceError(
+                f"{self._name}:{number}: a value holds text that is not valid Unicode ({e.reason})"
+            ) from e
+        return PlanRow(os.fsencode(image), label_id, size, fields=fields)
+
+    def _label(self, number: int, label: Any, values: dict[str, FieldValue]) -> int:
+        """The label's id (or final value); -1 with the value left in `values` where the shard
+        job is to decide (absent: null; not an integer or a class name: the value)."""
+        name = self._label_name
+        if name is None:
+            return -1
+        text = label.strip() if isinstance(label, str) else label
+        if text is None or text == "":
+            if not self._schema:
+                raise SourceError(f"{self._name}:{number}: empty label")
+            values[name] = None
+            return -1
+        if isinstance(text, bool) or not isinstance(text, (int, str)):
+            if not self._schema:
+                raise SourceError(
+                    f"{self._name}:{number}: expected an integer or string 'label', found "
+                    f"{label!r:.200}"
+                )
+            values[name] = label
+            return -1
+        text = str(text)
+        if not self._classes:
+            return self._labels.id(text)
+        found = self._classes.get(text)
+        if found is None and _INTEGER.fullmatch(text):
+            found = int(text)
+        if found is None:
+            values[name] = text
+            return -1
+        return found
+
+
+def _cell_value(kind: str, cell: str) -> FieldValue | None:
+    """A CSV cell's value (None: absent); the shard job parses text by the field's type."""
+    if not cell.strip():
+        return None
+    return FileRef(cell.strip()) if kind in FILE_TYPES else cell
+
+
+def _json_value(kind: str, value: Any) -> FieldValue | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return FileRef(value.strip()) if kind in FILE_TYPES and isinstance(value, str) else value
+
+
+def _header_positions(header: list[str], columns: ListColumns, name: str, number: int) -> list[int]:
+    positions = []
+    for column in columns.columns:
+        if column not in header:
+            raise SourceError(
+                f"{name}:{number}: the header has no column {column!r}; its columns are "
+                f"{', '.join(header)}"
+            )
+        positions.append(header.index(column))
+    return positions
+
+
+def _header(row: list[str]) -> list[str]:
+    """A header row's column names: `path` and `label` in any case."""
+    return [c.strip().lower() if c.strip().lower() in _HEADER else c.strip() for c in row]
+
+
+def _csv_field_rows(
+    path: Path, columns: ListColumns, maker: _RowMaker, *, inferred: bool
+) -> Iterator[PlanRow]:
+    name = str(path)
+    with _ListFile(path) as file:
+        rows = file.csv_rows()
+        first = next(rows, None)
+        if first is None:
+            return
+        number, header = first[0], [c.strip() for c in first[1]]
+        header = _header(header) if inferred else header
+        image, *others = _header_positions(header, columns, name, number)
+        label = others.pop(0) if columns.label is not None else None
+        specs = [
+            (spec.name, spec.type, k) for (spec, _), k in zip(columns.fields, others, strict=True)
+        ]
+        for number, row in rows:
+            if len(row) != len(header):
+                raise SourceError(
+                    f"{name}:{number}: expected {len(header)} columns ({', '.join(header)}), "
+                    f"found {len(row)}: {row!r}"
+                )
+            values = {}
+            for field, kind, k in specs:
+                value = _cell_value(kind, row[k])
+                if value is not None:
+                    values[field] = value
+            yield maker.row(number, row[image], row[label] if label is not None else None, values)
+
+
+def _jsonl_field_rows(
+    path: Path, columns: ListColumns, maker: _RowMaker, *, inferred: bool
+) -> Iterator[PlanRow]:
+    name = str(path)
+    known = set(columns.columns)
+    specs = [(spec.name, spec.type, column) for spec, column in columns.fields]
+    with _ListFile(path) as file:
+        for number, item, line in file.json_lines():
+            if not isinstance(item, dict) or not isinstance(item.get(columns.image), str):
+                raise SourceError(
+                    f"{name}:{number}: expected an object with a string {columns.image!r}, "
+                    f"found {line.strip()[:200]}"
+                )
+            if inferred and not known.issuperset(item):
+                unknown = sorted(set(item) - known)
+                raise SourceError(
+                    f"{name}:{number}: keys {unknown} are not among those of the first "
+                    f"{SURVEY_LINES} lines; give a schema (--schema) that names them"
+                )
+            values = {}
+            for field, kind, column in specs:
+                value = _json_value(kind, item.get(column))
+                if value is not None:
+                    values[field] = value
+            label = item.get(columns.label) if columns.label is not None else None
+            yield maker.row(number, item[columns.image], label, values)
+
+
+def _survey(path: Path) -> ListColumns | None:
+    """The fields of a list file without a build schema (None: only images and labels)."""
+    name = str(path)
+    with _ListFile(path) as file:
+        if path.suffix.lower() == ".jsonl":
+            items = [item for _, item, _ in islice(file.json_lines(), SURVEY_LINES)]
+            objects = [i for i in items if isinstance(i, dict)]
+            extra = any(set(o) - set(_HEADER) for o in objects)
+            return from_objects(objects, name) if extra else None
+        head = list(islice(file.csv_rows(), SURVEY_LINES))
+    header = _header(head[0][1]) if head else []
+    if len(header) <= 2 or PATH_COLUMN not in header or LABEL_COLUMN not in header:
+        return None
+    return from_header(header, [row for _, row in head[1:]], name)
+
+
+def scan_list(path: Path, options: SourceOptions | None = None) -> SourceScan:
+    """Inputs in the order of the file's lines (see the module docstring)."""
     if path.suffix.lower() not in LIST_SUFFIXES:
         raise SourceError(f"{path}: a list file must end in {', '.join(LIST_SUFFIXES)}")
     labels = LabelTable()
-    return SourceScan(kind="list", root=path.parent, rows=_rows(path, labels), labels=labels)
+    build = options.schema if options is not None else None
+    columns = from_build_schema(build, str(path)) if build is not None else _survey(path)
+    if columns is None:
+        return SourceScan(kind="list", root=path.parent, rows=_simple_rows(path, labels),
+                          labels=labels)  # fmt: skip
+    maker = _RowMaker(path, columns, labels, schema=build is not None)
+    if path.suffix.lower() == ".jsonl":
+        rows = _jsonl_field_rows(path, columns, maker, inferred=build is None)
+    else:
+        rows = _csv_field_rows(path, columns, maker, inferred=build is None)
+    spec = columns.label_spec
+    if spec is None or spec.classes:
+        classes = spec.classes if spec is not None else ()
+        return SourceScan(kind="list", root=path.parent, rows=rows, classes=classes,
+                          schema=columns.schema)  # fmt: skip
+    return SourceScan(kind="list", root=path.parent, rows=rows, labels=labels,
+                      schema=columns.schema)  # fmt: skip

@@ -6,14 +6,40 @@ expanded by webdataset in its order. Members group into samples by webdataset's 
 (`webdataset.tariterators`: `base_plus_ext` splits a name at the first dot of its base name into
 key and extension, consecutive members with one key are a sample, extensions are lower-cased, and
 `__name__` metadata members are skipped); a sample whose key is such a `__name__` (as for
-`__meta__.json`) is metadata too and skipped. A sample's image is its `jpg`, `jpeg`, `png` or
-`webp` member and its label the text of its `cls` member.
+`__meta__.json`) is metadata too and skipped.
+
+Every member of a sample is kept, typed by its extension as webdataset's decoders read it
+(`formats.type_of_extension`: `.npy` an ndarray of any dtype and shape, `.txt` text, `.json`
+JSON, an unknown extension raw bytes). The image is its `jpg`, `jpeg`, `png` or `webp` member,
+the label the text of its label member (`cls`; numbered by a `LabelTable`), and every other
+member a field whose value is a `MemberRef` to its data in the tar (`wds_fields`). Which fields:
+
+- With a schema (`SourceOptions.schema`), a field takes the member of its name (a zstd field
+  `x.zst` takes the member `x`, which its shard job compresses); the image field takes the member
+  of its name, else the first of jpg, jpeg, png, webp that no other field takes. Members no field
+  takes are left out (`"unnamed": "drop"`) or kept as raw fields (`"raw"`, the default), found as
+  without a schema.
+- Without one, the fields are those of the first shard's samples (of the first shard that has
+  any; its first 10,000): the image `jpg`, the label `cls` if any of them has one (else the first
+  class-typed extension, `id` or `index` say, else none: an unlabeled dataset, every label -1),
+  then every other extension, sorted. A field every surveyed sample has is required (a later
+  sample without it is rejected by its shard job); one only some have is optional. The survey
+  reads those samples' headers once more before the scan (a local tar: seeks over the data). A
+  schema of image and label only (classification tars) gives rows without field bytes, as
+  version 1 did.
+
+A member that cannot be a field is left out, with one `LeftOutWarning` per extension: one whose
+extension first appears after the survey (a schema file naming it keeps it), and one whose
+extension is not a field name (characters other than `a-z 0-9 _` in dot-separated parts, or a
+`.zst` ending: compressed members are not passed through). A sample without its label member,
+when the schema has a label field, or with an empty one, is a SourceError.
 
 Shard jobs read images by offset from local files: a local tar in place, and a remote one from a
 copy in the build directory (`<out>/.fastpack-build/sources/NNNNNN.tar`, NNNNNN its position in
-the shard list), written once, streaming, while the shard is scanned. Such a source therefore
-takes its size in local disk during the build; the build directory is deleted when the build
-ends, and a resumed build reuses the copies that are complete.
+the shard list), written once, streaming, while the shard is scanned (a first shard that is
+surveyed: when the scan opens). Such a source therefore takes its size in local disk during the
+build; the build directory is deleted when the build ends, and a resumed build reuses the copies
+that are complete.
 """
 
 from __future__ import annotations
@@ -22,21 +48,23 @@ import io
 import os
 import re
 import tarfile
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import SourceError
 from .labels import LabelTable
-from .scan import PlanRow, SourceScan
+from .scan import PlanRow, SourceOptions, SourceScan
+from .wds_fields import LABEL_MEMBER, RowMaker, Sample, Survey, layout_for
 from .wds_urls import Read, expand, is_local, is_wds_url, local_path, open_remote, shard_name
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-IMAGE_MEMBERS = ("jpg", "jpeg", "png", "webp")
 COPIES_DIR = "sources"
+SURVEY_SAMPLES = 10_000
 _BLOCK = 512
 _STREAM_BUFFER = 1 << 20
 # tarfile's stream reads copy what is left of their buffer each time: larger makes small members
@@ -47,15 +75,6 @@ _SKIP_META = re.compile(r"__[^/]*__($|/)")
 _META_KEY = re.compile(r"(^|/)__[^/]*__$")
 
 SplitName = Callable[[str], tuple[str | None, str | None]]
-
-
-@dataclass
-class Sample:
-    """A sample's key, its members by (lower-case) extension, and its `cls` member's data."""
-
-    key: str
-    members: dict[str, tarfile.TarInfo] = field(default_factory=dict)
-    cls: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -77,11 +96,16 @@ def _is_member(info: tarfile.TarInfo) -> bool:
     return _SKIP_META.match(name) is None
 
 
-def samples(tar: tarfile.TarFile, url: str, split: SplitName | None = None) -> Iterator[Sample]:
+def samples(
+    tar: tarfile.TarFile,
+    url: str,
+    split: SplitName | None = None,
+    label: str | None = LABEL_MEMBER,
+) -> Iterator[Sample]:
     """The samples of `tar` (named `url` in errors) as webdataset's `group_by_keys` forms them,
-    names split by `split` (default: webdataset's `base_plus_ext`); a `cls` member's data is read
-    as it passes (a streamed tar cannot go back). SourceError for a sample with two members of
-    one extension."""
+    names split by `split` (default: webdataset's `base_plus_ext`); the data of a `label` member
+    is read as it passes (a streamed tar cannot go back). SourceError for a sample with two
+    members of one extension."""
     if split is None:
         from webdataset.tariterators import base_plus_ext  # noqa: PLC0415 - imports torch
 
@@ -102,45 +126,26 @@ def samples(tar: tarfile.TarFile, url: str, split: SplitName | None = None) -> I
         if ext in sample.members:
             raise SourceError(f"{url}: sample {key!r} has two {ext!r} members")
         sample.members[ext] = info
-        if ext == "cls":
+        if ext == label:
             data = tar.extractfile(info)
-            sample.cls = data.read() if data else b""
+            sample.label = data.read() if data else b""
     if sample is not None and not _META_KEY.search(sample.key):
         yield sample
 
 
-def _row(shard: _Shard, container: int, sample: Sample, labels: LabelTable) -> PlanRow:
-    members = sample.members
-    image = next((members[e] for e in IMAGE_MEMBERS if e in members), None)
-    if image is None or sample.cls is None:
-        missing = f"image member ({', '.join(IMAGE_MEMBERS)})" if image is None else "cls member"
-        raise SourceError(
-            f"{shard.url}: sample {sample.key!r} has no {missing}; members: {sorted(members)}"
-        )
-    text = sample.cls.decode("utf-8", "replace").strip()
-    if not text:
-        raise SourceError(f"{shard.url}: sample {sample.key!r} has an empty cls member")
-    source = os.fsencode(f"{shard.name}:{sample.key}")
-    return PlanRow(source, labels.id(text), image.size, container, image.offset_data)
-
-
-def _tar_rows(
-    tar: tarfile.TarFile,
-    shard: _Shard,
-    container: int,
-    labels: LabelTable,
-    check_end: Callable[[int], None],
-) -> Iterator[PlanRow]:
-    """The rows of one tar. `check_end` gets the offset where its members end before the last
-    sample is looked at: a damaged tar is reported as such, not as a sample missing members."""
+def _tar_samples(
+    tar: tarfile.TarFile, shard: _Shard, label: str | None, check_end: Callable[[int], None]
+) -> Iterator[Sample]:
+    """The samples of one tar. `check_end` gets the offset where its members end before the last
+    sample is yielded: a damaged tar is reported as such, not as a sample missing members."""
     last: Sample | None = None
-    for sample in samples(tar, shard.url):
+    for sample in samples(tar, shard.url, label=label):
         if last is not None:
-            yield _row(shard, container, last, labels)
+            yield last
         last = sample
     check_end(tar.offset)
     if last is not None:
-        yield _row(shard, container, last, labels)
+        yield last
 
 
 def _check_end(fd: int, end: int, url: str) -> None:
@@ -158,18 +163,18 @@ def _check_end(fd: int, end: int, url: str) -> None:
         )
 
 
-def _local_rows(shard: _Shard, container: int, labels: LabelTable) -> Iterator[PlanRow]:
+def _local_samples(shard: _Shard, label: str | None) -> Iterator[Sample]:
     """A local tar, read in place: headers only, seeking over member data."""
     try:
         with shard.path.open("rb") as file, tarfile.open(fileobj=file, mode="r:") as tar:
             fd = file.fileno()
             size = os.fstat(fd).st_size
-            for row in _tar_rows(
-                tar, shard, container, labels, lambda end: _check_end(fd, end, shard.url)
+            for sample in _tar_samples(
+                tar, shard, label, lambda end: _check_end(fd, end, shard.url)
             ):
-                if row.offset + row.size > size:
+                if any(m.offset_data + m.size > size for m in sample.members.values()):
                     raise SourceError(f"{shard.url}: cut off at byte {size}")
-                yield row
+                yield sample
     except (tarfile.ReadError, EOFError) as e:
         raise SourceError(f"{shard.url}: not a readable tar ({e})") from e
     except FileNotFoundError as e:
@@ -195,7 +200,7 @@ class _Tee(io.RawIOBase):
         return len(data)
 
 
-def _copied_rows(shard: _Shard, container: int, labels: LabelTable) -> Iterator[PlanRow]:
+def _copied_samples(shard: _Shard, label: str | None) -> Iterator[Sample]:
     """A remote tar, scanned as it streams into its copy; the copy takes its final name once it
     is whole and its tar structure checked."""
     part = shard.path.with_name(shard.path.name + ".part")
@@ -211,7 +216,7 @@ def _copied_rows(shard: _Shard, container: int, labels: LabelTable) -> Iterator[
 
         try:
             with tarfile.open(fileobj=stream, mode="r|", bufsize=_TAR_BUFFER) as tar:
-                yield from _tar_rows(tar, shard, container, labels, check_end)
+                yield from _tar_samples(tar, shard, label, check_end)
         except (tarfile.ReadError, EOFError) as e:
             raise SourceError(f"{shard.url}: not a readable tar ({e})") from e
     os.replace(part, shard.path)
@@ -252,22 +257,63 @@ def _containers(shards: list[_Shard]) -> tuple[Path, tuple[str, ...], list[_Shar
     return root, relative, named
 
 
-def _rows(shards: list[_Shard], labels: LabelTable) -> Iterator[PlanRow]:
+def _shard_samples(shard: _Shard, label: str | None) -> Iterator[Sample]:
+    """The samples of one shard: a remote one copied as it streams, unless its copy is whole."""
+    if shard.remote and not shard.path.exists():
+        shard.path.parent.mkdir(parents=True, exist_ok=True)
+        return _copied_samples(shard, label)
+    return _local_samples(shard, label)
+
+
+def _survey(shards: list[_Shard], images: tuple[str, ...]) -> Survey:
+    """The member extensions of the first shard with samples (its first `SURVEY_SAMPLES`), the
+    image (the first of `images` present) aside. A remote shard is copied whole meanwhile."""
+    for shard in shards:
+        copying = shard.remote and not shard.path.exists()
+        count, found = 0, Counter[str]()
+        for sample in _shard_samples(shard, label=None):
+            if count == SURVEY_SAMPLES:
+                if copying:
+                    continue  # the copy goes on to its end
+                break
+            image = next((e for e in images if e in sample.members), None)
+            found.update(e for e in sample.members if e != image)
+            count += 1
+        if count:
+            return Survey(count, found)
+    return Survey()
+
+
+def _rows(shards: list[_Shard], maker: RowMaker) -> Iterator[PlanRow]:
+    label = maker.layout.label
     for container, shard in enumerate(shards):
-        if shard.remote and not shard.path.exists():
-            shard.path.parent.mkdir(parents=True, exist_ok=True)
-            yield from _copied_rows(shard, container, labels)
-        else:
-            yield from _local_rows(shard, container, labels)
+        for sample in _shard_samples(shard, label):
+            yield maker.row(shard.url, shard.name, container, sample)
 
 
-def scan_wds(source: str | os.PathLike[str], work_dir: Path | None = None) -> SourceScan:
-    """Open a webdataset source; remote shards are copied under `work_dir/sources/`."""
+def scan_wds(
+    source: str | os.PathLike[str],
+    work_dir: Path | None = None,
+    options: SourceOptions | None = None,
+) -> SourceScan:
+    """Open a webdataset source; remote shards are copied under `work_dir/sources/`. Without a
+    schema in `options`, or with one that keeps unnamed members, the first shard's samples are
+    surveyed first (see the module's docstring)."""
     text = os.fspath(source)
     shards = _url_shards(text, work_dir) if is_wds_url(text) else _local_shards(Path(text))
     root, containers, shards = _containers(shards)
     if not shards:
         root = Path(text)
-    labels = LabelTable()
-    rows = _rows(shards, labels)
-    return SourceScan(kind="wds", root=root, rows=rows, labels=labels, containers=containers)
+    layout, schema = layout_for(
+        options.schema if options is not None else None,
+        lambda images: _survey(shards, images),
+    )
+    labels = LabelTable() if layout.label is not None else None
+    return SourceScan(
+        kind="wds",
+        root=root,
+        rows=_rows(shards, RowMaker(layout, labels)),
+        labels=labels,
+        containers=containers,
+        schema=schema,
+    )

@@ -1,4 +1,5 @@
-"""Labels from the `cls` members of a batch: ASCII decimal bytes, zero-padded to one width."""
+"""Labels from the `cls` (or another class field's) members of a batch: ASCII decimal bytes,
+zero-padded to one width."""
 
 from __future__ import annotations
 
@@ -6,18 +7,25 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import ShardFormatError
 
+from .options import LABEL_FIELD
+
 _ZERO, _NINE, _MINUS = ord("0"), ord("9"), ord("-")
 MAX_DIGITS = 18  # any 18-digit decimal fits an int64
 
 
-def parse_labels(padded: npt.NDArray[np.uint8], source: str) -> npt.NDArray[np.int64]:
-    """Parse a (batch, width) array of `cls` bytes, each row padded with zero bytes on the right.
+def parse_labels(
+    padded: npt.NDArray[np.uint8], source: str, field: str = LABEL_FIELD
+) -> npt.NDArray[np.int64]:
+    """Parse a (batch, width) array of `field` members' bytes, each row padded with zero bytes
+    on the right.
 
     Every row must be `-?[0-9]+` (formats/SPEC.md section 4); `source` names the dataset in the
     error raised for a row that is not.
     """
     if padded.ndim != 2:
-        raise ValueError(f"expected a (batch, width) array of cls bytes, got shape {padded.shape}")
+        raise ValueError(
+            f"expected a (batch, width) array of {field} bytes, got shape {padded.shape}"
+        )
     rows = padded.astype(np.int64)
     used = rows != 0
     lengths = used.sum(axis=1)
@@ -35,7 +43,7 @@ def parse_labels(padded: npt.NDArray[np.uint8], source: str) -> npt.NDArray[np.i
         bad = int(np.flatnonzero(~good)[0])
         found = bytes(padded[bad][: lengths[bad]].tobytes())
         raise ShardFormatError(
-            f"{source}: a .cls member holds {found!r}, expected an ASCII decimal label "
+            f"{source}: a .{field} member holds {found!r}, expected an ASCII decimal label "
             f"of at most {MAX_DIGITS} digits (formats/SPEC.md section 4)"
         )
     values = np.zeros(len(rows), np.int64)

@@ -6,6 +6,14 @@
         for images, labels in loader:  # uint8 (B, 224, 224, 3) and int64 (B,), on the CPU
             ...
 
+Extra fields of a version-2 dataset come as a third element, a dict by field name (fields.py
+says how each is returned; a mask is cropped and flipped with its image):
+
+    loader = make_dali_loader("data/seg", batch_size=64, train=True, fields=("seg.png", "txt"))
+    for images, labels, fields in loader:
+        masks = fields["seg.png"]  # uint8 (B, 224, 224, C), aligned with `images`
+        captions = [bytes(t.numpy()).decode() for t in fields["txt"]]
+
 Sharding and epoch length. Rank `r` of `n` reads DALI shard `r` of `n` (samples are split over
 all tars concatenated); `r` and `n` come from the arguments, else from torch.distributed, else
 from RANK and WORLD_SIZE. Every rank yields the same number of batches per epoch, so DDP never
@@ -36,15 +44,16 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fastpack.formats import DatasetFiles, DatasetNotFoundError, TruncatedFileError
+from fastpack.formats import DatasetFiles, DatasetNotFoundError, FieldCodec, TruncatedFileError
 
 from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..ranks import local_device_id, resolve_rank
+from .fields import FieldBatch, output_names, plan_fields
 from .labels import parse_labels
 from .malloc import fix_mmap_threshold
 from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
@@ -52,8 +61,8 @@ from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
 if TYPE_CHECKING:
     import torch
 
-
-OUTPUTS = ["images", "cls"]
+# What a loader yields: (images, labels), or (images, labels, fields) when it reads fields.
+Batch = tuple[Any, ...]
 
 
 def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> Any:
@@ -72,7 +81,7 @@ def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> An
     try:
         return DALIGenericIterator(
             [pipeline],
-            OUTPUTS,
+            output_names(options.fields),
             reader_name=READER_NAME,
             last_batch_policy=LastBatchPolicy.DROP if drop_last else LastBatchPolicy.FILL,
             auto_reset=True,
@@ -119,22 +128,31 @@ def _samples_per_epoch(num_samples: int, num_shards: int, batch_size: int, drop_
 
 
 class DaliLoader(ClosesOnExit):
-    """One rank's `(images, labels)` batches, epoch after epoch: `for images, labels in loader`.
+    """One rank's `(images, labels)` batches, epoch after epoch: `for images, labels in loader`;
+    with extra fields `(images, labels, fields)` (`options.fields`).
 
     `images`: uint8 (B, size, size, 3) CPU tensor with `device="cpu"`; float32 (B, 3, size, size)
     normalized with `mean`/`std` on the GPU with `device="gpu"`. `labels`: int64 (B,) parsed from
-    the samples' `cls` members, on the images' device. `len(loader)` is the number of batches per
-    epoch, the same on every rank. Each `iter()` starts a new epoch; DALI cannot rewind, so an
-    epoch left unfinished is first read to its end. DALI counts epochs itself: when
+    the samples' `cls` members, on the images' device. `fields`: each extra field's values by
+    name (fields.py); `codecs` decompress its zstd fields. `len(loader)` is the number of batches
+    per epoch, the same on every rank. Each `iter()` starts a new epoch; DALI cannot rewind, so
+    an epoch left unfinished is first read to its end. DALI counts epochs itself: when
     `epoch_source` is set (`make_loader` sets the `Dataset`), an epoch it names other than 0
     must be the one DALI starts, else ValueError. DALI's own errors on damaged files are raised
     as `DaliReadError`, after which the loader is closed. Made by `make_dali_loader`.
     """
 
     def __init__(
-        self, options: PipelineOptions, *, num_samples: int, drop_last: bool, source: str
+        self,
+        options: PipelineOptions,
+        *,
+        num_samples: int,
+        drop_last: bool,
+        source: str,
+        codecs: Mapping[str, FieldCodec] | None = None,
     ) -> None:
         self.options = options
+        self.codecs = dict(codecs or {})
         self.num_samples = num_samples
         self.drop_last = drop_last
         self.samples_per_epoch = _samples_per_epoch(
@@ -161,7 +179,7 @@ class DaliLoader(ClosesOnExit):
     def __len__(self) -> int:
         return math.ceil(self.samples_per_epoch / self.batch_size)
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def __iter__(self) -> Iterator[Batch]:
         if self._iterator is None:
             raise ValueError(f"{self._source}: this DALI loader is closed")
         if self._in_epoch:
@@ -194,16 +212,23 @@ class DaliLoader(ClosesOnExit):
             raise _read_error(self._source, e) from e
         return batch
 
-    def _epoch(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def _epoch(self) -> Iterator[Batch]:
         import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
 
-        left = self.samples_per_epoch
+        left, fields = self.samples_per_epoch, self.options.fields
         while (batch := self._next()) is not None:
             take = min(left, self.batch_size)
             left -= take
             images = batch["images"][:take]
-            labels = parse_labels(batch["cls"][:take].numpy(), self._source)
-            yield images, torch.from_numpy(labels).to(images.device, non_blocking=True)
+            labels = parse_labels(batch[LABEL_FIELD][:take].numpy(), self._source)
+            labels_on = torch.from_numpy(labels).to(images.device, non_blocking=True)
+            if not fields:
+                yield images, labels_on
+                continue
+            values = FieldBatch(batch, take, self._source).values(
+                fields, self.codecs, images.device
+            )
+            yield images, labels_on, values
 
     def close(self) -> None:
         """Release the pipeline (its threads and buffers)."""
@@ -234,12 +259,18 @@ def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _check_dataset(
     ds: DatasetFiles, field: str, num_shards: int, batch_size: int, drop_last: bool
 ) -> None:
-    n, fields = len(ds), ds.manifest.fields
-    missing = [f for f in (field, LABEL_FIELD) if f not in fields]
+    n, schema = len(ds), ds.manifest.schema
+    missing = [f for f in (field, LABEL_FIELD) if f not in schema]
     if missing:
         raise MissingFieldError(
-            f"{ds.root}: samples hold fields {list(fields)}, no {' or '.join(missing)}; the DALI "
-            f"reader needs the image field {field!r} and {LABEL_FIELD!r}"
+            f"{ds.root}: samples hold fields {list(schema.names)}, no {' or '.join(missing)}; the "
+            f"DALI reader needs the image field {field!r} and {LABEL_FIELD!r}"
+        )
+    optional = [f for f in (field, LABEL_FIELD) if schema[f].optional]
+    if optional:
+        raise MissingFieldError(
+            f"{ds.root}: field {optional[0]!r} is optional; the DALI reader needs an image and "
+            "a label in every sample"
         )
     if n < num_shards:
         raise ValueError(
@@ -280,6 +311,7 @@ def make_dali_loader(
     field: str = "jpg",
     fast_idct: bool = False,
     fancy_upsampling: bool = True,
+    fields: Sequence[str] = (),
 ) -> DaliLoader:
     """A DALI loader over the dataset at `path`, for this process's rank.
 
@@ -298,6 +330,10 @@ def make_dali_loader(
     `dont_use_mmap` reads the tars with plain file I/O (often better on network file systems).
     `malloc_mmap_threshold` keeps host memory flat (see the module docstring, like sharding and
     the last-batch policy).
+    `fields` names extra fields of the samples to return beside images and labels: each batch is
+    then `(images, labels, {field: values})`. A mask follows its image's crop, flip and resize;
+    a class field comes as int64 labels; any other field as each sample's member bytes (zstd
+    frames decompressed), None where an optional field is absent; boxes are refused (fields.py).
     """
     resize_size = resize_size if resize_size is not None else round(size / 0.875)
     num_threads = num_threads if num_threads is not None else len(os.sched_getaffinity(0))
@@ -305,6 +341,8 @@ def make_dali_loader(
     gpu = (device_id if device_id is not None else local_device_id()) if device == "gpu" else None
     ds = DatasetFiles(path)
     _check_dataset(ds, field, shards, batch_size, drop_last)
+    extra = plan_fields(ds.manifest.schema, fields, field, str(ds.root))
+    codecs = {f.name: ds.codec(f.name) for f in extra if ds.manifest.schema[f.name].zstd}
     paths, index_paths = _shard_files(ds)
     options = PipelineOptions(
         paths=paths,
@@ -331,7 +369,10 @@ def make_dali_loader(
         field=field,
         fast_idct=fast_idct,
         fancy_upsampling=fancy_upsampling,
+        fields=extra,
     )
     if malloc_mmap_threshold is not None:
         fix_mmap_threshold(malloc_mmap_threshold)
-    return DaliLoader(options, num_samples=len(ds), drop_last=drop_last, source=str(ds.root))
+    return DaliLoader(
+        options, num_samples=len(ds), drop_last=drop_last, source=str(ds.root), codecs=codecs
+    )

@@ -8,6 +8,19 @@ from typing import Literal
 READER_NAME = "shards"
 LABEL_FIELD = "cls"
 Device = Literal["cpu", "gpu"]
+# How the pipeline returns an extra field: a mask decoded and cropped with the image, a class
+# parsed into int64 labels, anything else as each member's bytes.
+FieldKind = Literal["mask", "class", "bytes"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldOutput:
+    """An extra field the pipeline reads beside the image and the label: its member extension,
+    how it is returned, and whether samples may lack it."""
+
+    name: str
+    kind: FieldKind
+    optional: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +51,7 @@ class PipelineOptions:
     field: str = "jpg"  # the image member's extension
     fast_idct: bool = False  # libjpeg-turbo's faster, less accurate IDCT
     fancy_upsampling: bool = True  # smooth chroma upsampling (the CPU decoder always does it)
+    fields: tuple[FieldOutput, ...] = ()  # extra fields, returned beside images and labels
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "gpu"):
@@ -57,6 +71,13 @@ class PipelineOptions:
             raise ValueError(f"flip_prob must be in [0, 1], got {self.flip_prob}")
         if not self.field or ";" in self.field or self.field == LABEL_FIELD:
             raise ValueError(f"field must name the image member, not {self.field!r}")
+        names = [f.name for f in self.fields]
+        taken = {self.field, LABEL_FIELD}
+        if len(set(names)) != len(names) or taken & set(names) or any(";" in n for n in names):
+            raise ValueError(
+                f"fields must be distinct member extensions other than {self.field!r} and "
+                f"{LABEL_FIELD!r}, got {names}"
+            )
         if not self.fancy_upsampling and self.device == "cpu":
             raise ValueError(
                 "fancy_upsampling=False needs device='gpu': DALI's CPU decoder always upsamples "

@@ -4,6 +4,10 @@
 uint8 HWC images. `device="gpu"` decodes with nvJPEG (`device="mixed"`), resizes and normalizes on
 the GPU and outputs float32 CHW; that path is written from DALI's documentation and is not
 exercised by this project's tests, which run without a GPU.
+
+Extra fields (fields.py) are further members of the same samples. A mask follows its image: in
+training one crop window (`fn.random_crop_generator`, the generator `image_random_crop` uses)
+slices both, one coin flips both; in evaluation both are resized and centre-cropped alike.
 """
 
 from __future__ import annotations
@@ -15,26 +19,33 @@ from nvidia.dali import fn, types
 from nvidia.dali.data_node import DataNode
 from nvidia.dali.pipeline import Pipeline
 
+from .fields import IMAGE_SHAPE, IMAGE_SOURCE, PNG_BIT_DEPTH, output_names
 from .options import LABEL_FIELD, READER_NAME, PipelineOptions
 
 __all__ = ["READER_NAME", "build_pipeline"]
 
+Window = tuple[DataNode, DataNode]  # (anchor, shape) of a crop, in (height, width) order
 
-def _read(o: PipelineOptions) -> tuple[DataNode, DataNode]:
-    """(image bytes, cls bytes) of this rank's samples; the image member is `o.field`.
+
+def _read(o: PipelineOptions) -> dict[str, DataNode]:
+    """The members of this rank's samples, as bytes, by extension: the image (`o.field`),
+    `cls` and the extra fields.
 
     Every rank reads ceil(N / num_shards) samples per epoch (`pad_last_batch` repeats a shard's
     last sample). With `shuffle`, the order of the tars is reshuffled every epoch with the same
     seed on every rank, so that ranks still split each epoch's samples between them, and samples
-    are drawn at random from a buffer of `initial_fill`.
+    are drawn at random from a buffer of `initial_fill`. A member that a sample lacks is an error,
+    but for optional fields, whose absent members come out empty (`FieldBatch` tells them apart
+    by their source info).
     """
+    extensions = [o.field, LABEL_FIELD, *(f.name for f in o.fields)]
     outputs = fn.readers.webdataset(
         name=READER_NAME,
         paths=list(o.paths),
         index_paths=list(o.index_paths),
-        ext=[o.field, LABEL_FIELD],
-        dtypes=[types.DALIDataType.UINT8, types.DALIDataType.UINT8],
-        missing_component_behavior="error",
+        ext=extensions,
+        dtypes=[types.DALIDataType.UINT8] * len(extensions),
+        missing_component_behavior="empty" if any(f.optional for f in o.fields) else "error",
         shard_id=o.shard_id,
         num_shards=o.num_shards,
         pad_last_batch=True,
@@ -44,9 +55,11 @@ def _read(o: PipelineOptions) -> tuple[DataNode, DataNode]:
         shuffle_after_epoch_seed=o.seed if o.shuffle else None,
         dont_use_mmap=o.dont_use_mmap,
     )
-    if not isinstance(outputs, Sequence) or len(outputs) != 2:
-        raise RuntimeError(f"fn.readers.webdataset returned {outputs!r}, expected two outputs")
-    return outputs[0], outputs[1]
+    if not isinstance(outputs, Sequence) or len(outputs) != len(extensions):
+        raise RuntimeError(
+            f"fn.readers.webdataset returned {outputs!r}, expected {len(extensions)} outputs"
+        )
+    return dict(zip(extensions, outputs, strict=True))
 
 
 def _one(node: DataNode | Sequence[DataNode] | None) -> DataNode:
@@ -68,9 +81,9 @@ def _decoder_options(o: PipelineOptions) -> dict[str, Any]:
     return options
 
 
-def _train_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
-    """Random-resized-crop (decoding only the crop's region) and a horizontal flip with
-    probability `flip_prob`."""
+def _train_images(jpg: DataNode, o: PipelineOptions, mirror: DataNode) -> DataNode:
+    """Random-resized-crop (decoding only the crop's region) and a horizontal flip where
+    `mirror`."""
     images = _one(
         fn.decoders.image_random_crop(
             jpg,
@@ -81,7 +94,38 @@ def _train_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
         )
     )
     images = _one(fn.resize(images, resize_x=o.size, resize_y=o.size))
-    return _finish(images, o, mirror=fn.random.coin_flip(probability=o.flip_prob))
+    return _finish(images, o, mirror=mirror)
+
+
+def _crop_window(shape: DataNode, o: PipelineOptions) -> Window:
+    """A random-resized-crop window of each image of `shape` (from its header): what
+    `image_random_crop` draws (same generator, `scale`, `ratio` and attempts), as data that
+    several operators can share."""
+    window = fn.random_crop_generator(
+        shape,
+        random_area=list(o.scale),
+        random_aspect_ratio=list(o.ratio),
+        num_attempts=10,
+    )
+    if not isinstance(window, Sequence) or len(window) != 2:
+        raise RuntimeError(f"fn.random_crop_generator returned {window!r}, expected 2 outputs")
+    return window[0], window[1]
+
+
+_ABSOLUTE_WINDOW: dict[str, Any] = {
+    "axis_names": "HW",
+    "normalized_anchor": False,
+    "normalized_shape": False,
+}
+
+
+def _train_images_in(
+    jpg: DataNode, window: Window, o: PipelineOptions, mirror: DataNode
+) -> DataNode:
+    """`_train_images` with the crop window given: the image's region decoded, resized, flipped."""
+    images = _one(fn.decoders.image_slice(jpg, *window, **_ABSOLUTE_WINDOW, **_decoder_options(o)))
+    images = _one(fn.resize(images, resize_x=o.size, resize_y=o.size))
+    return _finish(images, o, mirror=mirror)
 
 
 def _eval_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
@@ -91,30 +135,114 @@ def _eval_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
     return _finish(images, o, crop=[o.size, o.size])
 
 
+def _decode_mask(png: DataNode, o: PipelineOptions) -> DataNode:
+    """A mask as stored (`ANY_DATA`: its channels, no colour conversion), 8 bits."""
+    device = "mixed" if o.device == "gpu" else "cpu"
+    return _one(fn.decoders.image(png, device=device, output_type=types.DALIImageType.ANY_DATA))
+
+
+_NEAREST: dict[str, Any] = {"interp_type": types.DALIInterpType.INTERP_NN, "antialias": False}
+
+
+def _train_mask(png: DataNode, window: Window, o: PipelineOptions, mirror: DataNode) -> DataNode:
+    """The image's crop window, size and flip, applied to its mask (resized nearest-neighbour).
+    A window past a smaller mask's edge is padded with zeros: `FieldBatch` refuses such masks."""
+    masks = _one(
+        fn.slice(_decode_mask(png, o), *window, **_ABSOLUTE_WINDOW, out_of_bounds_policy="pad")
+    )
+    masks = _one(fn.resize(masks, resize_x=o.size, resize_y=o.size, **_NEAREST))
+    return _finish_mask(masks, o, mirror=mirror)
+
+
+def _eval_mask(png: DataNode, o: PipelineOptions) -> DataNode:
+    """The image's resize (shorter side, nearest-neighbour) and centre crop, applied to its mask."""
+    masks = _one(fn.resize(_decode_mask(png, o), resize_shorter=o.resize_size, **_NEAREST))
+    return _finish_mask(masks, o, crop=[o.size, o.size])
+
+
+def _finish_mask(
+    masks: DataNode, o: PipelineOptions, mirror: DataNode | int = 0, crop: list[float] | None = None
+) -> DataNode:
+    """Crop and flip, values kept (uint8), in the images' layout: HWC on the CPU, CHW on the
+    GPU."""
+    layout = "CHW" if o.device == "gpu" else "HWC"
+    return fn.crop_mirror_normalize(
+        masks, crop=crop, mirror=mirror, dtype=types.DALIDataType.UINT8, output_layout=layout
+    )
+
+
 def _finish(
     images: DataNode,
     o: PipelineOptions,
     mirror: DataNode | int = 0,
     crop: list[float] | None = None,
 ) -> DataNode:
-    """Crop and flip; on the GPU also normalize to float32 CHW, on the CPU stay uint8 HWC."""
-    if o.device == "gpu":
-        return fn.crop_mirror_normalize(
-            images,
-            crop=crop,
-            mirror=mirror,
-            dtype=types.DALIDataType.FLOAT,
-            output_layout="CHW",
-            mean=[255 * m for m in o.mean],
-            std=[255 * s for s in o.std],
-        )
+    """Crop and flip; on the GPU also normalize to float32 CHW, on the CPU stay uint8 HWC (as a
+    mask does)."""
+    if o.device == "cpu":
+        return _finish_mask(images, o, mirror, crop)
     return fn.crop_mirror_normalize(
-        images, crop=crop, mirror=mirror, dtype=types.DALIDataType.UINT8, output_layout="HWC"
+        images,
+        crop=crop,
+        mirror=mirror,
+        dtype=types.DALIDataType.FLOAT,
+        output_layout="CHW",
+        mean=[255 * m for m in o.mean],
+        std=[255 * s for s in o.std],
     )
 
 
+def _padded(member: DataNode) -> DataNode:
+    """A batch of byte strings zero-padded to the widest."""
+    return _one(fn.pad(member, fill_value=0))
+
+
+def _source(member: DataNode) -> DataNode:
+    """Each member's DALI source info (`<tar>:<offset>:<name>`; empty for an absent member)."""
+    return _padded(_one(fn.get_property(member, key="source_info")))
+
+
+def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, DataNode]:
+    """Every output `output_names` lists, by name."""
+    jpg = members[o.field]
+    shape = _one(fn.peek_image_shape(jpg))
+    masks = [f.name for f in o.fields if f.kind == "mask"]
+    nodes = {LABEL_FIELD: _padded(members[LABEL_FIELD])}
+    if o.train:
+        mirror = _one(fn.random.coin_flip(probability=o.flip_prob))
+        if masks:
+            window = _crop_window(shape, o)
+            nodes["images"] = _train_images_in(jpg, window, o, mirror)
+            nodes.update({m: _train_mask(members[m], window, o, mirror) for m in masks})
+        else:
+            nodes["images"] = _train_images(jpg, o, mirror)
+    else:
+        nodes["images"] = _eval_images(jpg, o)
+        nodes.update({m: _eval_mask(members[m], o) for m in masks})
+    if o.fields:
+        nodes[IMAGE_SOURCE] = _source(jpg)
+        nodes[IMAGE_SHAPE] = shape
+    for f in o.fields:
+        member = members[f.name]
+        if f.kind == "mask":
+            nodes[f"{f.name}/header"] = _one(
+                fn.slice(
+                    member, start=[PNG_BIT_DEPTH], shape=[2], axes=[0], out_of_bounds_policy="pad"
+                )
+            )
+            nodes[f"{f.name}/shape"] = _one(fn.peek_image_shape(member))
+        elif f.kind == "class":
+            nodes[f.name] = _padded(member)
+        else:
+            nodes[f.name] = _padded(member)
+            nodes[f"{f.name}/size"] = member.shape()  # type: ignore[no-untyped-call]
+            nodes[f"{f.name}/source"] = _source(member)
+    return nodes
+
+
 def build_pipeline(o: PipelineOptions) -> Pipeline:
-    """A pipeline with two outputs: images, and `cls` bytes zero-padded to the batch's widest."""
+    """A pipeline whose outputs are `output_names(o.fields)`: images, `cls` bytes zero-padded to
+    the batch's widest, and what the extra fields need."""
     pipe = Pipeline(  # type: ignore[no-untyped-call]
         batch_size=o.batch_size,
         num_threads=o.num_threads,
@@ -123,7 +251,6 @@ def build_pipeline(o: PipelineOptions) -> Pipeline:
         prefetch_queue_depth=o.prefetch_queue_depth,
     )
     with pipe:
-        jpg, cls = _read(o)
-        images = _train_images(jpg, o) if o.train else _eval_images(jpg, o)
-        pipe.set_outputs(images, fn.pad(cls, fill_value=0))  # type: ignore[no-untyped-call]
+        nodes = _outputs(_read(o), o)
+        pipe.set_outputs(*(nodes[name] for name in output_names(o.fields)))  # type: ignore[no-untyped-call]
     return pipe

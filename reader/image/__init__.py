@@ -1,19 +1,32 @@
-"""Images: JPEG decode with DCT scaling, crop-and-resize transforms, their random draws, and the
-float conversion that belongs on the GPU."""
+"""Images: JPEG decode with DCT scaling, crop-and-resize transforms, their random draws, the
+masks and boxes that follow an image through them, and the float conversion that belongs on the
+GPU."""
 
-from .decode import Box, DecodeOptions
+from .decode import Box, DecodeOptions, decode_png
 from .draws import sample_draws
+from .geometry import Crop, crop_boxes, crop_mask
 from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
-from .transforms import CenterCrop, RandomResizedCrop, Transform, random_resized_box
+from .transforms import (
+    CenterCrop,
+    GeometryTransform,
+    RandomResizedCrop,
+    Transform,
+    random_resized_box,
+)
 
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "Box",
     "CenterCrop",
+    "Crop",
     "DecodeOptions",
+    "GeometryTransform",
     "RandomResizedCrop",
     "Transform",
+    "crop_boxes",
+    "crop_mask",
+    "decode_png",
     "random_resized_box",
     "sample_draws",
     "to_float",

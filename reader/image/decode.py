@@ -1,4 +1,5 @@
-"""JPEG decoding with DCT-domain downscaling, then an exact crop and resize with OpenCV.
+"""JPEG decoding with DCT-domain downscaling, then an exact crop and resize with OpenCV (and
+PNG decoding, as stored).
 
 libjpeg-turbo can decode at n/8 of full size, but only 1/2, 1/4 and 1/8 have SIMD code paths;
 the other scales run slower than a full decode. `render` therefore picks the smallest of those
@@ -23,6 +24,7 @@ JpegData = bytes | bytearray | memoryview
 Image = npt.NDArray[np.uint8]
 
 MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,20 @@ class DecodeOptions:
 
     fastdct: bool = False
     fastupsample: bool = False
+
+
+def decode_png(data: JpegData) -> npt.NDArray[np.generic]:
+    """A PNG as stored: HxW (grey) or HxWxC (RGB, RGBA), 8 or 16 bits per channel."""
+    if bytes(data[:8]) != PNG_SIGNATURE:
+        raise ValueError(f"not a PNG (it starts with {bytes(data[:8])!r})")
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise ValueError("not a PNG that OpenCV decodes")
+    if image.ndim == 3 and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
+        code = cv2.COLOR_BGR2RGB if image.shape[2] == 3 else cv2.COLOR_BGRA2RGBA
+        image = cv2.cvtColor(image, code)
+    decoded: npt.NDArray[np.generic] = image
+    return decoded
 
 
 def jpeg_size(data: JpegData) -> tuple[int, int]:
@@ -164,13 +180,44 @@ def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> No
     halvings, which filters like INTER_AREA at a fraction of its cost.
     """
     out_h, out_w = out.shape[:2]
-    top, left = round(box.top), round(box.left)
-    bottom = max(round(box.top + box.height), top + 1)
-    right = max(round(box.left + box.width), left + 1)
+    top, left, bottom, right = pixel_window(box)
     region = _halve_to_within_2x(image[top:bottom, left:right], out_h, out_w)
     cv2.resize(region, (out_w, out_h), dst=out, interpolation=cv2.INTER_LINEAR)
     if flip:
         cv2.flip(out, 1, dst=out)
+
+
+def pixel_window(box: Box) -> tuple[int, int, int, int]:
+    """`(top, left, bottom, right)`: the whole pixels of `box` that `crop_resize` samples, at
+    least one each way."""
+    top, left = round(box.top), round(box.left)
+    bottom = max(round(box.top + box.height), top + 1)
+    right = max(round(box.left + box.width), left + 1)
+    return top, left, bottom, right
+
+
+def _halved_extent(pixels: int, out: int) -> int:
+    """Of `pixels` rows (or columns), how many `_halve_to_within_2x` keeps for `out`."""
+    step = 1
+    while pixels > 2 * out:
+        pixels //= 2
+        step *= 2
+    return pixels * step
+
+
+def sampled_region(box: Box, shift: int, out_height: int, out_width: int) -> Box:
+    """The region of the full-size image that `render` resamples onto the whole output: `box`
+    on the pixel grid of the `1 / 2**shift` decode as `crop_resize` rounds it, less the rows and
+    columns its halvings leave out, in full-size pixel-edge coordinates. Output pixel edges
+    `0 .. out` map linearly onto it (before the flip)."""
+    f = 1 / (1 << shift)
+    top, left, bottom, right = pixel_window(
+        Box(box.top * f, box.left * f, box.height * f, box.width * f)
+    )
+    height = _halved_extent(bottom - top, out_height)
+    width = _halved_extent(right - left, out_width)
+    s = 1 << shift
+    return Box(top * s, left * s, height * s, width * s)
 
 
 def _halve_to_within_2x(region: Image, out_h: int, out_w: int) -> Image:

@@ -3,7 +3,9 @@
 A transform maps JPEG bytes to a uint8 RGB image of a fixed shape, written into a caller's
 buffer when one is given. A random transform takes its randomness as `draws` uniform numbers in
 [0, 1), which the Dataset derives from (seed, epoch, sample index) (`sample_draws`), so results
-do not depend on worker count, batching or order.
+do not depend on worker count, batching or order. Each transform also says, through `crop`,
+which region of the image its output shows and whether it is mirrored, so that masks and boxes
+can follow the image (`geometry`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from .decode import (
     dct_shift,
     jpeg_size,
     render,
+    sampled_region,
     snap_to_scale,
 )
+from .geometry import Crop
 
 Size = int | tuple[int, int]
 
@@ -49,6 +53,15 @@ class Transform(Protocol):
     ) -> Image:
         """Transform one JPEG with `draws` (at least `self.draws` numbers; None when 0);
         write into `out` (shape `(*output_shape, 3)`) when given."""
+        ...
+
+
+class GeometryTransform(Transform, Protocol):
+    """A transform that says where its output comes from, so that masks and boxes can follow
+    the image (`geometry.crop_mask`, `geometry.crop_boxes`)."""
+
+    def crop(self, height: int, width: int, draws: Sequence[float] | None = None) -> Crop:
+        """The `Crop` that `__call__` applies to a `height` x `width` image with `draws`."""
         ...
 
 
@@ -167,6 +180,14 @@ class RandomResizedCrop:
         render(data, size, box, out, flip=flip, options=self.options, shift=shift)
         return out
 
+    def crop(self, height: int, width: int, draws: Sequence[float] | None = None) -> Crop:
+        """Where the output of a `height` x `width` image comes from with `draws` (the region
+        that is resampled, on the grid of its DCT scale, and the flip)."""
+        if draws is None or len(draws) < _DRAWS:
+            raise ValueError(f"RandomResizedCrop needs {_DRAWS} draws (see sample_draws)")
+        box, flip, shift = self._plan(height, width, draws)
+        return Crop(sampled_region(box, shift, *self.output_shape), self.output_shape, flip)
+
     def params(self, height: int, width: int, draws: Sequence[float]) -> tuple[Box, bool]:
         """The crop box (on the grid of the DCT scale it is decoded at) and the flip decision
         for an image of `height` x `width`."""
@@ -220,6 +241,13 @@ class CenterCrop:
         top = round((resized[0] - out_h) / 2)
         left = round((resized[1] - out_w) / 2)
         return Box(top / fy, left / fx, out_h / fy, out_w / fx)
+
+    def crop(self, height: int, width: int, draws: Sequence[float] | None = None) -> Crop:
+        """Where the output of a `height` x `width` image comes from (the region that is
+        resampled, on the grid of its DCT scale; never flipped)."""
+        box = self.box(height, width)
+        shift = dct_shift(box.height, box.width, *self.output_shape, self.max_upscale)
+        return Crop(sampled_region(box, shift, *self.output_shape), self.output_shape, False)
 
     def __call__(
         self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None

@@ -6,10 +6,14 @@ in the process that unpickles it. Forked workers share the parent's maps. Shards
 demand. Nothing is kept per sample: a worker's private memory does not grow with the dataset.
 `close()` (or leaving a `with` block, or the dataset being garbage-collected) closes the shard
 files this process opened and drops its index map.
+
+The image and label pair takes the fast path of `(images, labels)` batches; any other choice of
+`fields` goes through `fields.SampleDecoder` and the batch rules of `fields.layout`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
+    AbsentFieldError,
     CorruptIndexError,
     DatasetFiles,
     FastpackError,
@@ -30,6 +35,16 @@ from fastpack.formats import (
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
+from ..fields import (
+    BatchLayout,
+    SampleDecoder,
+    assemble,
+    check_geometry,
+    choose_fields,
+    image_field,
+    plan_columns,
+)
+from ..fields.sample import PayloadOf
 from ..image.decode import Image, decode, jpeg_size
 from ..image.draws import sample_draws
 from ..image.transforms import Transform
@@ -41,18 +56,16 @@ BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
 class _Opened:
-    """The per-process state: dataset files, the shard reader, and a plain view of the labels."""
+    """The per-process state: dataset files, the shard reader, a plain view of the labels, and
+    the decoder of the fields asked for (made on first use)."""
 
-    def __init__(self, root: Path, field: str, io: IoMethod) -> None:
+    def __init__(self, root: Path, io: IoMethod) -> None:
         self.files = DatasetFiles(root)
         self.index = self.files.index
-        if field not in self.index.fields:
-            raise MissingFieldError(
-                f"{self.index.path}: no field {field!r}; fields are {self.index.fields}"
-            )
         self.shards = ShardReader(self.files, io)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
         self.unreleased = 0  # samples read since the index pages were last released
+        self.decoder: SampleDecoder | None = None
 
     def release(self, samples: int) -> None:
         """After reading `samples` samples: unmap the shard pages, and every
@@ -76,6 +89,25 @@ class Dataset(ClosesOnExit):
     `CenterCrop`) every image has the transform's shape, and `__getitems__` decodes a whole batch
     into one preallocated array, which is what `make_loader` relies on.
 
+    `fields` chooses what a sample is: a tuple of those fields, in that order (default: the
+    image and the label, `("jpg", "cls")`; `field` names the image, default the schema's first
+    jpeg field). Each value is decoded by its type: jpeg HxWx3 uint8 through the transform (every
+    jpeg field asked, with the same draws), png HxW or HxWxC as stored (RGB order), class
+    np.int64, class_ids an int64 array, ndarray the array, text str, json the parsed value, raw
+    bytes. An absent member of an optional field is None. Geometry follows the image through the
+    transform: a `mask` png is cropped, flipped and resized (nearest neighbour) to the output
+    size, `boxes` are moved, scaled, flipped and clipped to it, and boxes left without area are
+    dropped (`drop_empty_boxes=False` keeps them, with zero width or height, so that they stay
+    paired with per-box values such as a class_ids field; a class_ids field is never changed).
+
+    `__getitems__` returns one value per field (the table of `fastpack.reader.fields.layout`):
+    one array for the fixed-shape fields (images and masks `(B, H, W[, 3])` uint8 with a
+    transform, which also decodes them in place; class `(B,)` int64; ndarrays of a fixed schema
+    shape `(B, *shape)`), a list for the others (text, json, raw, variable-length arrays such
+    as boxes and class_ids, and every optional field, absent members None). With `pad=True`
+    variable-length arrays come as `Padded(values (B, L, ...), lengths (B,) int64)`, padded
+    with `pad_value` after each sample's rows, length -1 for an absent member.
+
     `io="mmap"` (default) maps each shard; `io="pread"` reads each payload with one `pread` call
     and maps nothing, which is often faster on network file systems (NFS, Lustre), where page
     faults on a map turn into many small reads. Both read in place, without copies or locks.
@@ -98,7 +130,11 @@ class Dataset(ClosesOnExit):
         *,
         transform: Transform | None = None,
         seed: int = 0,
-        field: str = "jpg",
+        field: str | None = None,
+        fields: Sequence[str] | None = None,
+        pad: bool = False,
+        pad_value: float = 0,
+        drop_empty_boxes: bool = True,
         io: IoMethod = "mmap",
     ) -> None:
         if seed < 0:
@@ -107,12 +143,19 @@ class Dataset(ClosesOnExit):
         self.path = Path(path)
         self.transform = transform
         self.seed = int(seed)
-        self.field = field
+        self.pad, self.pad_value = bool(pad), float(pad_value)
+        self.drop_empty_boxes = bool(drop_empty_boxes)
         self.epoch = 0
         self.batch_allocator: BatchAllocator | None = None
         self._state: _Opened | None = None
         self._finalizer: weakref.finalize[[], Dataset] | None = None
-        self._opened()  # fail early on a missing or malformed dataset
+        schema = self._opened().files.manifest.schema  # fail early on a malformed dataset
+        where = str(self.path)
+        self.field: str | None = image_field(schema, field, where)
+        self.fields: tuple[str, ...] = choose_fields(schema, fields, self.field, where)
+        layout = self.layout
+        check_geometry(layout, transform, where)
+        self._image_label = layout.image_label  # the fast path of (images, labels)
 
     # -- configuration and pickling -------------------------------------------------------------
 
@@ -128,7 +171,7 @@ class Dataset(ClosesOnExit):
     def __repr__(self) -> str:
         return (
             f"Dataset({str(self.path)!r}, transform={self.transform!r}, seed={self.seed}, "
-            f"field={self.field!r}, epoch={self.epoch})"
+            f"fields={self.fields!r}, epoch={self.epoch})"
         )
 
     def set_epoch(self, epoch: int) -> None:
@@ -139,7 +182,7 @@ class Dataset(ClosesOnExit):
 
     def _opened(self) -> _Opened:
         if self._state is None:
-            state = self._state = _Opened(self.path, self.field, self.io)
+            state = self._state = _Opened(self.path, self.io)
             # Holds the state, never the dataset: collecting the dataset closes its shard files.
             self._finalizer = weakref.finalize(self, state.close)
             self._finalizer.atexit = False  # the process's exit closes them anyway
@@ -166,6 +209,20 @@ class Dataset(ClosesOnExit):
         return self.manifest.classes
 
     @property
+    def image_label(self) -> bool:
+        """Whether a sample is exactly the image and the label, both required: the `(images,
+        labels)` batches of the fast path (else one value per field)."""
+        return self._image_label
+
+    @property
+    def layout(self) -> BatchLayout:
+        """How the fields of a sample are decoded and batched (`fields.layout`)."""
+        return plan_columns(
+            self.manifest.schema, self.fields, image=self.field, transform=self.transform,
+            pad=self.pad,
+        )  # fmt: skip
+
+    @property
     def labels(self) -> npt.NDArray[np.int64]:
         """Every sample's label: a read-only view of the memory-mapped index."""
         return self._opened().index.label  # type: ignore[return-value]
@@ -182,18 +239,27 @@ class Dataset(ClosesOnExit):
 
     # -- reading --------------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[tuple[Image, np.int64]]:
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         """Every sample in order. Defined so that Python's sequence protocol, which ends an
         iteration at the first IndexError, is never used: an unreadable sample raises."""
         for i in range(len(self)):
             yield self[i]
 
-    def read_bytes(self, i: int) -> memoryview | bytes:
-        """The stored payload of sample `i` (its JPEG), as a zero-copy view into the shard."""
+    def read_bytes(self, i: int, field: str | None = None) -> memoryview | bytes:
+        """The stored member of sample `i` in `field` (default: its image), as a zero-copy view
+        into the shard; `AbsentFieldError` for an absent optional member."""
         state = self._opened()
-        return self._payload(state, _check_index(i, state))
+        name = self._image() if field is None else field
+        if name not in state.index.fields:
+            raise MissingFieldError(
+                f"{self.path}: no field {name!r}; fields are {state.files.manifest.schema.names}"
+            )
+        return self._payload(state, _check_index(i, state), name)
 
-    def __getitem__(self, i: int) -> tuple[Image, np.int64]:
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        """Sample `i`: a tuple of its `fields` (default `(image, label)`)."""
+        if not self._image_label:
+            return self._get_fields(i)
         state = self._opened()
         i = _check_index(i, state)
         data = self._payload(state, i)
@@ -208,14 +274,18 @@ class Dataset(ClosesOnExit):
             state.release(1)
         return image, label
 
-    def __getitems__(self, indices: Sequence[int]) -> tuple[Image, npt.NDArray[np.int64]]:
-        """A batch as `(images (B, H, W, 3) uint8, labels (B,) int64)`, decoded into one array.
+    def __getitems__(self, indices: Sequence[int]) -> tuple[Any, ...]:
+        """A batch as `(images (B, H, W, 3) uint8, labels (B,) int64)`, decoded into one array
+        (other `fields`: one value per field, see the class docstring).
 
         Without a transform every image of the batch must have the same size (else ValueError).
         A batch from `make_loader` carries its epoch, which then overrides `self.epoch`.
-        The batch array comes from `batch_allocator` when one is set (`make_loader`'s workers
-        set one that allocates in shared memory), else from `np.empty`.
+        The batch arrays of images and masks come from `batch_allocator` when one is set
+        (`make_loader`'s workers set one that allocates in shared memory; it is called once per
+        such field, in field order, before any decode), else from `np.empty`.
         """
+        if not self._image_label:
+            return self._get_fields_batch(indices)
         state = self._opened()
         epoch = int(getattr(indices, "epoch", self.epoch))
         rows = [_check_index(int(i), state) for i in indices]
@@ -275,12 +345,8 @@ class Dataset(ClosesOnExit):
 
     def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
         """The payloads of `rows` in order, located with one index lookup per column."""
-        index, shards = state.index, state.shards
-        columns = (
-            index.shard[rows],
-            index.offsets(self.field)[rows],
-            index.sizes(self.field)[rows],
-        )
+        index, shards, image = state.index, state.shards, self._image()
+        columns = (index.shard[rows], index.offsets(image)[rows], index.sizes(image)[rows])
         num_shards = len(state.files.manifest.shards)
         for i, shard, offset, size in zip(rows, *(c.tolist() for c in columns), strict=True):
             if shard < num_shards and offset + size <= shards.size(shard):
@@ -288,18 +354,81 @@ class Dataset(ClosesOnExit):
             else:
                 yield self._payload(state, i)  # raises the error that names what is wrong
 
-    def _payload(self, state: _Opened, i: int) -> memoryview | bytes:
+    def _image(self) -> str:
+        """The image field, which the `(images, labels)` path reads."""
+        if self.field is None:
+            raise MissingFieldError(f"{self.path}: no image (jpeg) field; fields are {self.fields}")
+        return self.field
+
+    def _payload(self, state: _Opened, i: int, field: str | None = None) -> memoryview | bytes:
+        """Sample `i`'s member of `field` (default: the image); AbsentFieldError if absent."""
         shard = int(state.index.shard[i])
         if shard >= len(state.files.manifest.shards):
             raise CorruptIndexError(
                 f"{state.index.path}: sample {i} is in shard {shard}, the manifest lists "
                 f"{len(state.files.manifest.shards)}"
             )
+        name = self._image() if field is None else field
         try:
-            _, offset, size = state.index.locate(i, self.field, state.shards.size(shard))
+            _, offset, size = state.index.locate(i, name, state.shards.size(shard))
         except OffsetOutOfRangeError as e:
             raise OffsetOutOfRangeError(f"{e} ({state.files.shard_path(shard)})") from e
         return state.shards.read(shard, offset, size)
+
+    # -- any other fields -----------------------------------------------------------------------
+
+    def _decoder(self, state: _Opened) -> SampleDecoder:
+        """This process's decoder of the fields asked for (made again if the transform changed)."""
+        decoder = state.decoder
+        if decoder is None or decoder.transform is not self.transform:
+            decoder = state.decoder = SampleDecoder(
+                state.files, self.layout, image=self.field, transform=self.transform,
+                drop_empty_boxes=self.drop_empty_boxes,
+                where=functools.partial(_member_name, state.files),
+            )  # fmt: skip
+        return decoder
+
+    def _members(self, state: _Opened, i: int) -> PayloadOf:
+        """Sample `i`'s member of a field, None when it is absent."""
+
+        def member(field: str) -> memoryview | bytes | None:
+            try:
+                return self._payload(state, i, field)
+            except AbsentFieldError:
+                return None
+
+        return member
+
+    def _get_fields(self, i: int) -> tuple[Any, ...]:
+        state = self._opened()
+        i = _check_index(i, state)
+        decoder = self._decoder(state)
+        try:
+            return tuple(
+                decoder.decode(i, self._members(state, i), self._draws([i], self.epoch)[0])
+            )
+        finally:
+            state.release(1)
+
+    def _get_fields_batch(self, indices: Sequence[int]) -> tuple[Any, ...]:
+        state = self._opened()
+        epoch = int(getattr(indices, "epoch", self.epoch))
+        rows = [_check_index(int(i), state) for i in indices]
+        decoder = self._decoder(state)
+        try:
+            columns = decoder.decode_batch(
+                rows, lambda i: self._members(state, i), self._draws(rows, epoch),
+                self._new_batch, state.shards.release,
+            )  # fmt: skip
+        finally:
+            state.release(len(rows))
+        where = str(self.path)
+        return tuple(
+            values[0]
+            if column.kind == "slot"
+            else assemble(column, values, rows, where, self.pad_value)
+            for column, values in zip(decoder.layout.columns, columns, strict=True)
+        )
 
     @contextmanager
     def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
@@ -313,12 +442,18 @@ class Dataset(ClosesOnExit):
 
     def _decode_error(self, state: _Opened, i: int, error: ValueError) -> ShardFormatError:
         """A decoder's ValueError as a ShardFormatError that names the sample."""
-        shard = int(state.index.shard[i])
-        return ShardFormatError(
-            f"{state.files.shard_path(shard)}: sample {i} (key {state.index.key(i)}) field "
-            f"{self.field!r} at offset {int(state.index.offsets(self.field)[i])} does not "
-            f"decode: {error}"
-        )
+        name = _member_name(state.files, i, self._image())
+        return ShardFormatError(f"{name} does not decode: {error}")
+
+
+def _member_name(files: DatasetFiles, i: int, field: str) -> str:
+    """How errors name sample `i`'s member of `field`."""
+    index = files.index
+    shard, offset = int(index.shard[i]), int(index.offsets(field)[i])
+    return (
+        f"{files.shard_path(shard)}: sample {i} (key {index.key(i)}) field {field!r} at offset "
+        f"{offset}"
+    )
 
 
 def _check_index(i: int, state: _Opened) -> int:

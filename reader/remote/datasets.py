@@ -12,6 +12,7 @@ from fastpack.formats import (
     MANIFEST_NAME,
     REJECTS_NAME,
     DatasetNotFoundError,
+    Dictionary,
     Manifest,
     manifest_from_text,
     read_manifest,
@@ -27,6 +28,16 @@ def read_remote_manifest(
     location = Location(url, storage_options, retry)
     text = read_manifest_bytes(location, location.retry)
     return manifest_from_text(text, location.url_of(MANIFEST_NAME))
+
+
+def dictionaries(manifest: Manifest) -> list[Dictionary]:
+    """The zstd dictionary files of the dataset (`dicts/<field>.zdict`), which a reader of its
+    compressed fields needs beside the index."""
+    return [
+        spec.zstd.dictionary
+        for spec in manifest.schema.fields
+        if spec.zstd is not None and spec.zstd.dictionary is not None
+    ]
 
 
 def read_manifest_bytes(location: Location, retry: RetryPolicy) -> bytes:
@@ -57,9 +68,9 @@ def fetch_dataset(
     retry: RetryPolicy | None = None,
     threads: int = 4,
 ) -> Path:
-    """Copy the dataset at `url` into the directory `dest` (created; must be empty): index and
-    shards checked against the manifest's SHA-256s, the manifest written last. Every read goes
-    through `retry` (default `RetryPolicy()`)."""
+    """Copy the dataset at `url` into the directory `dest` (created; must be empty): index,
+    zstd dictionaries and shards checked against the manifest's SHA-256s, the manifest written
+    last. Every read goes through `retry` (default `RetryPolicy()`)."""
     location = Location(url, storage_options, retry)
     retry = location.retry
     text = read_manifest_bytes(location, retry)
@@ -67,6 +78,7 @@ def fetch_dataset(
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
     files = [(manifest.index.name, manifest.index.bytes, manifest.index.sha256)]
+    files += [(d.name, d.bytes, d.sha256) for d in dictionaries(manifest)]
     files += [(s.name, s.bytes, s.sha256) for s in manifest.shards]
     for name, size, sha256 in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)

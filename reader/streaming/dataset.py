@@ -14,14 +14,19 @@ place (no copy, no lock), with `io="pread"` for file systems where maps are slow
 
 The dataset holds the manifest and the index map; each iteration opens the shards it reads and
 closes them when it ends, is closed, or is garbage-collected half-way.
+
+`fields` chooses what a sample is, as for the map-style `Dataset` (the value of each field type,
+geometry that follows the image through the transform); `collate` batches samples by the same
+rules as `Dataset.__getitems__`. A remote dataset's zstd dictionaries are fetched with its index.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     MANIFEST_NAME,
+    AbsentFieldError,
     CorruptIndexError,
     DatasetFiles,
     FastpackError,
@@ -40,17 +46,28 @@ from fastpack.formats import (
 from fastpack.storage import Location, default_cache_dir, is_url
 
 from ..closing import ClosesOnExit
+from ..errors import MissingFieldError
+from ..fields import (
+    BatchLayout,
+    SampleDecoder,
+    check_geometry,
+    choose_fields,
+    collate,
+    image_field,
+    plan_columns,
+)
+from ..fields.sample import PayloadOf
 from ..image.decode import Image, decode
 from ..image.draws import iter_draws
 from ..image.transforms import Transform
 from ..ranks import resolve_rank
-from ..remote import read_manifest_bytes
+from ..remote import dictionaries, read_manifest_bytes
 from ..shard_files import IoMethod, ShardFile, check_io
 from .cache import ShardCache
 from .plan import Chunk, Stream, StreamPlan, stream_plan
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
 
-Sample = tuple[Image, np.int64]
+Sample = tuple[Any, ...]  # (image, label) by default; one value per field
 Labels = npt.NDArray[np.int64]
 
 if TYPE_CHECKING:
@@ -66,6 +83,12 @@ else:
 
 class StreamingDataset(ClosesOnExit, _Base):
     """Samples `(image HxWx3 uint8, label int64)` of a dataset, one at a time, as an iterable.
+
+    `fields` (default: the image and the label; `field` names the image) makes each sample a
+    tuple of those fields, decoded as `Dataset` decodes them (an absent optional member is
+    None); `pad`, `pad_value` and `drop_empty_boxes` are `Dataset`'s. Batch such samples with
+    `DataLoader(ds, batch_size=..., collate_fn=ds.collate)`: numpy batches laid out as
+    `Dataset.__getitems__` returns them.
 
     An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):
     batch with `DataLoader(ds, batch_size=..., num_workers=...)`; batching needs a transform
@@ -102,13 +125,19 @@ class StreamingDataset(ClosesOnExit, _Base):
         storage_options: Mapping[str, Any] | None = None,
         io: IoMethod = "mmap",
         fetch: FetchOptions | None = None,
-        field: str = "jpg",
+        field: str | None = None,
+        fields: Sequence[str] | None = None,
+        pad: bool = False,
+        pad_value: float = 0,
+        drop_empty_boxes: bool = True,
     ) -> None:
         self.path = os.fspath(path)
         self.transform, self.seed, self.shuffle = transform, int(seed), shuffle
         self.shuffle_window = shuffle_window
         self.prefetch = shuffle_window if prefetch is None else prefetch
-        self.drop_last, self.field = drop_last, field
+        self.drop_last = drop_last
+        self.pad, self.pad_value = bool(pad), float(pad_value)
+        self.drop_empty_boxes = bool(drop_empty_boxes)
         self.io: IoMethod = check_io(io)
         self.fetch = fetch or FetchOptions()
         self.cache_limit = cache_limit
@@ -122,9 +151,17 @@ class StreamingDataset(ClosesOnExit, _Base):
         else:
             self.root = Path(self.path)
         self.manifest: Manifest = read_manifest(self.root / MANIFEST_NAME)
+        schema = self.manifest.schema
+        self.field: str | None = image_field(schema, field, self.path)
+        self.fields: tuple[str, ...] = choose_fields(schema, fields, self.field, self.path)
+        self.layout: BatchLayout = plan_columns(
+            schema, self.fields, image=self.field, transform=transform, pad=self.pad
+        )
+        check_geometry(self.layout, transform, self.path)
         self._counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
         self._check_cache_limit()
         self._files: tuple[DatasetFiles, Labels] | None = None
+        self._decoder: SampleDecoder | None = None
         self._stream: Stream | None = None
         self._position = 0
         self._resume: tuple[Stream, int] | None = None
@@ -158,8 +195,9 @@ class StreamingDataset(ClosesOnExit, _Base):
             )
 
     def _fetch_metadata(self, cache_dir: Path) -> Path:
-        """Fetch the manifest and (once per cache directory) the index; the cache directory of a
-        dataset is named after its URL and manifest, so a rebuilt dataset gets a fresh one."""
+        """Fetch the manifest and (once per cache directory) the index and zstd dictionaries; the
+        cache directory of a dataset is named after its URL and manifest, so a rebuilt dataset
+        gets a fresh one."""
         location = self._location
         if location is None:
             raise ValueError("not a remote dataset")
@@ -168,13 +206,16 @@ class StreamingDataset(ClosesOnExit, _Base):
         manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
         key = hashlib.sha256(location.url.encode() + b"\n" + text).hexdigest()[:16]
         root = cache_dir / key
-        index = root / manifest.index.name
         root.mkdir(parents=True, exist_ok=True)
-        if not _has_size(index, manifest.index.bytes):
-            location.download(
-                manifest.index.name, index, size=manifest.index.bytes,
-                sha256=manifest.index.sha256, retry=retry, threads=self.fetch.part_threads,
-            )  # fmt: skip
+        files = [(manifest.index.name, manifest.index.bytes, manifest.index.sha256)]
+        files += [(d.name, d.bytes, d.sha256) for d in dictionaries(manifest)]
+        for name, size, sha256 in files:
+            if not _has_size(root / name, size):
+                (root / name).parent.mkdir(parents=True, exist_ok=True)
+                location.download(
+                    name, root / name, size=size, sha256=sha256, retry=retry,
+                    threads=self.fetch.part_threads,
+                )  # fmt: skip
         if not (root / MANIFEST_NAME).exists():
             tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
             tmp.write_bytes(text)
@@ -184,13 +225,13 @@ class StreamingDataset(ClosesOnExit, _Base):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_files"] = None
+        state["_files"] = state["_decoder"] = None
         return state
 
     def close(self) -> None:
         """Drop the index map this process opened; a later iteration opens it again. Iterations
         in progress keep what they hold (their shard files and the index) until they end."""
-        self._files = None
+        self._files = self._decoder = None
 
     def __repr__(self) -> str:
         return (
@@ -288,6 +329,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         count = 0 if self.transform is None else self.transform.draws
         samples = ids.tolist()
         draws = iter_draws(self.seed, self.epoch, samples, count)
+        decoder = None if self.layout.image_label else self._sample_decoder(dataset_files)
         for i, sample_draws in zip(samples, draws, strict=True):
             shard_file = files.get(int(shard_of[i]))
             if shard_file is None:
@@ -295,10 +337,33 @@ class StreamingDataset(ClosesOnExit, _Base):
                     f"{dataset_files.index.path}: sample {i} is in shard {int(shard_of[i])}, "
                     f"the manifest's sample counts put it in shard {sorted(files)}"
                 )
-            image = self._image(dataset_files, shard_file, i, sample_draws)
-            sample = image, labels[i]
+            if decoder is None:
+                sample: Sample = (
+                    self._image(dataset_files, shard_file, i, sample_draws),
+                    labels[i],
+                )
+            else:
+                members = _members(dataset_files, shard_file, i)
+                sample = tuple(decoder.decode(i, members, sample_draws))
             self._position += 1  # counted before the yield: state_dict() sees it handed out
             yield sample
+
+    def _sample_decoder(self, files: DatasetFiles) -> SampleDecoder:
+        """This process's decoder of the fields asked for."""
+        if self._decoder is None:
+            self._decoder = SampleDecoder(
+                files, self.layout, image=self.field, transform=self.transform,
+                drop_empty_boxes=self.drop_empty_boxes,
+                where=functools.partial(_member_name, self.path, files),
+            )  # fmt: skip
+        return self._decoder
+
+    def collate(self, samples: Sequence[Sample]) -> tuple[Any, ...]:
+        """A batch of samples of this dataset, laid out as `Dataset.__getitems__` lays it out
+        (numpy arrays, lists, `Padded`): `DataLoader(ds, batch_size=..., collate_fn=ds.collate)`.
+        """
+        rows = list(range(len(samples)))  # a stream's batch has no sample numbers to name
+        return collate(self.layout, samples, rows, f"{self.path} batch", self.pad_value)
 
     def _source(self, shards: list[int]) -> ShardSource:
         if self._location is None:
@@ -319,7 +384,10 @@ class StreamingDataset(ClosesOnExit, _Base):
     def _image(
         self, files: DatasetFiles, shard_file: ShardFile, i: int, draws: list[float] | None
     ) -> Image:
-        _, offset, size = files.index.locate(i, self.field, shard_file.size)
+        field = self.field
+        if field is None:  # never on the (image, label) path, which needs an image
+            raise MissingFieldError(f"{self.path}: no image (jpeg) field; fields are {self.fields}")
+        _, offset, size = files.index.locate(i, field, shard_file.size)
         data = shard_file.read(offset, size)
         try:
             image = decode(data) if self.transform is None else self.transform(data, draws, None)
@@ -328,9 +396,28 @@ class StreamingDataset(ClosesOnExit, _Base):
         except ValueError as e:
             raise ShardFormatError(
                 f"{self.path}: sample {i} (key {files.index.key(i)}, shard "
-                f"{int(files.index.shard[i])}) field {self.field!r} does not decode: {e}"
+                f"{int(files.index.shard[i])}) field {field!r} does not decode: {e}"
             ) from e
         return image
+
+
+def _member_name(path: str, files: DatasetFiles, i: int, field: str) -> str:
+    """How errors name sample `i`'s member of `field` in the dataset at `path`."""
+    index = files.index
+    return f"{path}: sample {i} (key {index.key(i)}, shard {int(index.shard[i])}) field {field!r}"
+
+
+def _members(files: DatasetFiles, shard_file: ShardFile, i: int) -> PayloadOf:
+    """Sample `i`'s member of a field in `shard_file`, None when it is absent."""
+
+    def member(field: str) -> memoryview | bytes | None:
+        try:
+            _, offset, size = files.index.locate(i, field, shard_file.size)
+        except AbsentFieldError:
+            return None
+        return shard_file.read(offset, size)
+
+    return member
 
 
 def _has_size(path: Path, size: int) -> bool:

@@ -2,8 +2,10 @@
 
 The trainer creates the slots before the workers start: `per_worker` blocks of one batch each
 for every persistent worker, in shared memory that the workers inherit (or receive once, when
-spawned). A worker decodes a batch into a free slot of its own and sends the slot's number, the
-batch length and the labels, a few hundred bytes. torch's default path would instead create a
+spawned). A slot holds one uint8 array per fixed-shape field of a batch (the images, and the
+masks that follow them), each on its own pages. A worker decodes a batch into a free slot of its
+own and sends the slot's number, the batch length and the labels (with any other field, by
+value), a few hundred bytes. torch's default path would instead create a
 shared-memory file per tensor per batch, fault in and zero its pages, and pass its descriptor
 through a socket that the trainer must connect to and authenticate on.
 
@@ -16,7 +18,7 @@ Whether the trainer still holds a slot is tracked in a small shared array of fla
   dropped unread (a DataLoader reset) are unpickled and released the same way.
 
 A batch that fits no slot (none free, or images without a transform, whose shape is not known in
-advance) goes in a fresh shared-memory block, torch's way. Workers that do not persist (their
+advance) goes in fresh shared-memory blocks, torch's way. Workers that do not persist (their
 batches could be lost unread when they shut down) use fresh blocks only.
 
 A worker unmaps (`MADV_DONTNEED`) the pages of its other slots whenever it takes one: the data
@@ -34,7 +36,8 @@ import os
 import sys
 import uuid
 import weakref
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,8 @@ import numpy.typing as npt
 import torch
 
 from ..errors import SharedMemoryError
+from ..fields import ColumnKind
+from .tensors import to_tensors
 
 Labels = npt.NDArray[np.int64]
 MADV_DONTNEED = 4  # <sys/mman.h> on Linux
@@ -93,41 +98,75 @@ def new_shared_tensor(shape: tuple[int, ...]) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
 
 
-def _slot_tensors(shape: tuple[int, ...], count: int) -> list[torch.Tensor]:
-    """`count` uint8 tensors of `shape` in one shared-memory block (one file to create, not
-    `count`), each starting on a page boundary so that its pages are its own. torch reserves
-    the block's pages at once (`posix_fallocate`), so a shortage shows here, not mid-epoch."""
-    stride = -(-math.prod(shape) // _PAGE) * _PAGE
+Shape = tuple[int, ...]
+
+
+def _page_bytes(shape: Shape) -> int:
+    return -(-math.prod(shape) // _PAGE) * _PAGE
+
+
+def _slot_tensors(
+    shapes: Sequence[Shape], count: int
+) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
+    """`count` slots in one shared-memory block (one file to create, not `count`): for each
+    slot, its whole span and a uint8 tensor of each of `shapes`, each starting on a page
+    boundary so that its pages are its own. torch reserves the block's pages at once
+    (`posix_fallocate`), so a shortage shows here, not mid-epoch."""
+    sizes = [_page_bytes(shape) for shape in shapes]
+    stride = sum(sizes)
     try:
         block = new_shared_tensor((count * stride,))
     except RuntimeError as e:
+        described = " + ".join(str(shape) for shape in shapes)
         raise SharedMemoryError(
-            f"the loader's {count} batch slots of {shape} ({count * stride / 2**20:,.0f} MiB "
-            f"in all: num_workers x (prefetch_factor + 1) batches) do not fit in shared memory "
-            f"(/dev/shm): {e}. Lower batch_size, num_workers or prefetch_factor, or give the "
-            "machine or container more shared memory (docker run --shm-size)"
+            f"the loader's {count} batch slots of {described} ({count * stride / 2**20:,.0f} "
+            f"MiB in all: num_workers x (prefetch_factor + 1) batches) do not fit in shared "
+            f"memory (/dev/shm): {e}. Lower batch_size, num_workers or prefetch_factor, or give "
+            "the machine or container more shared memory (docker run --shm-size)"
         ) from e
-    return [block[k * stride : k * stride + math.prod(shape)].view(shape) for k in range(count)]
+    spans, arrays = [], []
+    for k in range(count):
+        start = k * stride
+        spans.append(block[start : start + stride])
+        row = []
+        for shape, size in zip(shapes, sizes, strict=True):
+            row.append(block[start : start + math.prod(shape)].view(shape))
+            start += size
+        arrays.append(row)
+    return spans, arrays
+
+
+class _Lease:
+    """The arrays of one slot lent to the trainer; the slot is freed when all are gone."""
+
+    def __init__(self, flags: Any, slot: int, pid: int, count: int) -> None:
+        self._flags, self._slot, self._pid = flags, slot, pid
+        self._left = list(range(count))  # list.pop is atomic: exactly one finalizer pops 0
+
+    def returned(self) -> None:
+        if self._left.pop() == 0 and self._flags[self._slot] == self._pid:
+            self._flags[self._slot] = 0
 
 
 @dataclass
 class _Tracker:
-    """Trainer side: the flags, and numpy views of the slots to lend batches from."""
+    """Trainer side: the flags, and numpy views of each slot's arrays to lend batches from."""
 
     flags: Any  # multiprocessing.RawArray of c_int32
-    slots: list[npt.NDArray[np.uint8]]
+    slots: list[list[npt.NDArray[np.uint8]]]
     arrived: int = 0  # batches rebuilt here
     from_slots: int = 0  # of which in a slot
 
-    def lend(self, slot: int, pid: int, rows: int) -> torch.Tensor:
-        """The first `rows` images of `slot` as a tensor; the slot is freed with its memory."""
-        view = self.slots[slot][:rows]  # a new array object, referenced by the tensor only
-        weakref.finalize(view, self._release, slot, pid).atexit = False
-        return torch.from_numpy(view)
-
-    def _release(self, slot: int, pid: int) -> None:
-        if self.flags[slot] == pid:
-            self.flags[slot] = 0
+    def lend(self, slot: int, pid: int, rows: int, arrays: Sequence[int]) -> list[torch.Tensor]:
+        """The first `rows` rows of the slot's `arrays` (their positions) as tensors; the slot
+        is freed once torch has freed them all."""
+        lease = _Lease(self.flags, slot, pid, len(arrays))
+        tensors = []
+        for k in arrays:
+            view = self.slots[slot][k][:rows]  # a new array object, referenced by the tensor only
+            weakref.finalize(view, lease.returned).atexit = False
+            tensors.append(torch.from_numpy(view))
+        return tensors
 
 
 # trainer side, by pool token; each pool holds its tracker, which goes when the loader goes
@@ -151,7 +190,7 @@ def _arrived(
         state.arrived += 1
         if images is None:
             state.from_slots += 1
-            images = state.lend(slot, pid, rows)
+            images = state.lend(slot, pid, rows, [0])[0]
     if images is None:
         raise RuntimeError(f"batch slot {slot} arrived in a process without its pool {token}")
     return images, torch.from_numpy(labels)
@@ -172,31 +211,83 @@ class SlotBatch(tuple[torch.Tensor, torch.Tensor]):
         return _arrived, (images, self[1].numpy(), where)
 
 
+def _arrived_fields(
+    where: tuple[str, int, int, int], kinds: tuple[ColumnKind, ...], sent: list[Any]
+) -> tuple[Any, ...]:
+    """Unpickling a multi-field batch in the trainer: each `slot` column lent from the slot
+    (sent as None) or as it came in a fresh block; the other columns as tensors."""
+    token, slot, pid, rows = where
+    state = _TRACKERS.get(token)
+    lent_columns = [k for k, (kind, v) in enumerate(zip(kinds, sent, strict=True))
+                    if kind == "slot" and v is None]  # fmt: skip
+    if lent_columns and state is None:
+        raise RuntimeError(f"batch slot {slot} arrived in a process without its pool {token}")
+    lent: dict[int, torch.Tensor] = {}
+    if state is not None:
+        state.arrived += 1
+        if lent_columns:
+            state.from_slots += 1
+            positions = [kinds[:k].count("slot") for k in lent_columns]
+            lent = dict(zip(lent_columns, state.lend(slot, pid, rows, positions), strict=True))
+    return tuple(
+        lent[k] if k in lent else to_tensors(value, kind)
+        for k, (kind, value) in enumerate(zip(kinds, sent, strict=True))
+    )
+
+
+class FieldsBatch(tuple[Any, ...]):
+    """A multi-field batch as tensors that, pickled in a worker, unpickles in the trainer via
+    `_arrived_fields`: the arrays decoded into a slot as the slot's number, fresh blocks
+    torch's way, every other column by value (its numpy arrays, a few bytes to a few KiB)."""
+
+    where: tuple[str, int, int, int]
+    kinds: tuple[ColumnKind, ...]
+    sent: list[Any]
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _arrived_fields, (self.where, self.kinds, self.sent)
+
+
+@dataclass
+class _Pending:
+    """Worker side: the arrays handed out for the batch being decoded, and its slot."""
+
+    slot: int
+    tensors: list[torch.Tensor] = field(default_factory=list)
+
+
 class BatchSlots:
     """The pool: created in the trainer before the workers start, with `slots_per_worker`
-    slots of `shape` (a full batch) for each worker when `reuse` and `shape` is known; each
-    worker uses its copy."""
+    slots for each worker when `reuse` and the batch's fixed-shape arrays are known: `shapes`
+    (one per array, full batch; `shape=` for one array). Each worker uses its copy."""
 
     def __init__(
         self,
         num_workers: int,
         slots_per_worker: int,
         *,
-        shape: tuple[int, ...] | None,
+        shape: Shape | None = None,
+        shapes: Sequence[Shape] = (),
         reuse: bool,
     ) -> None:
+        if shape is not None and shapes:
+            raise ValueError("give shape (one array) or shapes, not both")
         self.token = uuid.uuid4().hex
-        self.shape = shape
-        self.per_worker = slots_per_worker if reuse and shape is not None else 0
+        self.shapes: tuple[Shape, ...] = (shape,) if shape is not None else tuple(shapes)
+        self.shape = self.shapes[0] if self.shapes else None  # the first array: the images
+        self.per_worker = slots_per_worker if reuse and self.shapes else 0
         count = num_workers * self.per_worker
         self.flags = multiprocessing.RawArray(ctypes.c_int32, max(count, 1))
-        self.tensors = _slot_tensors(shape, count) if shape else []
-        self.tracker: _Tracker | None = _Tracker(self.flags, [t.numpy() for t in self.tensors])
+        self.spans, self.arrays = _slot_tensors(self.shapes, count) if count else ([], [])
+        self.tensors = [row[0] for row in self.arrays]  # each slot's first array
+        self.tracker: _Tracker | None = _Tracker(
+            self.flags, [[t.numpy() for t in row] for row in self.arrays]
+        )
         _TRACKERS[self.token] = self.tracker
         # worker side, set by `start`
         self.first = 0
         self.pid = 0
-        self.pending: tuple[torch.Tensor, int] | None = None
+        self.pending: _Pending | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """A spawned worker gets the pool without the trainer's side."""
@@ -209,40 +300,92 @@ class BatchSlots:
         self.first = worker_id * self.per_worker
         self.pid = os.getpid()
 
-    def allocate(self, shape: tuple[int, ...]) -> npt.NDArray[np.uint8]:
-        """A uint8 array of `shape` in shared memory: in a free slot, else in a new block."""
-        if self.fits(shape):
-            own = range(self.first, self.first + self.per_worker)
-            for slot in own:
-                if self.flags[slot] != 0:
-                    continue
-                self.flags[slot] = self.pid
-                for other in own:
-                    if other != slot:
-                        unmap_pages(self.tensors[other])
-                tensor = self.tensors[slot][: shape[0]]
-                map_pages(tensor)
-                self.pending = (tensor, slot)
-                return tensor.numpy()
-        tensor = new_shared_tensor(shape)
-        self.pending = (tensor, -1)
+    def allocate(self, shape: Shape) -> npt.NDArray[np.uint8]:
+        """A uint8 array of `shape` in shared memory. A batch asks for its arrays in the order
+        of `shapes`: the first takes a free slot (else the batch goes in new blocks), the
+        others come from the same slot; an array that does not fit it gets a new block."""
+        pending = self.pending
+        if pending is None or len(pending.tensors) >= max(len(self.shapes), 1):
+            pending = self.pending = _Pending(self._claim(shape))
+        k, slot = len(pending.tensors), pending.slot
+        if (
+            slot >= 0
+            and self._fits(k, shape)
+            and (k == 0 or shape[0] == pending.tensors[0].shape[0])
+        ):
+            tensor = self.arrays[slot][k][: shape[0]]
+            map_pages(tensor)
+        else:
+            tensor = new_shared_tensor(shape)
+        pending.tensors.append(tensor)
         return tensor.numpy()
 
-    def fits(self, shape: tuple[int, ...]) -> bool:
-        """Whether a batch of `shape` fits in a slot."""
-        return (
-            self.per_worker > 0
-            and self.shape is not None
-            and shape[1:] == self.shape[1:]
-            and shape[0] <= self.shape[0]
-        )
+    def _claim(self, shape: Shape) -> int:
+        """A free slot of this worker for a batch whose first array is `shape`, now marked as
+        taken (its other slots unmapped here); -1 if none is free or the batch does not fit."""
+        if not self.fits(shape):
+            return -1
+        own = range(self.first, self.first + self.per_worker)
+        for slot in own:
+            if self.flags[slot] != 0:
+                continue
+            self.flags[slot] = self.pid
+            for other in own:
+                if other != slot:
+                    unmap_pages(self.spans[other])
+            return slot
+        return -1
+
+    def _fits(self, k: int, shape: Shape) -> bool:
+        if k >= len(self.shapes):
+            return False
+        slot_shape = self.shapes[k]
+        return shape[1:] == slot_shape[1:] and shape[0] <= slot_shape[0]
+
+    def fits(self, shape: Shape) -> bool:
+        """Whether a batch whose first array is `shape` fits in a slot."""
+        return self.per_worker > 0 and self._fits(0, shape)
 
     def collate(self, images: npt.NDArray[np.uint8], labels: Labels) -> tuple[torch.Tensor, ...]:
         """The batch as tensors; the images stay in their block (no copy)."""
         pending, self.pending = self.pending, None
         label_tensor = torch.from_numpy(labels)
-        if pending is None or pending[0].data_ptr() != images.ctypes.data:
+        if pending is None or pending.tensors[0].data_ptr() != images.ctypes.data:
             return torch.from_numpy(images), label_tensor
-        batch = SlotBatch((pending[0], label_tensor))
-        batch.token, batch.slot, batch.pid = self.token, pending[1], self.pid
+        batch = SlotBatch((pending.tensors[0], label_tensor))
+        batch.token, batch.slot, batch.pid = self.token, pending.slot, self.pid
+        return batch
+
+    def collate_fields(self, values: Sequence[Any], kinds: Sequence[ColumnKind]) -> tuple[Any, ...]:
+        """A multi-field batch (one value per column of `kinds`) as tensors and lists; the
+        arrays decoded in shared memory stay there (no copy)."""
+        pending, self.pending = self.pending, None
+        kinds = tuple(kinds)
+        arrays = [v for v, kind in zip(values, kinds, strict=True) if kind == "slot"]
+        tensors = [] if pending is None else pending.tensors
+        if (
+            not arrays
+            or len(tensors) != len(arrays)
+            or any(t.data_ptr() != a.ctypes.data for t, a in zip(tensors, arrays, strict=True))
+        ):
+            return tuple(to_tensors(v, kind) for v, kind in zip(values, kinds, strict=True))
+        slot = pending.slot if pending is not None else -1
+        in_slot = iter(
+            slot >= 0 and t.data_ptr() == self.arrays[slot][k].data_ptr()
+            for k, t in enumerate(tensors)
+        )
+        tensor_of = iter(tensors)
+        out: list[Any] = []
+        sent: list[Any] = []
+        for value, kind in zip(values, kinds, strict=True):
+            if kind == "slot":
+                tensor = next(tensor_of)
+                out.append(tensor)
+                sent.append(None if next(in_slot) else tensor)
+            else:
+                out.append(to_tensors(value, kind))
+                sent.append(value)
+        batch = FieldsBatch(out)
+        batch.where = (self.token, slot, self.pid, len(arrays[0]))
+        batch.kinds, batch.sent = kinds, sent
         return batch

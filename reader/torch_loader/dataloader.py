@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import cv2
-import numpy as np
-import numpy.typing as npt
-import torch
 from torch.utils.data import DataLoader, get_worker_info
 
+from ..fields import ColumnKind
 from .batch_slots import BatchSlots
 
 WorkerInit = Callable[[int], None]
@@ -26,9 +24,16 @@ class SharedBatches:
     `_batch_slots`). Each worker holds its own copy of this object.
     """
 
-    def __init__(self, slots: BatchSlots, user_init: WorkerInit | None = None) -> None:
+    def __init__(
+        self,
+        slots: BatchSlots,
+        user_init: WorkerInit | None = None,
+        kinds: Sequence[ColumnKind] | None = None,
+    ) -> None:
+        """`kinds`: the column kinds of a multi-field batch; None for `(images, labels)`."""
         self.slots = slots
         self.user_init = user_init
+        self.kinds = None if kinds is None else tuple(kinds)
 
     def install(self, worker_id: int) -> None:
         """Run in each worker as it starts."""
@@ -39,11 +44,12 @@ class SharedBatches:
         if self.user_init is not None:
             self.user_init(worker_id)
 
-    def collate(
-        self, batch: tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]
-    ) -> tuple[torch.Tensor, ...]:
-        """`(images, labels)` arrays from `Dataset.__getitems__` as tensors."""
-        return self.slots.collate(*batch)
+    def collate(self, batch: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A batch from `Dataset.__getitems__` (`(images, labels)` arrays, or one value per
+        field) as tensors."""
+        if self.kinds is None:
+            return self.slots.collate(*batch)
+        return self.slots.collate_fields(batch, self.kinds)
 
 
 @contextmanager

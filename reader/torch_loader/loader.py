@@ -30,7 +30,10 @@ def make_torch_loader(
     persistent_workers: bool = True,
     **kwargs: Any,
 ) -> DataLoader[Any]:
-    """A DataLoader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` torch tensors.
+    """A DataLoader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` torch tensors,
+    or with other `Dataset(fields=...)` one value per field, as `Dataset.__getitems__` returns
+    them, with arrays as tensors (lists of arrays as lists of tensors, `Padded` values and
+    lengths as tensors; strings, bytes, JSON values and None as they are).
 
     Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`; under
     torch.distributed, or with RANK and WORLD_SIZE set, each rank reads an equal share) and are
@@ -40,7 +43,9 @@ def make_torch_loader(
     fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set in this
     process around the fork, then restored), each decoding its batches straight into its
     `prefetch_factor + 1` shared-memory slots of one batch each: `num_workers * (prefetch_factor
-    + 1)` batches of shared memory (`/dev/shm`), allocated here, before the workers start.
+    + 1)` batches of shared memory (`/dev/shm`), allocated here, before the workers start. A
+    slot holds every fixed-shape uint8 field of a batch (images, and masks with a transform);
+    the other fields travel by value.
     Other keyword arguments go to `DataLoader`.
     """
     import torch  # noqa: PLC0415 - torch is optional, imported on use
@@ -54,14 +59,15 @@ def make_torch_loader(
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
     generator.manual_seed(seed)
-    transform = dataset.transform
+    layout = dataset.layout
     slots = BatchSlots(
         num_workers,
         prefetch_factor + 1,  # the batches queued, and the one the trainer holds
-        shape=None if transform is None else (batch_size, *transform.output_shape, 3),
+        shapes=layout.slot_shapes(batch_size),
         reuse=persistent_workers and num_workers > 0,
     )
-    batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None))
+    kinds = None if dataset.image_label else layout.kinds
+    batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None), kinds)
     options: dict[str, Any] = {
         "batch_sampler": EpochBatchSampler(
             dataset, batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed

@@ -1,25 +1,25 @@
 """`verify_dataset`: check a dataset's files against each other and against their checksums.
 
 Every check runs and every problem is collected (up to a limit), so one report shows all that
-is wrong: manifest and index headers, file sizes and SHA-256s, each shard's DALI index against
-the binary index, each payload's CRC-32 and bounds, each `cls` against its label, and
-optionally a strict decode of every JPEG. The checks of the index, of a DALI index and of one
-payload are functions shared with `verify_remote`, which streams the shards of a dataset at a URL.
+is wrong: manifest and index headers, file sizes and SHA-256s, the zstd dictionaries against the
+schema's SHA-256s, each shard's DALI index against the binary index, each present member's CRC-32
+and bounds, each absent member's marker (only optional fields may lack a member), the label
+field's members against the index's labels, every zstd frame decompressed, and optionally
+(`decode`) every member decoded as its field's type says. The checks of the index, of a DALI
+index and of the members (members.py) are shared with `verify_remote`, which streams the shards
+of a dataset at a URL.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import simplejpeg
 from fastpack.formats import (
     DatasetFiles,
     FastpackError,
@@ -31,8 +31,17 @@ from fastpack.formats import (
 )
 from tqdm import tqdm
 
+from .members import (
+    MemberChecks,
+    Rows,
+    absent_problems,
+    bounds_problem,
+    dictionary_problems,
+    present,
+    shard_payloads,
+)
+
 MAX_PROBLEMS = 1000
-Rows = npt.NDArray[np.intp]
 
 
 @dataclass(kw_only=True)
@@ -70,19 +79,6 @@ class VerifyReport:
         if self.problems_omitted:
             lines.append(f"  ... and {self.problems_omitted} more")
         return "\n".join(lines)
-
-
-class Payload(NamedTuple):
-    """One field of one sample (index row `row`), where the index puts it in its shard."""
-
-    row: int
-    field: str
-    offset: int
-    size: int
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.size
 
 
 def check_shard_column(
@@ -137,59 +133,19 @@ def wds_index_problems(
         key = index.key(i)
         found = [(m.name, m.data_offset, m.size) for m in members]
         expected = [
-            (f"{key}.{f}", int(index.offsets(f)[i]), int(index.sizes(f)[i])) for f in fields
+            (f"{key}.{f}", int(index.offsets(f)[i]), int(index.sizes(f)[i]))
+            for f in fields
+            if present(index, f, i)
         ]
         if found != expected:
             problems.append(f"{source}: sample {i} lists {found}, the index has {expected}")
     return problems
 
 
-def shard_payloads(index: Index, fields: Sequence[str], rows: Rows) -> list[Payload]:
-    """The payloads of samples `rows`, sample by sample, each in the order of `fields`."""
-    columns = [(f, index.offsets(f)[rows].tolist(), index.sizes(f)[rows].tolist()) for f in fields]
-    return [
-        Payload(row, f, int(offsets[k]), int(sizes[k]))
-        for k, row in enumerate(rows.tolist())
-        for f, offsets, sizes in columns
-    ]
-
-
-def _where(shard: str, index: Index, p: Payload) -> str:
-    return f"{shard}: sample {p.row} (key {index.key(p.row)}) field {p.field!r}"
-
-
-def bounds_problem(shard: str, index: Index, p: Payload, shard_bytes: int) -> str | None:
-    """The problem if payload `p` reaches past the end of `shard` (`shard_bytes` long)."""
-    if p.end <= shard_bytes:
-        return None
-    return (
-        f"{_where(shard, index, p)}: bytes [{p.offset}, {p.end}) past the shard's end "
-        f"({shard_bytes} bytes)"
-    )
-
-
-def payload_problem(
-    shard: str, index: Index, p: Payload, data: bytes | memoryview, decode: bool
-) -> str | None:
-    """The problem with payload `p` of `shard`, read as `data`, if any: its CRC-32 against the
-    index, a `cls` against the sample's label, and with `decode` a strict decode of a JPEG."""
-    crc, expected = zlib.crc32(data), int(index.crc32(p.field)[p.row])
-    if crc != expected:
-        return f"{_where(shard, index, p)}: crc32 {crc:08x}, the index records {expected:08x}"
-    if p.field == "cls" and bytes(data) != str(label := int(index.label[p.row])).encode():
-        return f"{_where(shard, index, p)}: holds {bytes(data)!r}, label is {label}"
-    if p.field == "jpg" and decode:
-        try:
-            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)
-        except ValueError as e:
-            return f"{_where(shard, index, p)}: does not decode ({e})"
-    return None
-
-
 def verify_dataset(
     path: str | os.PathLike[str], *, decode: bool = False, progress: bool = False
 ) -> VerifyReport:
-    """Check the dataset at `path`; `decode=True` also decodes every JPEG (strict)."""
+    """Check the dataset at `path`; `decode=True` also decodes every member (JPEGs strictly)."""
     report = VerifyReport(path=Path(path))
     try:
         files = DatasetFiles(path)
@@ -198,11 +154,18 @@ def verify_dataset(
         return report
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
+    dictionaries, problems = dictionary_problems(
+        files.manifest.schema, lambda name: (files.root / name).read_bytes(),
+        lambda name: str(files.root / name),
+    )  # fmt: skip
+    for problem in problems:
+        report.add(problem)
+    checks = MemberChecks(files.manifest.schema, dictionaries, decode)
     shards: Iterable[int] = range(len(files.manifest.shards))
     if progress:
         shards = tqdm(shards, desc="verify", unit="shard")
     for shard in shards:
-        _check_shard(report, files, shard, shard_rows(files.index, shard, ordered), decode)
+        _check_shard(report, files, shard, shard_rows(files.index, shard, ordered), checks)
     return report
 
 
@@ -220,9 +183,9 @@ def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> boo
 
 
 def _check_shard(
-    report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows, decode: bool
+    report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows, checks: MemberChecks
 ) -> None:
-    """All checks of one shard file, its DALI index and its samples' payloads."""
+    """All checks of one shard file, its DALI index and its samples' members."""
     info, path = files.manifest.shards[shard], files.shard_path(shard)
     if not _check_file(report, path, info.bytes, info.sha256):
         return
@@ -240,16 +203,18 @@ def _check_shard(
             str(idx_path), samples, files.index, fields, rows=rows, shard=shard
         ):
             report.add(line)
+    name, index = str(path), files.index
+    for line in absent_problems(name, index, files.manifest.schema, rows):
+        report.add(line)
     size = path.stat().st_size
     if size == 0:
         return
-    name, index = str(path), files.index
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         view = memoryview(m)
         try:
             for p in shard_payloads(index, files.manifest.fields, rows):
-                problem = bounds_problem(name, index, p, size) or payload_problem(
-                    name, index, p, view[p.offset : p.end], decode
+                problem = bounds_problem(name, index, p, size) or checks.problem(
+                    name, index, p, view[p.offset : p.end]
                 )
                 if problem is not None:
                     report.add(problem)

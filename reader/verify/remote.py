@@ -5,8 +5,9 @@ under the system's temporary directory, deleted on return), where the index is m
 Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SHA-256 is
 computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
 is written to disk, and a shard being checked holds about one chunk plus one payload in memory
-(a payload may straddle chunks). Each shard's DALI index (small) is read whole. Problems name
-the URLs; a missing or unreadable object is a problem in the report, not an exception.
+(a payload may straddle chunks). Each shard's DALI index and each zstd dictionary (small) are
+read whole. Problems name the URLs; a missing or unreadable object is a problem in the report,
+not an exception.
 """
 
 from __future__ import annotations
@@ -30,15 +31,14 @@ from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
 
 from ..remote import read_manifest_bytes
-from .local import (
+from .local import VerifyReport, check_shard_column, shard_rows, wds_index_problems
+from .members import (
+    MemberChecks,
     Rows,
-    VerifyReport,
+    absent_problems,
     bounds_problem,
-    check_shard_column,
-    payload_problem,
+    dictionary_problems,
     shard_payloads,
-    shard_rows,
-    wds_index_problems,
 )
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
@@ -55,8 +55,8 @@ def verify_remote(
 ) -> VerifyReport:
     """Check the dataset at `url` as `verify_dataset` checks a local one, streaming each shard
     in ranged reads of `chunk_bytes` (see the module's docstring). `decode=True` also decodes
-    every JPEG (strict); `progress=True` shows the shard bytes read; every read goes through
-    `retry` (default `RetryPolicy()`)."""
+    every member (JPEGs strictly); `progress=True` shows the shard bytes read; every read goes
+    through `retry` (default `RetryPolicy()`)."""
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes={chunk_bytes}: must be at least 1")
     location = Location(url, storage_options, retry)
@@ -67,13 +67,19 @@ def verify_remote(
             return report
         index_url = location.url_of(INDEX_NAME)
         ordered = check_shard_column(report, files.index, files.manifest, index_url)
+        dictionaries, problems = dictionary_problems(
+            files.manifest.schema, location.read_bytes, location.url_of
+        )
+        for problem in problems:
+            report.add(problem)
+        checks = MemberChecks(files.manifest.schema, dictionaries, decode)
         total = sum(s.bytes for s in files.manifest.shards)
         bar = tqdm(total=total, desc="verify", unit="B", unit_scale=True, disable=not progress)
         with bar:
             for shard in range(len(files.manifest.shards)):
                 rows = shard_rows(files.index, shard, ordered)
                 _RemoteShard(location, files, shard, rows, bar.update).check(
-                    report, decode, chunk_bytes
+                    report, checks, chunk_bytes
                 )
     return report
 
@@ -176,7 +182,7 @@ class _RemoteShard:
         self.url = location.url_of(self.info.name)
         self.progress = progress
 
-    def check(self, report: VerifyReport, decode: bool, chunk_bytes: int) -> None:
+    def check(self, report: VerifyReport, checks: MemberChecks, chunk_bytes: int) -> None:
         """Add this shard's problems to `report`: the object's own first, as `verify_dataset`
         orders them (its SHA-256 is known only once it has been read)."""
         try:
@@ -189,20 +195,22 @@ class _RemoteShard:
             return
         report.shards_checked += 1
         idx_problems = self._dali_index_problems()
+        index, schema = self.files.index, self.files.manifest.schema
+        absent = absent_problems(self.url, index, schema, self.rows)
         digest = hashlib.sha256()
 
         def seen(chunk: bytes) -> None:
             digest.update(chunk)
             self.progress(len(chunk))
 
-        problems, error = self._payload_problems(size, decode, chunk_bytes, seen)
+        problems, error = self._payload_problems(size, checks, chunk_bytes, seen)
         if size != self.info.bytes:
             report.add(f"{self.url}: {size} bytes, the manifest records {self.info.bytes}")
         elif error is None and digest.hexdigest() != self.info.sha256:
             report.add(
                 f"{self.url}: sha256 {digest.hexdigest()}, the manifest records {self.info.sha256}"
             )
-        for problem in [*idx_problems, *problems]:
+        for problem in [*idx_problems, *absent, *problems]:
             report.add(problem)
         if error is not None:
             report.add(error)
@@ -223,7 +231,7 @@ class _RemoteShard:
         return wds_index_problems(url, samples, index, fields, rows=self.rows, shard=self.shard)
 
     def _payload_problems(
-        self, size: int, decode: bool, chunk_bytes: int, seen: Callable[[bytes], None]
+        self, size: int, checks: MemberChecks, chunk_bytes: int, seen: Callable[[bytes], None]
     ) -> tuple[list[str], str | None]:
         """Stream the shard's `size` bytes through `seen`, checking each payload on the way: the
         problems in `verify_dataset`'s order, and the error that stopped the reading, if one
@@ -237,8 +245,8 @@ class _RemoteShard:
         try:
             for k in sorted(range(len(payloads)), key=lambda k: payloads[k].offset):
                 p = payloads[k]
-                problem = bounds_problem(self.url, index, p, size) or payload_problem(
-                    self.url, index, p, stream.take(p.offset, p.end), decode
+                problem = bounds_problem(self.url, index, p, size) or checks.problem(
+                    self.url, index, p, stream.take(p.offset, p.end)
                 )
                 if problem is not None:
                     found[k] = problem

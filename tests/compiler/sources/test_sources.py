@@ -202,7 +202,7 @@ def test_wds_class_names_in_cls(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("members", "message"),
     [
-        ([("a.jpg", JPEG)], r"0\.tar: sample 'a' has no cls member"),
+        ([("a.jpg", JPEG), ("a.cls", b"1"), ("b.jpg", JPEG)], r"0\.tar: sample 'b' has no cls"),
         (
             [("a.txt", b"hi"), ("a.cls", b"1")],
             r"0\.tar: sample 'a' has no image member \(jpg, jpeg, png, webp\); "

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import os
 import tracemalloc
-import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -146,27 +145,9 @@ def test_problem_list_is_capped(built: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert report.format().endswith("  ... and 11 more")
 
 
-# verify_remote on the same datasets, published to fsspec's in-memory filesystem (`memory://`):
-# it must report what verify_dataset reports, named by URL, whatever its chunk size.
-
-
-@pytest.fixture
-def publish() -> Iterator[Callable[[Path], str]]:
-    """`publish(root)`: a copy of the dataset at `root` at a new `memory://` URL (removed after)."""
-    fs = fsspec.filesystem("memory")
-    prefixes: list[str] = []
-
-    def copy(root: Path) -> str:
-        prefix = f"/fastpack-{uuid.uuid4().hex[:12]}/ds"
-        prefixes.append(prefix)
-        for path in root.rglob("*"):
-            if path.is_file():
-                fs.pipe_file(f"{prefix}/{path.relative_to(root).as_posix()}", path.read_bytes())
-        return f"memory:/{prefix}"
-
-    yield copy
-    for prefix in prefixes:
-        fs.rm(prefix, recursive=True)
+# verify_remote on the same datasets, published to fsspec's in-memory filesystem (`memory://`,
+# conftest's `publish`): it must report what verify_dataset reports, named by URL, whatever its
+# chunk size.
 
 
 def flip_payload_byte(root: Path) -> None:

@@ -1,0 +1,171 @@
+"""One sample's members, in schema order, from its prepared image, its planned label and its
+other fields (formats/SPEC.md sections 2.1 and 4.1); or the field that rejects it, and why.
+
+- the image field holds the prepared image; other jpeg fields go through the image policy too;
+- the label field holds the plan's label, unless the sample's fields hold a value under its
+  name (a source that could not number it; `null`: the sample has no label);
+- every other field's value comes from the sample's fields, references read, list-file cells
+  parsed, and is encoded (and compressed) by the field's codec;
+- a mask must have the image's size before any shrink (upright), and is shrunk with the image;
+  boxes are scaled with it;
+- a field missing (or `null`) is absent when optional, else it rejects the sample.
+
+A codec (with its zstd dictionary) is made once per encoder, that is once per shard job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from fastpack.formats import (
+    FieldCodec,
+    FieldSpec,
+    FieldValueError,
+    Schema,
+    decode_value,
+    encode_value,
+)
+
+from ..images.geometry import MaskError, png_size, scale_boxes, shrink_mask
+from ..images.policy import Check, PreparedImage, Reject, prepare_image
+from ..sources.sample_fields import FileRef, MemberRef, unpack_fields
+from .field_values import parse_cell, resolve
+from .inputs import InputReader
+
+_MISSING = object()
+_REFERENCES = (FileRef, MemberRef)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldReject:
+    """A sample rejected for its field `field` (None: its image)."""
+
+    field: str | None
+    reason: str
+
+
+class Encoded(NamedTuple):
+    """A sample's members (present ones, in schema order), their positions in the schema, and
+    the value of its label field for the index (-1: none)."""
+
+    members: list[tuple[str, bytes]]
+    positions: list[int]
+    label: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageOptions:
+    max_side: int | None
+    quality: int
+    check: Check
+
+
+class _Field(NamedTuple):
+    """A field as the encoder walks it: `direct` when an inline value goes straight to its
+    codec (no image policy, no geometry)."""
+
+    position: int
+    name: str
+    spec: FieldSpec
+    codec: FieldCodec
+    direct: bool
+
+
+class SampleEncoder:
+    def __init__(
+        self,
+        schema: Schema,
+        dictionaries: Mapping[str, bytes],
+        reader: InputReader,
+        images: ImageOptions,
+        *,
+        text_cells: bool,
+    ) -> None:
+        self._fields = [
+            _Field(k, s.name, s, FieldCodec(s, dictionaries.get(s.name)),
+                   s.type != "jpeg" and s.geometry is None)
+            for k, s in enumerate(schema.fields)
+        ]  # fmt: skip
+        self._image = schema.image_field
+        self._label = schema.label_field
+        self._reader = reader
+        self._images = images
+        self._text_cells = text_cells
+
+    def encode(
+        self, image: PreparedImage | None, label: int, packed: bytes
+    ) -> Encoded | FieldReject:
+        values = unpack_fields(packed)
+        members: list[tuple[str, bytes]] = []
+        positions: list[int] = []
+        index_label = -1
+        for position, name, spec, codec, direct in self._fields:
+            value = values.get(name, _MISSING)
+            if name == self._image and image is not None:
+                data = image.data
+            elif name == self._label and value is _MISSING:  # the plan's label
+                data, index_label = str(label).encode("ascii"), label
+            else:
+                if value is _MISSING or value is None:
+                    if spec.optional:
+                        continue
+                    return FieldReject(name, "missing (a required field)")
+                try:
+                    if (
+                        direct
+                        and not isinstance(value, _REFERENCES)
+                        and not (self._text_cells and isinstance(value, str))
+                    ):
+                        data = codec.encode(value)
+                    else:
+                        data = self._member(spec, codec, value, image)
+                except FieldValueError as e:
+                    return FieldReject(name, str(e))
+                if name == self._label:
+                    index_label = int(data)
+            members.append((name, data))
+            positions.append(position)
+        return Encoded(members, positions, index_label)
+
+    def _member(
+        self, spec: FieldSpec, codec: FieldCodec, value: Any, image: PreparedImage | None
+    ) -> bytes:
+        """The member bytes of one field's value: references read, cells parsed, images and
+        geometry handled; FieldValueError says why it does not fit."""
+        value = resolve(value, self._reader)
+        if self._text_cells and isinstance(value, str):
+            value = parse_cell(spec, value)
+        if spec.type == "jpeg":
+            return self._jpeg(value)
+        if image is not None and spec.geometry == "mask":
+            value = _fit_mask(value, image)
+        elif image is not None and spec.geometry == "boxes" and image.shrunk:
+            boxes = decode_value(spec, encode_value(spec, value))  # checked, as an array
+            sy, sx = (a / b for a, b in zip(image.size, image.upright_size, strict=True))
+            value = scale_boxes(boxes, (sy, sx))
+        return codec.encode(value)
+
+    def _jpeg(self, value: Any) -> bytes:
+        if not isinstance(value, bytes):
+            raise FieldValueError(f"a jpeg value is bytes, found {type(value).__name__}")
+        o = self._images
+        prepared = prepare_image(value, max_side=o.max_side, quality=o.quality, check=o.check)
+        if isinstance(prepared, Reject):
+            raise FieldValueError(prepared.reason)
+        return prepared.data
+
+
+def _fit_mask(value: Any, image: PreparedImage) -> bytes:
+    """The mask PNG, checked against the image's size and shrunk with it."""
+    if not isinstance(value, bytes):
+        raise FieldValueError(f"a mask is PNG bytes, found {type(value).__name__}")
+    try:
+        size = png_size(value)
+        if size != image.upright_size:
+            (h, w), (ih, iw) = size, image.upright_size
+            raise FieldValueError(f"mask of {w}x{h} pixels, its image is {iw}x{ih}")
+        return shrink_mask(value, image.size) if image.shrunk else value
+    except MaskError as e:
+        raise FieldValueError(str(e)) from e
