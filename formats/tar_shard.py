@@ -41,10 +41,8 @@ def check_key(key: str) -> None:
         raise ShardFormatError(f"key {key!r}: keys must be non-empty, without '.', '/' or spaces")
 
 
-def member_header(name: str, size: int) -> bytes:
-    """The 512-byte USTAR header of a regular member: mode 0644, uid/gid 0, mtime 0."""
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise ShardFormatError(f"member name {name!r} is over {MAX_NAME_BYTES} bytes")
+def _tarfile_header(name: str, size: int) -> bytes:
+    """The header as `tarfile` writes it: the reference `member_header` reproduces."""
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = 0
@@ -53,6 +51,39 @@ def member_header(name: str, size: int) -> bytes:
     info.uname = info.gname = ""
     info.type = tarfile.REGTYPE
     return info.tobuf(format=tarfile.USTAR_FORMAT, encoding="utf-8", errors="strict")
+
+
+def _blank_header() -> bytearray:
+    """A header with an empty name, size 0 and the checksum field as spaces (as summed)."""
+    header = bytearray(_tarfile_header("x", 0))
+    header[_NAME] = bytes(_NAME.stop)
+    header[_CHKSUM_FIELD] = b" " * 8
+    return header
+
+
+_NAME, _SIZE = slice(0, 100), slice(124, 136)
+_CHKSUM_FIELD, _CHKSUM = slice(148, 156), slice(148, 155)  # 6 octal digits and a NUL, then " "
+_MAX_SIZE = 8**11  # USTAR's 11 octal digits
+_BLANK = _blank_header()
+
+
+def member_header(name: str, size: int) -> bytes:
+    """The 512-byte USTAR header of a regular member: mode 0644, uid/gid 0, mtime 0; the bytes
+    `tarfile` writes, filled into a template (`tarfile` takes about 4x as long)."""
+    encoded = name.encode("utf-8")
+    if len(encoded) > MAX_NAME_BYTES:
+        raise ShardFormatError(f"member name {name!r} is over {MAX_NAME_BYTES} bytes")
+    if not 0 <= size < _MAX_SIZE:
+        raise ShardFormatError(
+            f"member {name!r} of {size} bytes: a USTAR member holds 0 to {_MAX_SIZE - 1} bytes"
+        )
+    if b"\0" in encoded:
+        return _tarfile_header(name, size)  # tarfile's own error
+    header = bytearray(_BLANK)
+    header[: len(encoded)] = encoded
+    header[_SIZE] = b"%011o\0" % size
+    header[_CHKSUM] = b"%06o\0" % sum(header)
+    return bytes(header)
 
 
 def padding(size: int) -> bytes:

@@ -16,6 +16,8 @@ from fastpack.formats import (
     parse_wds_index,
     scan_members,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ._samples import LABELS, PAYLOADS, write_shard
 
@@ -96,3 +98,22 @@ def test_wds_index_round_trip_and_errors() -> None:
         parse_wds_index(text.replace("jpg 512 ", "jpg 513 ", 1), "x.idx")
     with pytest.raises(UnsupportedVersionError, match=r"index version 'v1\.1'"):
         parse_wds_index(text.replace("v1.2", "v1.1"), "x.idx")
+
+
+@given(
+    name=st.text(alphabet="abz09._-é€", min_size=1, max_size=33),
+    size=st.one_of(st.integers(0, 8**11 - 1), st.sampled_from([0, 511, 512, 8**11 - 1])),
+)
+def test_member_header_is_tarfiles_header(name: str, size: int) -> None:
+    """The template header is byte for byte what tarfile writes for the same member."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    expected = info.tobuf(format=tarfile.USTAR_FORMAT, encoding="utf-8", errors="strict")
+    assert member_header(name, size) == expected
+
+
+def test_member_header_of_an_oversized_member_is_refused() -> None:
+    with pytest.raises(ShardFormatError, match=r"'a\.jpg' of 8589934592 bytes: a USTAR member"):
+        member_header("a.jpg", 8**11)
