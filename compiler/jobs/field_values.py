@@ -9,13 +9,15 @@ from typing import Any
 from fastpack.formats import FieldSpec, FieldValueError
 
 from ..images.policy import Reject
-from ..sources.sample_fields import FieldValue, FileRef, MemberRef
+from ..sources.sample_fields import FieldValue, FileRef, InvalidValue, MemberRef
 from .inputs import InputReader
 
 
 def resolve(value: FieldValue, reader: InputReader) -> Any:
     """The value itself, or the bytes a `FileRef` or `MemberRef` points at (FieldValueError
-    when they cannot be read)."""
+    when they cannot be read, or the scan found the value unusable)."""
+    if isinstance(value, InvalidValue):
+        raise FieldValueError(value.reason)
     if isinstance(value, FileRef):
         data = reader.read_path(value.path)
         if isinstance(data, Reject):

@@ -30,12 +30,12 @@ from fastpack.formats import (
 
 from ..images.geometry import MaskError, png_size, scale_boxes, shrink_mask
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
-from ..sources.sample_fields import FileRef, MemberRef, unpack_fields
+from ..sources.sample_fields import FileRef, InvalidValue, MemberRef, unpack_fields
 from .field_values import parse_cell, resolve
 from .inputs import InputReader
 
 _MISSING = object()
-_REFERENCES = (FileRef, MemberRef)
+_REFERENCES = (FileRef, MemberRef, InvalidValue)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ from ..build_schema import BuildSchema
 from ..errors import SourceError
 from ..images.masks import SegmentationError, mask_png, render_mask
 from .left_out import warn_left_out
-from .sample_fields import FieldValue, pack_fields
+from .sample_fields import FieldValue, InvalidValue, pack_fields
 from .scan import NO_CONTAINER, PlanRow, SourceOptions, SourceScan
 from .spill import SPILL_DIR, SpillFile
 
@@ -285,11 +285,11 @@ def _annotation_name(annotation: Any, k: int) -> str:
     return f"annotations[{k}]"
 
 
-def _boxes(annotations: Sequence[Any]) -> list[Any]:
-    """x0 y0 x1 y1, rounded to float32 (so that the `<f4` field takes them exactly); a bbox that
-    is not 4 finite numbers as given."""
+def _boxes(annotations: Sequence[Any], numbers: Sequence[int]) -> list[Any] | InvalidValue:
+    """x0 y0 x1 y1, rounded to float32 (so that the `<f4` field takes them exactly); the reason
+    the first bbox that is not 4 finite numbers makes the sample a reject."""
     rows: list[Any] = []
-    for annotation in annotations:
+    for annotation, k in zip(annotations, numbers, strict=True):
         bbox = annotation.get("bbox")
         if (
             isinstance(bbox, list)
@@ -299,7 +299,8 @@ def _boxes(annotations: Sequence[Any]) -> list[Any]:
             x, y, w, h = bbox
             rows.append(np.array([x, y, x + w, y + h], np.float32).tolist())
         else:
-            rows.append(bbox)
+            name = _annotation_name(annotation, k)
+            return InvalidValue(f"{name}: bbox {bbox!r:.80} is not 4 finite numbers")
     return rows
 
 
@@ -309,16 +310,15 @@ class _Sample:
     def __init__(self, image: dict[str, Any], annotations: list[Any], numbers: list[int]) -> None:
         self.image, self.annotations, self.numbers = image, annotations, numbers
 
-    def labels(self, categories: dict[int, int]) -> list[int | str]:
-        found: list[int | str] = []
+    def labels(self, categories: dict[int, int]) -> list[int] | InvalidValue:
+        found: list[int] = []
         for annotation, k in zip(self.annotations, self.numbers, strict=True):
             category = annotation.get("category_id")
             index = categories.get(category) if _is_int(category) else None
             if index is None:
                 name = _annotation_name(annotation, k)
-                found.append(f"unknown category {category!r:.40} ({name})")
-            else:
-                found.append(index)
+                return InvalidValue(f"{name}: unknown category {category!r:.40}")
+            found.append(index)
         return found
 
     def mask(self, categories: dict[int, int], spill: SpillFile) -> FieldValue:
@@ -329,14 +329,16 @@ class _Sample:
             index = categories.get(category) if _is_int(category) else None
             if index is None or "segmentation" not in annotation:
                 what = "no segmentation" if index is not None else "an unknown category"
-                return f"{_annotation_name(annotation, k)} has {what}"
+                return InvalidValue(f"{_annotation_name(annotation, k)} has {what}")
             instances.append((index + 1, annotation["segmentation"]))
         try:
             label = render_mask(self.image["height"], self.image["width"], instances)
         except SegmentationError as e:
             k = e.instance or 0
             reason = e.__cause__ if isinstance(e.__cause__, SegmentationError) else e
-            return f"{_annotation_name(self.annotations[k], self.numbers[k])}: {reason}"
+            return InvalidValue(
+                f"{_annotation_name(self.annotations[k], self.numbers[k])}: {reason}"
+            )
         return spill.add(mask_png(label))
 
 
@@ -346,7 +348,7 @@ Getter = Callable[[_Sample], FieldValue]
 def _getters(categories: dict[int, int], spill: SpillFile | None) -> dict[str, Getter]:
     """Each column's value of a sample (`seg` only with a spill file)."""
     getters: dict[str, Getter] = {
-        "boxes": lambda s: _boxes(s.annotations),
+        "boxes": lambda s: _boxes(s.annotations, s.numbers),
         "labels": lambda s: s.labels(categories),
         "iscrowd": lambda s: [a.get("iscrowd", 0) for a in s.annotations],
         "image_id": lambda s: s.image["id"],

@@ -6,7 +6,8 @@ value is inline (a number, text, list or object, as the source gave it) or a ref
 the job reads itself: a file (`FileRef`, a path relative to the scan's root) or a byte range of
 one of the scan's containers (`MemberRef`: a source tar's member, or bytes a scan spilled).
 A field missing from the object is absent from the sample (an optional field) or, for a field
-the schema requires, a reject.
+the schema requires, a reject. A scan that finds a value it cannot use (a polygon with an odd
+number of coordinates) passes `InvalidValue(reason)`: the sample is rejected with that reason.
 """
 
 from __future__ import annotations
@@ -33,18 +34,29 @@ class MemberRef:
     size: int
 
 
-FieldValue = Any  # an inline JSON value, a FileRef or a MemberRef
+@dataclass(frozen=True, slots=True)
+class InvalidValue:
+    """A field's value could not be read from the source, for `reason`."""
+
+    reason: str
+
+
+FieldValue = Any  # an inline JSON value, a FileRef, a MemberRef or an InvalidValue
 
 
 def pack_fields(values: Mapping[str, FieldValue]) -> bytes:
-    """The JSON text of a sample's fields: `{"v": inline, "f": files, "m": members}`."""
+    """The JSON text of a sample's fields: `{"v": inline, "f": files, "m": members, "e":
+    reasons}`. Text with lone surrogates (from a file name, say) is escaped, not an error."""
     if not values:
         return b""
     inline: dict[str, Any] = {}
     files: dict[str, str] = {}
     members: dict[str, list[int]] = {}
+    invalid: dict[str, str] = {}
     for name, value in values.items():
-        if isinstance(value, FileRef):
+        if isinstance(value, InvalidValue):
+            invalid[name] = value.reason
+        elif isinstance(value, FileRef):
             files[name] = value.path
         elif isinstance(value, MemberRef):
             members[name] = [value.container, value.offset, value.size]
@@ -55,7 +67,13 @@ def pack_fields(values: Mapping[str, FieldValue]) -> bytes:
         data["f"] = files
     if members:
         data["m"] = members
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if invalid:
+        data["e"] = invalid
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON's escapes keep it, for the codec to judge
+        return json.dumps(data, separators=(",", ":")).encode("ascii")
 
 
 def unpack_fields(data: bytes) -> dict[str, FieldValue]:
@@ -68,4 +86,6 @@ def unpack_fields(data: bytes) -> dict[str, FieldValue]:
         values[name] = FileRef(path)
     for name, (container, offset, size) in packed.get("m", {}).items():
         values[name] = MemberRef(container, offset, size)
+    for name, reason in packed.get("e", {}).items():
+        values[name] = InvalidValue(reason)
     return values
