@@ -66,8 +66,10 @@ def make_loader(
     - `seed` seeds DALI's shuffling and augmentations, which one seed drives; with a random
       transform the Dataset's `seed` (the crops' seed on the torch path) must equal it.
     - the Dataset's `field` is the image member DALI reads; its other `fields` (but the label)
-      are DALI's extra `fields`, which it returns its own way: `(images, labels, {field:
-      values})` (see `make_dali_loader`); `io="pread"` reads the tars with plain file I/O
+      are DALI's extra `fields`; batches are then one value per field in the Dataset's order,
+      as on the torch path, but DALI gives masks as arrays and every other extra field as its
+      member's bytes, one uint8 tensor per sample, decompressed (see `make_dali_loader`);
+      boxes and optional masks are refused. `io="pread"` reads the tars with plain file I/O
       (DALI's `dont_use_mmap`); its epoch must follow DALI's count (`DaliLoader`).
     - `num_workers` is DALI's thread count (at least 1), `prefetch_factor` its
       `prefetch_queue_depth` (batches prepared ahead, for the whole pipeline).
@@ -97,6 +99,8 @@ def make_loader(
             **dali_options,
         )
         loader.epoch_source = dataset
+        if "fields" in dali_options:
+            loader.order = tuple(dataset.fields)  # the torch path's shape: one value per field
         return loader
     if decoder != "simplejpeg":
         raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
@@ -175,10 +179,6 @@ def _dali_field_options(dataset: Dataset, where: str) -> dict[str, Any]:
         return options
     label = dataset.manifest.schema.label_field
     extra = tuple(f for f in dataset.fields if f not in (dataset.field, label))
-    if extra and "fields" not in inspect.signature(make_dali_loader).parameters:
-        raise ValueError(
-            f"{where} reads the image and the label only; fields {extra} need decoder='simplejpeg'"
-        )
     if extra:
         options["fields"] = extra
     return options

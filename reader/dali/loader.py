@@ -159,6 +159,9 @@ class DaliLoader(ClosesOnExit):
             num_samples, options.num_shards, options.batch_size, drop_last
         )
         self.epoch_source: EpochSource | None = None
+        # `make_loader` sets the Dataset's fields: batches then come as one value per field in
+        # this order (the image field's images, the label field's labels, the others' values)
+        self.order: tuple[str, ...] | None = None
         self._source = source
         self._iterator: Any = _dali_iterator(options, drop_last, source)
         self._in_epoch = False
@@ -228,7 +231,12 @@ class DaliLoader(ClosesOnExit):
             values = FieldBatch(batch, take, self._source).values(
                 fields, self.codecs, images.device
             )
-            yield images, labels_on, values
+            if self.order is None:
+                yield images, labels_on, values
+            else:
+                values[self.options.field] = images
+                values[LABEL_FIELD] = labels_on
+                yield tuple(values[f] for f in self.order)
 
     def close(self) -> None:
         """Release the pipeline (its threads and buffers)."""
