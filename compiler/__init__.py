@@ -2,6 +2,7 @@
 deterministically, and resumably; to a local directory or to a URL."""
 
 from .build import build
+from .build_schema import BuildSchema, FieldSource, parse_build_schema, read_build_schema
 from .errors import BuildDirError, BuildError, SourceError
 from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
@@ -11,11 +12,15 @@ __all__ = [
     "BuildDirError",
     "BuildError",
     "BuildOptions",
+    "BuildSchema",
     "BuildSummary",
+    "FieldSource",
     "PreparedImage",
     "Reject",
     "SourceError",
     "build",
     "build_to_url",
+    "parse_build_schema",
     "prepare_image",
+    "read_build_schema",
 ]

@@ -13,10 +13,19 @@ from typing import TYPE_CHECKING, Any
 from .formats.errors import FastpackError
 
 if TYPE_CHECKING:
-    from .compiler import BuildError, BuildOptions, BuildSummary, SourceError, build
+    from .compiler import (
+        BuildError,
+        BuildOptions,
+        BuildSchema,
+        BuildSummary,
+        SourceError,
+        build,
+        read_build_schema,
+    )
     from .reader import (
         CenterCrop,
         Dataset,
+        Padded,
         RandomResizedCrop,
         SharedMemoryError,
         VerifyReport,
@@ -35,6 +44,9 @@ _LAZY: dict[str, str] = {
     "BuildOptions": "fastpack.compiler",
     "BuildSummary": "fastpack.compiler",
     "build": "fastpack.compiler",
+    "BuildSchema": "fastpack.compiler",
+    "read_build_schema": "fastpack.compiler",
+    "Padded": "fastpack.reader",
     "CenterCrop": "fastpack.reader",
     "Dataset": "fastpack.reader",
     "RandomResizedCrop": "fastpack.reader",
@@ -51,11 +63,13 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "BuildError",
     "BuildOptions",
+    "BuildSchema",
     "BuildSummary",
     "CenterCrop",
     "Dataset",
     "FastpackError",
     "FetchError",
+    "Padded",
     "RandomResizedCrop",
     "SharedMemoryError",
     "SourceError",
@@ -63,6 +77,7 @@ __all__ = [
     "__version__",
     "build",
     "make_loader",
+    "read_build_schema",
     "to_float",
     "verify_dataset",
 ]
