@@ -25,11 +25,9 @@ image's file: for `<dir>/instances_val2017.json`, `<dir>/../val2017`, `<dir>/val
 `<dir>/images/val2017`, `<dir>/images`, `<dir>` (the split is the file name's part after its last
 `_`). A missing image file is rejected by its shard job.
 
-Bad annotations do not stop the scan; they get their sample rejected by its shard job, naming the
-field: a `bbox` that is not 4 numbers is stored as given, so that the boxes' encoding refuses it;
-an unknown `category_id` becomes the text `unknown category ...`, which a class id cannot be; a
-segmentation that cannot be rendered makes the mask the text of the reason, which a PNG cannot
-be. Annotations whose `image_id` names no image entry belong to no sample: they are left out,
+Bad annotations do not stop the scan; they get their sample rejected by its shard job, with the
+field and the reason (`InvalidValue`) in rejects.jsonl: a `bbox` that is not 4 finite numbers,
+an unknown `category_id`, a segmentation that cannot be rendered. Annotations whose `image_id` names no image entry belong to no sample: they are left out,
 with one `LeftOutWarning`.
 
 Masks are rendered while the scan runs (pycocotools, then a PNG encode) into a spill file in the
