@@ -34,7 +34,6 @@ from .layout import (
 )
 from .manifest import (
     DEFAULT_FIELDS,
-    FileInfo,
     Manifest,
     ShardInfo,
     manifest_from_text,
@@ -51,6 +50,7 @@ from .schema import (
     Dictionary,
     FieldSpec,
     FieldType,
+    FileInfo,
     Geometry,
     Schema,
     Zstd,

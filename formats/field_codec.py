@@ -84,7 +84,7 @@ def _ndarray(value: Any, spec: FieldSpec) -> npt.NDArray[Any]:
             if not np.array_equal(cast, array, equal_nan=array.dtype.kind == "f"):
                 raise FieldValueError(f"array of dtype {array.dtype} loses values as {target}")
             array = cast
-    if array.size == 0 and spec.shape is not None and spec.shape[0] is None:
+    if array.shape == (0,) and spec.shape is not None and spec.shape[0] is None:
         array = array.reshape((0, *spec.shape[1:]))  # `[]`: no boxes
     _check_shape(array.shape, spec)
     if spec.geometry == "boxes" and array.size and not np.isfinite(array).all():

@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import DatasetNotFoundError, ManifestError, UnsupportedVersionError
 from .layout import INDEX_NAME
-from .schema import V1_SCHEMA, FieldSpec, Schema, parse_schema, type_of_extension
+from .schema import V1_SCHEMA, FieldSpec, FileInfo, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
 VERSION = 2
@@ -25,13 +25,6 @@ class ShardInfo:
     name: str
     index_name: str
     samples: int
-    bytes: int
-    sha256: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class FileInfo:
-    name: str
     bytes: int
     sha256: str
 

@@ -34,12 +34,15 @@ EXTENSION_TYPES: dict[str, FieldType] = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class Dictionary:
-    """A zstd dictionary file of the dataset (`dicts/<field>.zdict`)."""
+class FileInfo:
+    """A file of the dataset: its name (relative to the dataset), size and hex SHA-256."""
 
     name: str
     bytes: int
     sha256: str
+
+
+Dictionary = FileInfo  # a zstd dictionary file of the dataset (`dicts/<field>.zdict`)
 
 
 @dataclass(frozen=True, kw_only=True)

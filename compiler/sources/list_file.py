@@ -10,7 +10,8 @@ file), its label and, optionally, more fields (which column feeds which field: `
   a key per other field, whose value is the field's value (a list for class ids or boxes, an
   object for json; for png, jpeg and raw a path relative to the list file).
 - An empty cell, a missing key or null is an absent value: the sample lacks an optional field; a
-  required one rejects the sample (in its shard job). Without a build schema the label is
+  required one rejects the sample (in its shard job). A JSONL string is a text or json field's
+  value even when blank (`""` is the empty text). Without a build schema the label is
   required (an error here, as for a list of images and labels alone).
 
 Blank lines are skipped. Without extra columns a scan yields rows without fields, as it always
@@ -165,13 +166,8 @@ class _RowMaker:
             if isinstance(value, FileRef):
                 size += _file_size(self._root, value.path)
         label_id = self._label(number, label, values)
-        try:
-            fields = pack_fields(values)
-        except UnicodeEncodeError as e:
-            raise SourceError(
-                f"{self._name}:{number}: a value holds text that is not valid Unicode ({e.reason})"
-            ) from e
-        return PlanRow(os.fsencode(image), label_id, size, fields=fields)
+        # text with lone surrogates packs; the shard job rejects it, naming the field
+        return PlanRow(os.fsencode(image), label_id, size, fields=pack_fields(values))
 
     def _label(self, number: int, label: Any, values: dict[str, FieldValue]) -> int:
         """The label's id (or final value); -1 with the value left in `values` where the shard
@@ -213,7 +209,10 @@ def _cell_value(kind: str, cell: str) -> FieldValue | None:
 
 
 def _json_value(kind: str, value: Any) -> FieldValue | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
+    """A JSONL value (None: absent); a blank string is absent but for text and json, whose
+    value it is."""
+    blank = isinstance(value, str) and not value.strip() and kind not in ("text", "json")
+    if value is None or blank:
         return None
     return FileRef(value.strip()) if kind in FILE_TYPES and isinstance(value, str) else value
 

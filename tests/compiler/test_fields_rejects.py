@@ -34,11 +34,12 @@ EXPECTED = [  # (sample, field, reason)
     (6, None, "cannot read: No such file or directory"),
     (7, "seg.png", "masks/07.png: cannot read: No such file or directory"),
     (8, "boxes.npy", "boxes hold a value that is not finite"),
+    (9, "txt", "text is not valid Unicode"),
 ]
 
 
 def hostile_list(src: Path) -> tuple[Path, list[dict[str, Any]]]:
-    samples = [sample_values(i) for i in range(9)]
+    samples = [sample_values(i) for i in range(10)]
     write_files(src, samples)
     for s in samples:
         s["label"] = ["cat", "dog", "owl"][s["label"]]
@@ -49,6 +50,7 @@ def hostile_list(src: Path) -> tuple[Path, list[dict[str, Any]]]:
     (src / samples[6]["path"]).unlink()
     (src / samples[7]["mask"]).unlink()
     samples[8]["boxes"] = [[0, 0, float("nan"), 1]]
+    samples[9]["caption"] = "a lone surrogate \udc80"  # JSON can say it; UTF-8 cannot
     return write_jsonl(src / "list.jsonl", samples), samples
 
 
