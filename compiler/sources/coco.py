@@ -27,8 +27,8 @@ image's file: for `<dir>/instances_val2017.json`, `<dir>/../val2017`, `<dir>/val
 
 Bad annotations do not stop the scan; they get their sample rejected by its shard job, with the
 field and the reason (`InvalidValue`) in rejects.jsonl: a `bbox` that is not 4 finite numbers,
-an unknown `category_id`, a segmentation that cannot be rendered. Annotations whose `image_id` names no image entry belong to no sample: they are left out,
-with one `LeftOutWarning`.
+an unknown `category_id`, a segmentation that cannot be rendered. Annotations whose `image_id`
+names no image entry belong to no sample: they are left out, with one `LeftOutWarning`.
 
 Masks are rendered while the scan runs (pycocotools, then a PNG encode) into a spill file in the
 build directory that the shard jobs read by offset. That keeps the shard jobs plain readers, at a
