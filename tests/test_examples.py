@@ -57,7 +57,10 @@ def label_counts() -> str:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"build_and_train.py", "read_with_webdataset.py", "read_with_dali.py"}
+    tested = {
+        "build_and_train.py", "read_with_webdataset.py", "read_with_dali.py",
+        "train_coco_multilabel.py",
+    }  # fmt: skip
     assert {p.name for p in EXAMPLES} == tested
 
 
@@ -82,6 +85,32 @@ def test_build_and_train_from_an_existing_dataset(dataset: Path) -> None:
     )  # fmt: skip
     assert f"{sum(PER_CLASS)} samples, {len(CLASSES)} classes" in out
     assert "trained 9 steps, 18 images" in out  # 9 steps cross an epoch boundary (7 batches)
+
+
+def test_train_coco_multilabel_on_its_demo_set(tmp_path: Path) -> None:
+    """No source: the example draws a COCO-style set, builds it and trains; the batches hold the
+    padded labels and boxes, and the loss goes down."""
+    out = run_example(
+        "train_coco_multilabel.py", tmp_path / "ds", "--demo-images", "32",
+        "--workers", "1", "--batch-size", "8", "--steps", "24", "--size", "32",
+    )  # fmt: skip
+    manifest = read_manifest(tmp_path / "ds" / "fastpack.json")
+    assert manifest.num_samples == 32
+    assert manifest.fields == ("jpg", "boxes.npy", "labels.json", "iscrowd.npy")
+    assert manifest.schema["labels.json"].classes == ("red", "green", "blue")
+    assert "32 images, classes red, green, blue, training on " in out
+    shapes = re.search(
+        r"^batch: images uint8 \(8, 32, 32, 3\), labels\.json values int64 \(8, (\d+)\) "
+        r"lengths int64 \(8,\), boxes\.npy values float32 \(8, (\d+), 4\) lengths int64 \(8,\)$",
+        out, re.MULTILINE,
+    )  # fmt: skip
+    assert shapes, out
+    assert shapes[1] == shapes[2] != "0"  # one row per annotation, padded to the longest
+    losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+) \(bce ", out, re.MULTILINE)]
+    assert len(losses) == 24
+    assert all(math.isfinite(v) and v > 0 for v in losses)
+    assert sum(losses[-6:]) < 0.8 * sum(losses[:6]), losses
+    assert "trained 24 steps in " in out
 
 
 def test_read_with_webdataset(dataset: Path) -> None:
