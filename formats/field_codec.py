@@ -47,6 +47,8 @@ def _class_ids(value: Any) -> list[int]:
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         raise FieldValueError(f"class ids are a list of integers, found {value!r:.80}")
+    if all(type(v) is int for v in value):  # the common case, checked at C speed
+        return list(value)
     return [_integer(v, f"class id {k}") for k, v in enumerate(value)]
 
 
@@ -154,7 +156,7 @@ def _class(value: Any, spec: FieldSpec) -> bytes:
 def _class_list(value: Any, spec: FieldSpec) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         value = json.loads(_json(value, spec))
-    return json.dumps(_class_ids(value), separators=(",", ":")).encode("ascii")
+    return ("[" + ",".join(map(str, _class_ids(value))) + "]").encode("ascii")  # JSON, no spaces
 
 
 _ENCODERS: dict[str, Callable[[Any, FieldSpec], bytes]] = {

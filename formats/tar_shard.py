@@ -65,6 +65,8 @@ _NAME, _SIZE = slice(0, 100), slice(124, 136)
 _CHKSUM_FIELD, _CHKSUM = slice(148, 156), slice(148, 155)  # 6 octal digits and a NUL, then " "
 _MAX_SIZE = 8**11  # USTAR's 11 octal digits
 _BLANK = _blank_header()
+_BLANK_SUM = sum(_BLANK)
+_ZERO_SIZE_SUM = sum(_BLANK[_SIZE])
 
 
 def member_header(name: str, size: int) -> bytes:
@@ -81,13 +83,20 @@ def member_header(name: str, size: int) -> bytes:
         return _tarfile_header(name, size)  # tarfile's own error
     header = bytearray(_BLANK)
     header[: len(encoded)] = encoded
-    header[_SIZE] = b"%011o\0" % size
-    header[_CHKSUM] = b"%06o\0" % sum(header)
+    size_field = b"%011o\0" % size
+    header[_SIZE] = size_field
+    # the checksum sums every byte: the blank's, plus the name's, plus the size digits' excess
+    # over the blank's zeros
+    checksum = _BLANK_SUM + sum(encoded) + sum(size_field) - _ZERO_SIZE_SUM
+    header[_CHKSUM] = b"%06o\0" % checksum
     return bytes(header)
 
 
 def padding(size: int) -> bytes:
-    return bytes(-size % BLOCK)
+    return _PADDING[-size % BLOCK]
+
+
+_PADDING = tuple(bytes(n) for n in range(BLOCK))
 
 
 class TarShardWriter:
@@ -96,24 +105,30 @@ class TarShardWriter:
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
         self.position = 0
+        self._extensions: set[str] = set()  # checked already
 
     def add_sample(self, key: str, members: Sequence[tuple[str, bytes]]) -> list[MemberLocation]:
         """Write `<key>.<ext>` for each `(ext, data)`, in order; return where each landed."""
         check_key(key)
         locations = []
+        write, pad = self._file.write, b""
         for ext, data in members:
-            if not _EXT.fullmatch(ext):
-                raise ShardFormatError(
-                    f"extension {ext!r} of key {key!r}: use dot-separated parts of [a-z0-9_]"
-                )
+            if ext not in self._extensions:
+                if not _EXT.fullmatch(ext):
+                    raise ShardFormatError(
+                        f"extension {ext!r} of key {key!r}: use dot-separated parts of [a-z0-9_]"
+                    )
+                self._extensions.add(ext)
             name = f"{key}.{ext}"
-            header = member_header(name, len(data))
-            self._file.write(header)
-            self._file.write(data)
-            self._file.write(padding(len(data)))
+            size = len(data)
+            write(pad + member_header(name, size))  # the previous member's padding, this header
+            write(data)
+            pad = _PADDING[-size % BLOCK]
             header_offset = self.position
-            locations.append(MemberLocation(name, header_offset, header_offset + BLOCK, len(data)))
-            self.position += BLOCK + len(data) + (-len(data) % BLOCK)
+            locations.append(MemberLocation(name, header_offset, header_offset + BLOCK, size))
+            self.position += BLOCK + size + len(pad)
+        if pad:
+            write(pad)
         return locations
 
     def finish(self) -> int:
