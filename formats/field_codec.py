@@ -123,6 +123,10 @@ def _text(value: Any) -> bytes:
     raise FieldValueError(f"text is a string, found {type(value).__name__}")
 
 
+# made once: json.dumps with options other than the defaults makes a new encoder each call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _json(value: Any, spec: FieldSpec) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = _text(value)
@@ -132,9 +136,7 @@ def _json(value: Any, spec: FieldSpec) -> bytes:
             raise FieldValueError(f"not valid JSON ({e.msg} at byte {e.pos})") from e
         return data
     try:
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+        return _JSON.encode(value).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise FieldValueError(f"not representable as JSON ({e})") from e
 

@@ -41,6 +41,10 @@ class InvalidValue:
     reason: str
 
 
+# made once: json.dumps with options other than the defaults makes a new encoder each call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ASCII_JSON = json.JSONEncoder(separators=(",", ":"))
+
 FieldValue = Any  # an inline JSON value, a FileRef, a MemberRef or an InvalidValue
 
 
@@ -69,11 +73,11 @@ def pack_fields(values: Mapping[str, FieldValue]) -> bytes:
         data["m"] = members
     if invalid:
         data["e"] = invalid
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = _JSON.encode(data)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: JSON's escapes keep it, for the codec to judge
-        return json.dumps(data, separators=(",", ":")).encode("ascii")
+        return _ASCII_JSON.encode(data).encode("ascii")
 
 
 def unpack_fields(data: bytes) -> dict[str, FieldValue]:
