@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from .errors import FieldValueError
 from .schema import FieldSpec
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_CLASS_MEMBER = re.compile(rb"-?[0-9]+")  # SPEC 4.1: no spaces, signs or underscores but "-"
 JPEG_SIGNATURE = b"\xff\xd8"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -185,7 +187,10 @@ def decode_value(spec: FieldSpec, data: bytes | memoryview) -> Any:
     kind = spec.type
     try:
         if kind == "class":
-            return np.int64(int(bytes(data)))
+            text = bytes(data)
+            if not _CLASS_MEMBER.fullmatch(text):
+                raise ValueError(f"expected ASCII -?[0-9]+, found {text[:40]!r}")
+            return np.int64(int(text))
         if kind == "class_ids":
             ids = json.loads(bytes(data))
             if not isinstance(ids, list):

@@ -129,7 +129,10 @@ def test_values_that_do_not_fit(field: FieldSpec, value: Any, message: str) -> N
 @pytest.mark.parametrize(
     ("field", "member", "message"),
     [
-        (CLASS, b"x", r"a class member that does not decode \(invalid literal"),
+        (CLASS, b"x", r"a class member that does not decode \(expected ASCII -\?\[0-9\]\+"),
+        (CLASS, b" 7 ", r"does not decode \(expected ASCII -\?\[0-9\]\+, found b' 7 '\)"),
+        (CLASS, b"1_0", "a class member that does not decode"),
+        (CLASS, b"+3", "a class member that does not decode"),
         (CLASS, b"9" * 30, "a class member that does not decode"),
         (IDS, b'["a"]', r"a class_ids member that does not decode \(class id 0 is not an int"),
         (IDS, b"[1.5]", "class id 0 is not an integer: 1.5"),
