@@ -92,10 +92,6 @@ def member_header(name: str, size: int) -> bytes:
     return bytes(header)
 
 
-def padding(size: int) -> bytes:
-    return _PADDING[-size % BLOCK]
-
-
 _PADDING = tuple(bytes(n) for n in range(BLOCK))
 
 
