@@ -16,8 +16,21 @@ def shard_stem(shard: int) -> str:
     return f"{SHARDS_DIR}/{shard:06d}"
 
 
+SHARD_FORMATS = ("tar", "tfrecord")
+SHARD_SUFFIXES = {"tar": ".tar", "tfrecord": ".tfrecord"}
+
+
 def shard_tar_name(shard: int) -> str:
     return shard_stem(shard) + ".tar"
+
+
+def shard_name(shard: int, shard_format: str = "tar") -> str:
+    """`shards/000042.tar` or `shards/000042.tfrecord`."""
+    if shard_format not in SHARD_SUFFIXES:
+        raise ValueError(
+            f"shard format {shard_format!r}: expected one of {', '.join(SHARD_FORMATS)}"
+        )
+    return shard_stem(shard) + SHARD_SUFFIXES[shard_format]
 
 
 def shard_idx_name(shard: int) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DatasetNotFoundError, ManifestError, UnsupportedVersionError
-from .layout import INDEX_NAME
+from .layout import INDEX_NAME, SHARD_FORMATS
 from .schema import V1_SCHEMA, FieldSpec, FileInfo, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
@@ -39,10 +39,18 @@ class Manifest:
     index: FileInfo
     build: Mapping[str, Any] = field(default_factory=dict)
     stats: Mapping[str, int] = field(default_factory=dict)
-    version: int = 1  # `version_for(schema)`
+    version: int = 1  # `version_for(schema, shard_format)`
     schema: Schema = V1_SCHEMA  # version 1: the schema its `fields` imply
+    shard_format: str = "tar"  # or "tfrecord" (version 2 only)
 
     def __post_init__(self) -> None:
+        if self.shard_format not in SHARD_FORMATS:
+            raise ManifestError(
+                f"manifest: shard_format {self.shard_format!r}, expected one of "
+                f"{', '.join(SHARD_FORMATS)}"
+            )
+        if self.version == 1 and self.shard_format != "tar":
+            raise ManifestError("manifest: version 1 has tar shards only; record shards are v2")
         if self.version == 1 and self.schema == V1_SCHEMA and self.fields != V1_SCHEMA.names:
             object.__setattr__(self, "schema", _v1_schema(self.fields))
         if self.version == 1 and self.schema != _v1_schema(tuple(self.fields)):
@@ -60,13 +68,15 @@ class Manifest:
             del data["schema"]
         else:
             data["schema"] = self.schema.to_json()
+        if self.shard_format == "tar":
+            del data["shard_format"]  # tar datasets are byte-identical to those written before it
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def version_for(schema: Schema) -> int:
-    """The version a writer gives a dataset of `schema`: 1 for `jpg` + `cls` (which every
-    reader reads), else 2."""
-    return 1 if schema.is_v1 else 2
+def version_for(schema: Schema, shard_format: str = "tar") -> int:
+    """The version a writer gives a dataset of `schema`: 1 for `jpg` + `cls` in tar shards
+    (which every reader reads), else 2."""
+    return 1 if schema.is_v1 and shard_format == "tar" else 2
 
 
 def _v1_schema(fields: tuple[str, ...]) -> Schema:
@@ -168,7 +178,12 @@ def _manifest(
         index=_parse_file_info(_require(data, "index", dict, source), f"{source}: index"),
         build=_require(data, "build", dict, source),
         stats=_require(data, "stats", dict, source),
+        shard_format=_optional(data, "shard_format", str, "tar", source),
     )
+
+
+def _optional(data: Mapping[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    return _require(data, key, kind, where) if key in data else default
 
 
 def manifest_from_text(text: str | bytes, source: str) -> Manifest:
