@@ -78,7 +78,8 @@ def _run_shards(out: Path, meta: PlanMeta, options: BuildOptions, schema: Schema
         if record is None:
             todo.append(ShardJob(out=str(out), shard=shard, max_side=options.max_side,
                                  quality=options.quality, check=options.check,
-                                 strict=options.strict, schema=job_schema))  # fmt: skip
+                                 strict=options.strict, schema=job_schema,
+                                 shard_format=options.shard_format))  # fmt: skip
         else:
             done += record.planned
     workers = options.workers or os.cpu_count() or 1
@@ -131,6 +132,8 @@ def build(
             "source_kind": kind, "samples_per_shard": meta.samples_per_shard, **options.shaping(),
             **notes,
         }  # fmt: skip
-        write_dataset_manifest(out, meta, records, build_info, schema)
+        write_dataset_manifest(
+            out, meta, records, build_info, schema, shard_format=options.shard_format
+        )
         _remove_build_files(out)
     return _summary_of(out, time.perf_counter() - started)

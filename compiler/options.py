@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from fastpack.formats import SHARD_FORMATS
+
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
 from .images.policy import CHECKS, Check
 from .sources.detect import SOURCE_FORMATS
 from .sources.scan import SourceOptions
 
-SourceFormat = Literal["auto", "folder", "list", "wds", "coco", "parquet"]
+SourceFormat = Literal["auto", "folder", "list", "wds", "coco", "parquet", "tfrecord"]
+ShardFormat = Literal["tar", "tfrecord"]
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 
 
@@ -33,12 +36,18 @@ class BuildOptions:
     dictionary_size: int = 64 * 1024  # bytes of each trained zstd dictionary, at most
     images_root: str | None = None  # where a COCO source's images live
     render_masks: bool = False  # COCO: render each image's instance masks into a PNG field
+    shard_format: ShardFormat = "tar"  # or "tfrecord": TFRecord shards of tf.train.Example
 
     def __post_init__(self) -> None:
         if self.source_format not in SOURCE_FORMATS:
             raise SourceError(
                 f"unknown source format {self.source_format!r}; "
                 f"expected one of {', '.join(SOURCE_FORMATS)}"
+            )
+        if self.shard_format not in SHARD_FORMATS:
+            raise BuildError(
+                f"build option shard_format={self.shard_format!r}: expected one of "
+                f"{', '.join(SHARD_FORMATS)}"
             )
         if self.check not in CHECKS:
             raise BuildError(
@@ -73,6 +82,8 @@ class BuildOptions:
             shaping["images_root"] = os.path.abspath(self.images_root)
         if self.render_masks:
             shaping["render_masks"] = True
+        if self.shard_format != "tar":
+            shaping["shard_format"] = self.shard_format
         return shaping
 
     def source_options(self) -> SourceOptions:

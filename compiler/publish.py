@@ -19,14 +19,13 @@ from fastpack.formats import (
     REJECTS_NAME,
     read_manifest,
     shard_idx_name,
-    shard_tar_name,
 )
 from fastpack.storage import Location, RetryPolicy, default_cache_dir
 
 from .build import DEFAULT_OPTIONS, build
 from .build_dir import BUILD_DIR
 from .errors import BuildError
-from .jobs.shard_record import finished_record
+from .jobs.shard_record import finished_record, shard_file_name
 from .options import BuildOptions, BuildSummary
 
 POLL_SECONDS = 0.5
@@ -84,12 +83,13 @@ class Uploader:
             names = sorted(p.name for p in build_dir.iterdir() if p.name.endswith(_RECORD_SUFFIX))
         except FileNotFoundError:
             return
-        for name in names:
-            shard = int(name[: -len(_RECORD_SUFFIX)])
-            if shard_tar_name(shard) in self._done or finished_record(self.local, shard) is None:
+        for record_name in names:
+            shard = int(record_name[: -len(_RECORD_SUFFIX)])
+            name = shard_file_name(self.local, shard)
+            if name is None or name in self._done or finished_record(self.local, shard) is None:
                 continue
             self.put(shard_idx_name(shard))
-            self.put(shard_tar_name(shard))
+            self.put(name)
 
     def put_dataset(self) -> None:
         """Upload what is left of the finished local dataset, the manifest last."""

@@ -70,6 +70,13 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
     p.add_argument("--resume", action="store_true", help="finish an interrupted build")
     p.add_argument(
+        "--shard-format",
+        choices=("tar", "tfrecord"),
+        default="tar",
+        help="shard files: tar (webdataset, DALI webdataset reader) or tfrecord (one "
+        "tf.train.Example per sample: TensorFlow, DALI tfrecord reader) (default: tar)",
+    )
+    p.add_argument(
         "--format",
         dest="source_format",
         choices=SOURCE_FORMATS,
@@ -171,6 +178,7 @@ def _run_build(args: argparse.Namespace) -> int:
         schema=read_build_schema(args.schema) if args.schema is not None else None,
         images_root=args.images_root,
         render_masks=args.render_masks,
+        shard_format=args.shard_format,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
     from .storage import is_url  # noqa: PLC0415

@@ -1,6 +1,7 @@
-"""One shard job: a contiguous range of the plan into `shards/NNNNNN.tar` + `.idx`, crash-safe.
+"""One shard job: a contiguous range of the plan into `shards/NNNNNN.tar` (or `.tfrecord`) +
+`.idx`, crash-safe.
 
-The tar and `.idx` are written under temporary names (unique per process, so that a job left
+The shard and `.idx` are written under temporary names (unique per process, so that a job left
 running by a killed build never shares a file with the job that redoes it), then the shard record
 and index part are saved, then both files are renamed into place.
 """
@@ -17,15 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    DEFAULT_FIELDS,
-    Schema,
-    TarShardWriter,
-    format_wds_index,
-    sample_key,
-    shard_idx_name,
-    shard_tar_name,
-)
+from fastpack.formats import DEFAULT_FIELDS, Schema, sample_key, shard_idx_name, shard_name
 
 from ..errors import BuildError
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
@@ -36,6 +29,7 @@ from .inputs import InputReader
 from .sample_encoder import FieldReject, ImageOptions, SampleEncoder
 from .shard_record import ShardRecord, save_record
 from .shard_rows import ShardRows
+from .shard_sinks import ShardSink, open_sink
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -53,6 +47,7 @@ class ShardJob:
     check: Check
     strict: bool
     schema: Schema | None = None  # the dataset's, with its dictionaries; None: V1_SCHEMA
+    shard_format: str = "tar"  # or "tfrecord"
 
 
 class _Sha256Sink(io.RawIOBase):
@@ -111,9 +106,7 @@ def _inputs(job: ShardJob, plan: Plan) -> _Inputs:
     return _Inputs(start, inputs, sources, labels, sizes, containers, offsets)
 
 
-def _write_samples(
-    job: ShardJob, plan: Plan, writer: TarShardWriter, progress: Progress
-) -> ShardRows:
+def _write_samples(job: ShardJob, plan: Plan, sink: ShardSink, progress: Progress) -> ShardRows:
     """The samples of an image + class plan (V1_SCHEMA): no per-sample work for fields."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     labels = shard.labels
@@ -128,14 +121,15 @@ def _write_samples(
                 continue
             payloads = [image.data, str(labels[k]).encode("ascii")]
             key = sample_key(shard.start + k, meta.key_width)
-            locations = writer.add_sample(key, list(zip(DEFAULT_FIELDS, payloads, strict=True)))
-            rows.add(key, source, labels[k], locations, payloads)
+            members = list(zip(DEFAULT_FIELDS, payloads, strict=True))
+            locations, stored = sink.add(key, members, image.size)
+            rows.add(key, source, labels[k], locations, stored)
             rows.converted += image.converted
     return rows
 
 
 def _write_field_samples(
-    job: ShardJob, schema: Schema, plan: Plan, writer: TarShardWriter, progress: Progress
+    job: ShardJob, schema: Schema, plan: Plan, sink: ShardSink, progress: Progress
 ) -> ShardRows:
     """The samples of a plan of any other schema: each one's fields by `SampleEncoder`."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
@@ -161,8 +155,9 @@ def _write_field_samples(
                 _reject(job, rows, source, encoded.reason, encoded.field)
                 continue
             key = sample_key(shard.start + k, meta.key_width)
-            locations = writer.add_sample(key, encoded.members)
-            rows.add(key, source, encoded.label, locations, [d for _, d in encoded.members])
+            size = image.size if image is not None else None
+            locations, stored = sink.add(key, encoded.members, size)
+            rows.add(key, source, encoded.label, locations, stored)
             rows.positions.append(encoded.positions)
             rows.converted += image.converted if image is not None else 0
     return rows
@@ -170,7 +165,8 @@ def _write_field_samples(
 
 def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
     out = Path(job.out)
-    tar_path, idx_path = out / shard_tar_name(job.shard), out / shard_idx_name(job.shard)
+    tar_path = out / shard_name(job.shard, job.shard_format)
+    idx_path = out / shard_idx_name(job.shard)
     suffix = f".{os.getpid()}.tmp"
     tar_tmp = tar_path.with_name(tar_path.name + suffix)
     idx_tmp = idx_path.with_name(idx_path.name + suffix)
@@ -178,13 +174,13 @@ def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
         with io.FileIO(tar_tmp, "w") as raw:
             sink = _Sha256Sink(raw)
             with io.BufferedWriter(sink, WRITE_BUFFER) as buffered:
-                writer = TarShardWriter(buffered)
+                shard = open_sink(buffered, job.shard_format, job.schema)
                 if job.schema is None:
-                    rows = _write_samples(job, plan, writer, progress)
+                    rows = _write_samples(job, plan, shard, progress)
                 else:
-                    rows = _write_field_samples(job, job.schema, plan, writer, progress)
-                size = writer.finish()
-        idx_tmp.write_text(format_wds_index(rows.members), encoding="ascii")
+                    rows = _write_field_samples(job, job.schema, plan, shard, progress)
+                size = shard.finish()
+        idx_tmp.write_text(shard.dali_index(), encoding="ascii")
     except BaseException:
         tar_tmp.unlink(missing_ok=True)
         raise

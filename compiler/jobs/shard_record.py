@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fastpack.formats import shard_idx_name, shard_tar_name
+from fastpack.formats import SHARD_FORMATS, shard_idx_name, shard_name
 
 from ..build_dir import BUILD_DIR
 from ..errors import BuildDirError
@@ -67,14 +67,25 @@ def _reject_line(source: str, reason: str, field: str | None = None) -> RejectLi
     return source, reason, field
 
 
+def shard_file_name(out: Path, shard: int) -> str | None:
+    """The name of shard `shard`'s file in `out` (a tar or a TFRecord file), if there is one."""
+    for shard_format in SHARD_FORMATS:
+        name = shard_name(shard, shard_format)
+        if (out / name).exists():
+            return name
+    return None
+
+
 def finished_record(out: Path, shard: int) -> ShardRecord | None:
-    """The shard's record if the shard is finished and its tar has the recorded size, else None."""
+    """The shard's record if the shard is finished and its file has the recorded size, else
+    None."""
     needed = (out / shard_idx_name(shard), part_path(out, shard), record_path(out, shard))
-    if not all(p.exists() for p in needed):
+    name = shard_file_name(out, shard)
+    if name is None or not all(p.exists() for p in needed):
         return None
     record = load_record(out, shard)
     try:
-        size = os.path.getsize(out / shard_tar_name(shard))
+        size = os.path.getsize(out / name)
     except FileNotFoundError:
         return None
     return record if size == record.bytes else None

@@ -19,7 +19,7 @@ from fastpack.formats import (
     ShardInfo,
     file_sha256,
     shard_idx_name,
-    shard_tar_name,
+    shard_name,
     version_for,
     write_manifest,
 )
@@ -29,7 +29,9 @@ from ..jobs.shard_record import ShardRecord
 from ..planning.plan_store import PlanMeta
 
 
-def write_index(out: Path, records: Sequence[ShardRecord], schema: Schema) -> FileInfo:
+def write_index(
+    out: Path, records: Sequence[ShardRecord], schema: Schema, shard_format: str = "tar"
+) -> FileInfo:
     """Announce the totals from the records, then append the parts one shard at a time."""
     path = out / INDEX_NAME
     with IndexWriter(
@@ -39,7 +41,7 @@ def write_index(out: Path, records: Sequence[ShardRecord], schema: Schema) -> Fi
         fields=schema.names,
         key_blob_size=sum(r.key_bytes for r in records),
         source_blob_size=sum(r.source_bytes for r in records),
-        version=version_for(schema),
+        version=version_for(schema, shard_format),
     ) as index:
         for record in records:
             index.append(load_part(part_path(out, record.shard), schema.names))
@@ -68,18 +70,22 @@ def write_dataset_manifest(
     records: Sequence[ShardRecord],
     build: Mapping[str, Any],
     schema: Schema,
+    *,
+    shard_format: str = "tar",
 ) -> Manifest:
-    """Index, rejects, then the manifest of a dataset of `schema` (with its dictionaries)."""
-    index = write_index(out, records, schema)
+    """Index, rejects, then the manifest of a dataset of `schema` (with its dictionaries) in
+    shards of `shard_format`."""
+    index = write_index(out, records, schema, shard_format)
     write_rejects(out, records)
     shards = tuple(
-        ShardInfo(name=shard_tar_name(r.shard), index_name=shard_idx_name(r.shard),
+        ShardInfo(name=shard_name(r.shard, shard_format), index_name=shard_idx_name(r.shard),
                   samples=r.samples, bytes=r.bytes, sha256=r.sha256)
         for r in records
     )  # fmt: skip
     samples = sum(r.samples for r in records)
     manifest = Manifest(
-        version=version_for(schema),
+        version=version_for(schema, shard_format),
+        shard_format=shard_format,
         schema=schema,
         num_samples=samples,
         fields=schema.names,

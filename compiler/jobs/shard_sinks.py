@@ -1,0 +1,77 @@
+"""Where a shard job writes its samples: a tar (formats/SPEC.md section 4) or a TFRecord file
+(section 4.2), each with the DALI index its reader needs (section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import BinaryIO, Protocol
+
+from fastpack.formats import (
+    V1_SCHEMA,
+    MemberLocation,
+    RecordShardWriter,
+    Schema,
+    TarShardWriter,
+    format_record_index,
+    format_wds_index,
+)
+
+Members = Sequence[tuple[str, bytes]]
+
+
+class ShardSink(Protocol):
+    def add(
+        self, key: str, members: Members, image_size: tuple[int, int] | None
+    ) -> tuple[list[MemberLocation], list[bytes]]:
+        """Write one sample; return where each member's bytes landed and the bytes stored (what
+        the index's CRC-32 covers)."""
+        ...
+
+    def finish(self) -> int:
+        """Close the shard's structure; return its size in bytes."""
+        ...
+
+    def dali_index(self) -> str:
+        """The text of the DALI index beside the shard."""
+        ...
+
+
+class TarSink:
+    def __init__(self, file: BinaryIO) -> None:
+        self._writer = TarShardWriter(file)
+        self._members: list[list[MemberLocation]] = []
+
+    def add(
+        self, key: str, members: Members, image_size: tuple[int, int] | None
+    ) -> tuple[list[MemberLocation], list[bytes]]:
+        locations = self._writer.add_sample(key, members)
+        self._members.append(locations)
+        return locations, [data for _, data in members]
+
+    def finish(self) -> int:
+        return self._writer.finish()
+
+    def dali_index(self) -> str:
+        return format_wds_index(self._members)
+
+
+class RecordSink:
+    def __init__(self, file: BinaryIO, schema: Schema | None) -> None:
+        self._writer = RecordShardWriter(file, schema if schema is not None else V1_SCHEMA)
+
+    def add(
+        self, key: str, members: Members, image_size: tuple[int, int] | None
+    ) -> tuple[list[MemberLocation], list[bytes]]:
+        written = self._writer.add_sample(key, members, image_size)
+        return written.locations, written.stored
+
+    def finish(self) -> int:
+        return self._writer.finish()
+
+    def dali_index(self) -> str:
+        return format_record_index(self._writer.records)
+
+
+def open_sink(file: BinaryIO, shard_format: str, schema: Schema | None) -> ShardSink:
+    """A sink writing `shard_format` shards of `schema` (None: image + class) to `file`."""
+    return RecordSink(file, schema) if shard_format == "tfrecord" else TarSink(file)
