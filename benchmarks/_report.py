@@ -30,7 +30,10 @@ def _build_cells(report: dict[str, Any], peer: str, images: int, workers: str) -
 
 
 def _best_peer(loads: dict[str, Any]) -> tuple[str, float] | None:
-    others = {p: s["median"] for p, s in loads.items() if p != "fastpack" and "median" in s}
+    """The fastest loader that is not fastpack (nor fastpack over other shards)."""
+    others = {
+        p: s["median"] for p, s in loads.items() if not p.startswith("fastpack") and "median" in s
+    }
     if not others:
         return None
     best = max(others, key=lambda p: others[p])

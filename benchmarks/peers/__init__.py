@@ -24,6 +24,10 @@ PEERS: dict[str, PeerInfo] = {
         "fastpack_peer", "fastpack", "processes", "build, {workers} processes",
         "fastpack Dataset + make_loader: DCT-scaled simplejpeg decode, batch per worker call",
     ),
+    "fastpack-tfrecord": PeerInfo(
+        "fastpack_tfrecord_peer", "fastpack-tfrecord", "processes", "build, {workers} processes",
+        "fastpack as above, from TFRecord shards (one tf.train.Example per sample)",
+    ),
     "imagefolder-pil": PeerInfo(
         "imagefolder_peer", "imagefolder", "processes", "none",
         "one file per image, PIL decode + transform, torch DataLoader",
