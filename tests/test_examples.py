@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import subprocess
@@ -59,7 +60,7 @@ def label_counts() -> str:
 def test_every_example_is_tested() -> None:
     tested = {
         "build_and_train.py", "read_with_webdataset.py", "read_with_dali.py",
-        "train_coco_multilabel.py",
+        "train_coco_multilabel.py", "read_with_tensorflow.py",
     }  # fmt: skip
     assert {p.name for p in EXAMPLES} == tested
 
@@ -127,6 +128,19 @@ def test_read_with_dali(dataset: Path) -> None:
     assert "first batch: images uint8 (4, 24, 24, 3) on cpu" in out
     shards = len(read_manifest(dataset / "fastpack.json").shards)
     assert f"read {sum(PER_CLASS)} samples from {shards} shards" in out
+    assert f"samples per label: {label_counts()}" in out
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None, reason="TensorFlow (test extra) not installed"
+)
+def test_read_with_tensorflow(image_folder: Path) -> None:
+    records = image_folder.parent / "records"
+    options = fastpack.BuildOptions(workers=1, progress=False, shard_format="tfrecord")
+    fastpack.build(image_folder, records, options)
+    out = run_example("read_with_tensorflow.py", records, "--batch-size", "4", "--size", "24")
+    assert "first batch: images uint8 (4, 24, 24, 3)" in out
+    assert f"read {sum(PER_CLASS)} samples in 4 batches from 1 shards" in out
     assert f"samples per label: {label_counts()}" in out
 
 
