@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .errors import ShardFormatError
+from .errors import FieldValueError, ShardFormatError
 
 Kind = Literal["bytes", "float", "int64"]
 Buffer = bytes | bytearray | memoryview
@@ -31,7 +31,9 @@ _VARINT = 0
 _FIXED32 = 5
 _FIXED64 = 1
 _KINDS: dict[int, Kind] = {1: "bytes", 2: "float", 3: "int64"}
+_U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
+_INT64 = range(-(1 << 63), 1 << 63)
 
 
 def varint(value: int) -> bytes:
@@ -78,10 +80,13 @@ def _feature_header(key: bytes, value: Value) -> tuple[bytes, Buffer]:
     """The map entry's bytes before the value's payload, and the payload (bytes, or an int64's
     varint, packed)."""
     if isinstance(value, int):
+        if value not in _INT64:
+            raise FieldValueError(f"feature {key!r}: {value} is outside int64")
         payload: Buffer = varint(value)
         kind = _INT64_LIST
     else:
-        payload = value
+        # a view's len() counts its items, not bytes: take every payload as bytes
+        payload = value if isinstance(value, bytes) else memoryview(value).cast("B")
         kind = _BYTES_LIST
     inner = _ENTRY + _length(len(payload))  # BytesList.value / Int64List packed values
     feature = kind + _length(len(inner) + len(payload))
@@ -124,9 +129,12 @@ class Feature:
 
 def _read_varint(data: Buffer, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
+    begin = pos
     while True:
-        if pos >= end or shift > 63:
-            raise ValueError("varint runs past its message")
+        if shift > 63:
+            raise ValueError(f"the varint at byte {begin} is longer than 10 bytes")
+        if pos >= end:
+            raise ValueError(f"the varint at byte {begin} runs past its message (ends at {end})")
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -145,7 +153,7 @@ def _skip(data: Buffer, wire: int, pos: int, end: int) -> int:
     if wire == _LEN:
         size, pos = _read_varint(data, pos, end)
         return pos + size
-    raise ValueError(f"wire type {wire} is not used by Example")
+    raise ValueError(f"wire type {wire} at byte {pos} is not used by Example")
 
 
 def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]:
@@ -153,13 +161,18 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
     length-delimited field, start/stop bound its payload; for a varint, start is its value."""
     found = []
     while pos < end:
+        at = pos
         tag, pos = _read_varint(data, pos, end)
         number, wire = tag >> 3, tag & 7
+        if number == 0 or tag > _U32:
+            raise ValueError(f"tag {tag} at byte {at}: field numbers are 1 to 2^29 - 1")
         if wire == _LEN:
             size, pos = _read_varint(data, pos, end)
             start, pos = pos, pos + size
             if pos > end:
-                raise ValueError(f"field {number} runs past its message")
+                raise ValueError(
+                    f"field {number} at byte {at} runs past its message to {pos} > {end}"
+                )
             found.append((number, wire, start, pos))
         elif wire == _VARINT:
             value, pos = _read_varint(data, pos, end)
@@ -167,52 +180,89 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
         else:
             start, pos = pos, _skip(data, wire, pos, end)
             if pos > end:
-                raise ValueError(f"field {number} runs past its message")
+                raise ValueError(
+                    f"field {number} at byte {at} runs past its message to {pos} > {end}"
+                )
             found.append((number, wire, start, pos))
     return found
 
 
 def _int64(value: int) -> int:
+    value &= _U64  # a varint's bits past the 64th are dropped, as protobuf does
     return value - (1 << 64) if value >> 63 else value
 
 
-def _parse_feature(data: Buffer, start: int, stop: int) -> Feature | None:
-    """A Feature message; None for one with no kind set."""
-    parsed: Feature | None = None
-    for number, wire, lo, hi in _fields(data, start, stop):
-        if number not in _KINDS or wire != _LEN:
+@dataclass
+class _Values:
+    """A Feature's list as read so far: bytes spans, or numbers."""
+
+    kind: Kind
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    ints: list[int] = field(default_factory=list)
+    floats: list[float] = field(default_factory=list)
+
+
+def _read_list(values: _Values, data: Buffer, lo: int, hi: int) -> None:
+    """Add the values of the BytesList, FloatList or Int64List in `data[lo:hi]`; a field of
+    another number or wire type is an unknown field, skipped, as protobuf skips it."""
+    kind = values.kind
+    for n, w, a, b in _fields(data, lo, hi):
+        if n != 1:
             continue
-        parsed = Feature(_KINDS[number])  # oneof: the last one set wins
-        ints: list[int] = []
-        floats: list[float] = []
-        for n, w, a, b in _fields(data, lo, hi):
-            if n != 1:
+        if kind == "bytes" and w == _LEN:
+            values.spans.append((a, b - a))
+        elif kind == "int64" and w == _VARINT:
+            values.ints.append(_int64(a))
+        elif kind == "int64" and w == _LEN:  # packed
+            pos = a
+            while pos < b:
+                value, pos = _read_varint(data, pos, b)
+                values.ints.append(_int64(value))
+        elif kind == "float" and w == _FIXED32:
+            values.floats.append(struct.unpack_from("<f", data, a)[0])
+        elif kind == "float" and w == _LEN:  # packed
+            if (b - a) % 4:
+                raise ValueError(
+                    f"packed floats at byte {a} are {b - a} bytes, not a multiple of 4"
+                )
+            values.floats += [v for (v,) in struct.iter_unpack("<f", bytes(data[a:b]))]
+
+
+def _parse_feature(data: Buffer, ranges: list[tuple[int, int]]) -> Feature | None:
+    """The Feature message given in `ranges` (one, or several to merge, as protobuf merges a
+    message field that appears more than once); None for one with no kind set."""
+    values: _Values | None = None
+    for start, stop in ranges:
+        for number, wire, lo, hi in _fields(data, start, stop):
+            if number not in _KINDS or wire != _LEN:
                 continue
-            if parsed.kind == "bytes" and w == _LEN:
-                parsed.spans.append((a, b - a))
-            elif parsed.kind == "int64" and w == _VARINT:
-                ints.append(_int64(a))
-            elif parsed.kind == "int64" and w == _LEN:  # packed
-                pos = a
-                while pos < b:
-                    value, pos = _read_varint(data, pos, b)
-                    ints.append(_int64(value))
-            elif parsed.kind == "float" and w == _FIXED32:
-                floats.append(struct.unpack_from("<f", data, a)[0])
-            elif parsed.kind == "float" and w == _LEN:  # packed
-                if (b - a) % 4:
-                    raise ValueError("packed floats are not a multiple of 4 bytes")
-                floats += [v for (v,) in struct.iter_unpack("<f", bytes(data[a:b]))]
-            else:
-                raise ValueError(f"{parsed.kind} list holds wire type {w}")
-        parsed.numbers = ints if parsed.kind == "int64" else floats
-    return parsed
+            if values is None or values.kind != _KINDS[number]:
+                values = _Values(_KINDS[number])  # oneof: another kind clears the one before
+            _read_list(values, data, lo, hi)  # the same kind again: its lists are merged
+    if values is None:
+        return None
+    numbers = values.ints if values.kind == "int64" else values.floats
+    return Feature(values.kind, values.spans, numbers)
+
+
+def _parse_entry(data: Buffer, lo: int, hi: int) -> tuple[str, Feature | None]:
+    """A map entry of Features: its name (protobuf's default, "", when absent) and Feature."""
+    name = ""
+    value: list[tuple[int, int]] = []
+    for k, kw, ka, kb in _fields(data, lo, hi):
+        if k == 1 and kw == _LEN:
+            name = bytes(data[ka:kb]).decode("utf-8")
+        elif k == 2 and kw == _LEN:
+            value.append((ka, kb))
+    return name, _parse_feature(data, value)
 
 
 def parse_example(data: Buffer, start: int = 0, stop: int | None = None) -> dict[str, Feature]:
     """The features of the Example in `data[start:stop]`, by name; spans are offsets in `data`.
-    ShardFormatError for bytes that are not an Example."""
+    ShardFormatError for bytes that are not an Example, naming the byte offset."""
     stop = len(data) if stop is None else stop
+    if not 0 <= start <= stop <= len(data):
+        raise ShardFormatError(f"Example span {start}..{stop} is outside the {len(data)} bytes")
     features: dict[str, Feature] = {}
     try:
         for number, wire, lo, hi in _fields(data, start, stop):
@@ -221,19 +271,11 @@ def parse_example(data: Buffer, start: int = 0, stop: int | None = None) -> dict
             for n, w, a, b in _fields(data, lo, hi):
                 if n != 1 or w != _LEN:
                     continue
-                name, value = None, None
-                for k, kw, ka, kb in _fields(data, a, b):
-                    if k == 1 and kw == _LEN:
-                        name = bytes(data[ka:kb]).decode("utf-8")
-                    elif k == 2 and kw == _LEN:
-                        value = (ka, kb)
-                if name is None:
-                    raise ValueError("a feature map entry has no name")
-                feature = _parse_feature(data, *value) if value is not None else None
+                name, feature = _parse_entry(data, a, b)
                 if feature is not None:
                     features[name] = feature  # a map's last entry for a key wins
                 else:
-                    features.pop(name, None)
-    except (ValueError, UnicodeDecodeError, struct.error) as e:
+                    features.pop(name, None)  # an empty Feature: no values of any kind
+    except (ValueError, struct.error) as e:  # UnicodeDecodeError is a ValueError
         raise ShardFormatError(f"not a tf.train.Example: {e}") from e
     return features

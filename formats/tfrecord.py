@@ -9,6 +9,7 @@ google-crc32c's (C, hardware-accelerated where the CPU has it).
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ from typing import BinaryIO
 
 import google_crc32c
 
-from .errors import ChecksumMismatchError, ShardFormatError, TruncatedFileError
+from .errors import ChecksumMismatchError, FieldValueError, ShardFormatError, TruncatedFileError
 from .example import EncodedExample, Value, encode_example, varint
+from .field_codec import PNG_SIGNATURE
 from .schema import Schema
 from .tar_shard import MemberLocation, check_key
 
@@ -34,6 +36,8 @@ LABEL_FEATURE = "image/class/label"
 KEY_FEATURE = "fastpack/key"
 FIELD_PREFIX = "fastpack/"
 IMAGE_FORMATS = {"jpeg": b"jpeg", "png": b"png"}
+_LABEL = re.compile(rb"-?[0-9]+")
+_INDEX_LINE = re.compile(r"[ \t]*([0-9]+)[ \t]+([0-9]+)[ \t]*")
 
 
 def mask(crc: int) -> int:
@@ -62,16 +66,32 @@ def feature_name(schema: Schema, field: str) -> str:
 
 
 def image_size(data: bytes, image_type: str) -> tuple[int, int]:
-    """`(height, width)` from an image's header: a JPEG's frame header or a PNG's IHDR."""
+    """`(height, width)` from an image's header: a JPEG's frame header or a PNG's IHDR;
+    FieldValueError for bytes that do not start like one."""
     if image_type == "png":
-        if len(data) < 24:
-            raise ShardFormatError("PNG too short to hold its IHDR chunk")
+        if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+            raise FieldValueError(
+                f"not a PNG with its IHDR chunk first ({len(data)} bytes, starting {data[:16]!r})"
+            )
         width, height = struct.unpack_from(">II", data, 16)
         return height, width
     import simplejpeg  # noqa: PLC0415 - only when the caller does not know the size
 
-    height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+    try:
+        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+    except ValueError as e:
+        raise FieldValueError(f"not a JPEG whose header reads ({e})") from e
     return height, width
+
+
+def _label(key: str, field: str, data: bytes) -> int:
+    """A class member's value: ASCII decimal (SPEC 4.1) within int64."""
+    value = int(data) if _LABEL.fullmatch(data) else None
+    if value is None or not -(1 << 63) <= value < 1 << 63:
+        raise FieldValueError(
+            f"{key}.{field}: a class member is an int64 in ASCII decimal, found {data[:40]!r}"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -104,34 +124,66 @@ class RecordShardWriter:
         size: tuple[int, int] | None = None,
     ) -> WrittenSample:
         """One record holding `members` (`(field, bytes as a tar member holds them)` in schema
-        order) and the key; `size` is the image's `(height, width)` when the caller knows it."""
+        order, every required field present) and the key; `size` is the image's `(height,
+        width)` when the caller knows it. The Example holds them in SPEC 4.2's order (image
+        features, label, the other fields, key); the locations follow `members`' order."""
         check_key(key)
-        schema = self._schema
-        features: list[tuple[bytes, Value]] = []
-        where: list[int] = []  # each member's feature position
+        if not key.isascii():
+            raise ShardFormatError(f"key {key!r}: the keys of a record shard are ASCII")
+        self._check_fields(key, [f for f, _ in members])
+        groups: dict[str, list[tuple[bytes, Value]]] = {"image": [], "label": [], "other": []}
+        where: list[tuple[str, int]] = []  # each member's group and feature position in it
         stored: list[bytes] = []
         for field, data in members:
-            if field == schema.image_field:
-                height, width = size if size and size[0] else image_size(data, self._image_type)
-                where.append(len(features))
-                features += [
+            features: list[tuple[bytes, Value]]
+            if field == self._schema.image_field:
+                group, (height, width) = "image", self._image_size(key, field, data, size)
+                features = [
                     (IMAGE_FEATURE.encode(), data),
                     (FORMAT_FEATURE.encode(), IMAGE_FORMATS[self._image_type]),
                     (HEIGHT_FEATURE.encode(), height),
                     (WIDTH_FEATURE.encode(), width),
                 ]
                 stored.append(data)
-            elif field == schema.label_field:
-                label = int(data)
-                where.append(len(features))
-                features.append((LABEL_FEATURE.encode(), label))
-                stored.append(varint(label))
+            elif field == self._schema.label_field:
+                group, value = "label", _label(key, field, data)
+                features = [(LABEL_FEATURE.encode(), value)]
+                stored.append(varint(value))
             else:
-                where.append(len(features))
-                features.append((self._names[field], data))
+                group, features = "other", [(self._names[field], data)]
                 stored.append(data)
-        features.append((KEY_FEATURE.encode(), key.encode("ascii")))
-        return self._write(key, [f for f, _ in members], encode_example(features), where, stored)
+            where.append((group, len(groups[group])))
+            groups[group] += features
+        groups["other"].append((KEY_FEATURE.encode(), key.encode("ascii")))
+        image, label, other = groups["image"], groups["label"], groups["other"]
+        first = {"image": 0, "label": len(image), "other": len(image) + len(label)}
+        positions = [first[group] + i for group, i in where]
+        example = encode_example(image + label + other)
+        return self._write(key, [f for f, _ in members], example, positions, stored)
+
+    def _check_fields(self, key: str, fields: list[str]) -> None:
+        """Members in schema order, each field once, every required field present."""
+        names = self._schema.names
+        unknown = [f for f in fields if f not in self._schema]
+        if unknown:
+            raise ShardFormatError(f"key {key!r}: fields {unknown} are not in the schema {names}")
+        if len(set(fields)) != len(fields) or fields != sorted(fields, key=names.index):
+            raise ShardFormatError(
+                f"key {key!r}: members {fields}, expected each field once in schema order {names}"
+            )
+        missing = [s.name for s in self._schema.fields if not s.optional and s.name not in fields]
+        if missing:
+            raise ShardFormatError(f"key {key!r}: required fields {missing} are missing")
+
+    def _image_size(
+        self, key: str, field: str, data: bytes, size: tuple[int, int] | None
+    ) -> tuple[int, int]:
+        if size and size[0]:
+            return size
+        try:
+            return image_size(data, self._image_type)
+        except FieldValueError as e:
+            raise FieldValueError(f"{key}.{field}: {e}") from e
 
     def _write(
         self,
@@ -188,6 +240,10 @@ class RecordProblem:
     resumable: bool
 
 
+def _crc_mismatch(what: str, stored: int, computed: int) -> str:
+    return f"{what} CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
+
+
 def scan_records(data: bytes, *, check_data: bool = True) -> Iterator[RecordSpan | RecordProblem]:
     """Every record of a TFRecord file's bytes, checking both CRCs (the data's only with
     `check_data`); a problem is yielded where it is found, and scanning stops after one that is
@@ -201,8 +257,9 @@ def scan_records(data: bytes, *, check_data: bool = True) -> Iterator[RecordSpan
         length_bytes = data[pos : pos + 8]
         (length,) = struct.unpack("<Q", length_bytes)
         (length_crc,) = struct.unpack_from("<I", data, pos + 8)
-        if masked_crc32c(length_bytes) != length_crc:
-            yield RecordProblem(pos, "length CRC mismatch", resumable=False)
+        expected = masked_crc32c(length_bytes)
+        if expected != length_crc:
+            yield RecordProblem(pos, _crc_mismatch("length", length_crc, expected), resumable=False)
             return
         data_offset = pos + HEADER_BYTES
         end = data_offset + length + FOOTER_BYTES
@@ -214,8 +271,9 @@ def scan_records(data: bytes, *, check_data: bool = True) -> Iterator[RecordSpan
             return
         if check_data:
             (data_crc,) = struct.unpack_from("<I", data, data_offset + length)
-            if masked_crc32c(data[data_offset : data_offset + length]) != data_crc:
-                yield RecordProblem(pos, "data CRC mismatch", resumable=True)
+            expected = masked_crc32c(data[data_offset : data_offset + length])
+            if expected != data_crc:
+                yield RecordProblem(pos, _crc_mismatch("data", data_crc, expected), resumable=True)
                 pos = end
                 continue
         yield RecordSpan(pos, data_offset, length)
@@ -244,10 +302,10 @@ def parse_record_index(text: str, source: str) -> list[tuple[int, int]]:
     """The `(offset, size)` lines of a `tfrecord2idx` index; `source` names it in errors."""
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
-        tokens = line.split()
-        if len(tokens) != 2 or not all(t.isdigit() for t in tokens):
+        match = _INDEX_LINE.fullmatch(line)
+        if match is None:  # ASCII digits only: str.isdigit() takes "²", which int() refuses
             raise ShardFormatError(f"{source}: line {number} is not '<offset> <size>': {line!r}")
-        records.append((int(tokens[0]), int(tokens[1])))
+        records.append((int(match[1]), int(match[2])))
     return records
 
 
