@@ -14,7 +14,7 @@ from .sizes import parse_size
 
 Handler = Callable[[argparse.Namespace], int]
 # what `--format` offers; the compiler says which of them this build of it reads
-SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet")
+SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet", "tfrecord")
 
 
 def _size(text: str) -> int:
@@ -81,7 +81,8 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         dest="source_format",
         choices=SOURCE_FORMATS,
         default="auto",
-        help="kind of source (default: auto-detect); wds takes any URL as webdataset shards",
+        help="kind of source (default: auto-detect); wds takes any URL as webdataset shards; "
+        "tfrecord takes TFRecord files (a file, a directory or a quoted glob)",
     )
     p.add_argument(
         "--schema",

@@ -40,6 +40,7 @@ class DatasetInfo:
             "version": m.version,
             "samples": m.num_samples,
             "shards": len(m.shards),
+            "shard_format": m.shard_format,
             "fields": list(m.fields),
             "schema": m.schema.to_json(),
             "classes": list(m.classes),
@@ -53,7 +54,7 @@ class DatasetInfo:
         lines = [
             f"dataset   {self.path} (format version {m.version})",
             f"samples   {m.num_samples}",
-            f"shards    {len(m.shards)}",
+            f"shards    {len(m.shards)} ({m.shard_format}: {_shard_names(m)})",
             f"fields    {', '.join(m.fields)}",
             *_format_schema(m.schema),
             f"classes   {_format_classes(m.classes)}",
@@ -62,6 +63,14 @@ class DatasetInfo:
             f"stats     {_format_mapping(m.stats)}",
         ]
         return "\n".join(lines)
+
+
+def _shard_names(manifest: Manifest) -> str:
+    """The first and last shard files, as the manifest names them."""
+    names = [s.name for s in manifest.shards]
+    if len(names) <= 2:
+        return ", ".join(names) or "none"
+    return f"{names[0]} .. {names[-1]}"
 
 
 def _format_field(spec: FieldSpec) -> str:

@@ -35,8 +35,14 @@ class DatasetFiles:
             )
         self._codecs: dict[str, FieldCodec] = {}
 
+    @property
+    def records(self) -> bool:
+        """Whether the shards are TFRecord files (formats/SPEC.md section 4.2), not tars."""
+        return self.manifest.shard_format == "tfrecord"
+
     def codec(self, field: str) -> FieldCodec:
-        """The codec of field `field`, with its zstd dictionary read from the dataset."""
+        """The codec of field `field`, with its zstd dictionary read from the dataset; in a record
+        dataset the label field's members are varints (section 4.2)."""
         codec = self._codecs.get(field)
         if codec is None:
             spec = self.manifest.schema[field]
@@ -49,7 +55,8 @@ class DatasetFiles:
                     raise DatasetNotFoundError(
                         f"{path}: zstd dictionary of field {field!r} not found"
                     ) from e
-            codec = self._codecs[field] = FieldCodec(spec, dictionary)
+            varint = self.records and field == self.manifest.schema.label_field
+            codec = self._codecs[field] = FieldCodec(spec, dictionary, varint=varint)
         return codec
 
     def shard_path(self, shard: int) -> Path:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 import zstandard
 
 from .errors import FieldValueError
+from .example import varint as encode_varint
 from .schema import FieldSpec
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -207,6 +208,18 @@ def decode_value(spec: FieldSpec, data: bytes | memoryview) -> Any:
     return bytes(data)
 
 
+def decode_varint(data: bytes | memoryview) -> int:
+    """The int64 that a label's member holds in a record shard: exactly one protobuf varint, the
+    value's 64-bit two's complement (formats/SPEC.md section 4.2)."""
+    raw = bytes(data)
+    if not 1 <= len(raw) <= 10 or raw[-1] & 0x80 or any(b < 0x80 for b in raw[:-1]):
+        raise FieldValueError(f"a class member that is not one protobuf varint: {raw[:12]!r}")
+    value = sum((b & 0x7F) << (7 * k) for k, b in enumerate(raw))
+    if value >> 64:
+        raise FieldValueError(f"a varint of more than 64 bits: {raw!r}")
+    return value - (1 << 64) if value >> 63 else value
+
+
 def train_dictionary(samples: Sequence[bytes], size: int) -> bytes | None:
     """A zstd dictionary of at most `size` bytes trained on `samples` (member bytes before
     compression); None when the samples are too few or too alike to train one."""
@@ -224,10 +237,18 @@ def train_dictionary(samples: Sequence[bytes], size: int) -> bytes | None:
 class FieldCodec:
     """Encodes and decodes the members of one field, compressing them when the spec says so.
 
+    `varint`: the members are protobuf varints, not ASCII decimals: the label field of a record
+    dataset (formats/SPEC.md section 4.2), whose index entries delimit the label's varint.
+
     Holds zstd contexts (not thread-safe): one codec per thread or process."""
 
-    def __init__(self, spec: FieldSpec, dictionary: bytes | None = None) -> None:
+    def __init__(
+        self, spec: FieldSpec, dictionary: bytes | None = None, *, varint: bool = False
+    ) -> None:
+        if varint and spec.type != "class":
+            raise ValueError(f"field {spec.name!r} is {spec.type}; only a class is a varint")
         self.spec = spec
+        self.varint = varint
         self._compress: Any = None
         self._decompress: Any = None
         if spec.zstd is not None:
@@ -242,6 +263,8 @@ class FieldCodec:
 
     def encode(self, value: Any) -> bytes:
         data = encode_value(self.spec, value)
+        if self.varint:
+            return encode_varint(int(data))
         if self._compress is None:
             return data
         return self._compress.compress(data)  # type: ignore[no-any-return]
@@ -257,4 +280,10 @@ class FieldCodec:
             raise FieldValueError(f"zstd frame does not decompress ({e})") from e
 
     def decode(self, data: bytes | memoryview) -> Any:
-        return decode_value(self.spec, self.decompress(data))
+        return self.decode_plain(self.decompress(data))
+
+    def decode_plain(self, plain: bytes | memoryview) -> Any:
+        """The value of a member's bytes once decompressed (`decompress`)."""
+        if self.varint:
+            return np.int64(decode_varint(plain))
+        return decode_value(self.spec, plain)

@@ -69,8 +69,9 @@ def make_loader(
       are DALI's extra `fields`; batches are then one value per field in the Dataset's order,
       as on the torch path, but DALI gives masks as arrays and every other extra field as its
       member's bytes, one uint8 tensor per sample, decompressed (see `make_dali_loader`);
-      boxes and optional masks are refused. `io="pread"` reads the tars with plain file I/O
-      (DALI's `dont_use_mmap`); its epoch must follow DALI's count (`DaliLoader`).
+      boxes and optional masks are refused (from record shards every optional field is).
+      `io="pread"` reads the shards with plain file I/O (DALI's `dont_use_mmap`); its epoch
+      must follow DALI's count (`DaliLoader`).
     - `num_workers` is DALI's thread count (at least 1), `prefetch_factor` its
       `prefetch_queue_depth` (batches prepared ahead, for the whole pipeline).
     - `pin_memory=True` is refused: DALI's CPU batches are not pinned and its GPU batches are

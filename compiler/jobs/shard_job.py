@@ -23,6 +23,7 @@ from fastpack.formats import DEFAULT_FIELDS, Schema, sample_key, shard_idx_name,
 from ..errors import BuildError
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
 from ..planning.plan_store import Plan
+from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
 from .dictionaries import load_dictionaries
 from .index_parts import part_path, save_part
 from .inputs import InputReader
@@ -72,6 +73,15 @@ def _prepare(job: ShardJob, data: bytes | Reject) -> PreparedImage | Reject:
     return prepare_image(data, max_side=job.max_side, quality=job.quality, check=job.check)
 
 
+def _unreadable(sizes: list[int], packed: list[bytes], k: int) -> str | None:
+    """Why row `k` cannot be read at all, where its scan said so (`WHOLE_SAMPLE`: a damaged
+    TFRecord record, whose row has an empty image), else None."""
+    if sizes[k] or not packed[k]:
+        return None
+    value = unpack_fields(packed[k]).get(WHOLE_SAMPLE)
+    return value.reason if isinstance(value, InvalidValue) else None
+
+
 def _reject(job: ShardJob, rows: ShardRows, source: str, reason: str, name: str | None) -> None:
     if job.strict:
         where = f"{source}: field {name!r}" if name is not None else source
@@ -110,8 +120,14 @@ def _write_samples(job: ShardJob, plan: Plan, sink: ShardSink, progress: Progres
     """The samples of an image + class plan (V1_SCHEMA): no per-sample work for fields."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     labels = shard.labels
+    packed = plan.fields(shard.inputs)  # empty unless a scan rejected whole rows
     with InputReader(meta) as reader:
         for k, source_bytes in enumerate(shard.sources):
+            unreadable = _unreadable(shard.sizes, packed, k)
+            if unreadable is not None:
+                progress(1, 0)
+                _reject(job, rows, source_bytes.decode("utf-8", "replace"), unreadable, None)
+                continue
             data = shard.read(reader, k)
             image = _prepare(job, data)
             source = source_bytes.decode("utf-8", "replace")
@@ -141,6 +157,11 @@ def _write_field_samples(
         encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
         for k, source_bytes in enumerate(shard.sources):
             source = source_bytes.decode("utf-8", "replace")
+            unreadable = _unreadable(shard.sizes, packed, k)
+            if unreadable is not None:
+                progress(1, 0)
+                _reject(job, rows, source, unreadable, None)
+                continue
             image, nbytes = None, 0
             if has_image:
                 data = shard.read(reader, k)

@@ -11,42 +11,82 @@ from .folder import scan_folder
 from .list_file import LIST_SUFFIXES, scan_list
 from .parquet import scan_parquet
 from .scan import SourceOptions, SourceScan
+from .tfrecord import scan_tfrecord
+from .tfrecord_files import (
+    TFRECORD_SUFFIXES,
+    glob_files,
+    is_glob,
+    is_tfrecord_name,
+    names_tfrecord,
+)
 from .wds import scan_wds
 from .wds_urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
 
-SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet")
+SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet", "tfrecord")
 # the kind a file's suffix makes it
-_FILE_KINDS = {".tar": "wds", ".json": "coco", ".parquet": "parquet"} | dict.fromkeys(
-    LIST_SUFFIXES, "list"
+_FILE_KINDS = (
+    {".tar": "wds", ".json": "coco", ".parquet": "parquet"}
+    | dict.fromkeys(LIST_SUFFIXES, "list")
+    | dict.fromkeys(TFRECORD_SUFFIXES, "tfrecord")
 )
 _FILE_ONLY = ("list", "coco")
+_URL_KINDS = ("auto", "wds", "tfrecord")
+_TFRECORD_NAMES = "*.tfrecord, *.tfrecords or *tfrecord*-NNNNN-of-NNNNN"
+_DIRECTORY_FILES = {"wds": ".tar", "parquet": ".parquet", "tfrecord": "TFRecord"}
 
 
 def _directory_kind(path: Path) -> str:
-    """`wds` for a directory of `*.tar` files, `parquet` for one of `*.parquet` files (and no
-    subfolders either way); otherwise `folder` (an ImageFolder). SourceError for both."""
-    suffixes = set()
+    """`wds` for a directory of `*.tar` files, `parquet` for one of `*.parquet` files, `tfrecord`
+    for one of TFRecord files (`tfrecord_files.is_tfrecord_name`), with no subfolders in each
+    case; otherwise `folder` (an ImageFolder). SourceError for a mix."""
+    kinds = set()
     with os.scandir(path) as it:
         for entry in it:
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
                 return "folder"
-            suffixes.add(os.path.splitext(entry.name)[1])
-    if {".tar", ".parquet"} <= suffixes:
+            if is_tfrecord_name(entry.name):
+                kinds.add("tfrecord")
+            elif (suffix := os.path.splitext(entry.name)[1]) in (".tar", ".parquet"):
+                kinds.add(_FILE_KINDS[suffix])
+    if len(kinds) > 1:
+        found = [(files, kind) for kind, files in _DIRECTORY_FILES.items() if kind in kinds]
+        names = " and ".join(files for files, _ in found)
         raise SourceError(
-            f"{path}: holds both .tar and .parquet files; give the format (wds or parquet)"
+            f"{path}: holds {'both ' if len(found) == 2 else ''}{names} files; give the format "
+            f"({' or '.join(kind for _, kind in found)})"
         )
-    return "wds" if ".tar" in suffixes else "parquet" if ".parquet" in suffixes else "folder"
+    return kinds.pop() if kinds else "folder"
+
+
+def _detect_glob(source: str, source_format: str) -> str:
+    """`tfrecord` for a glob that matches TFRecord files (any files, with that format)."""
+    if source_format not in ("auto", "tfrecord"):
+        raise SourceError(
+            f"{source}: a {source_format} source must be an existing path; globs are TFRecord "
+            "(tfrecord) sources"
+        )
+    files = glob_files(source)
+    if not files:
+        raise SourceError(f"{source}: matches no file")
+    others = [f for f in files if not is_tfrecord_name(f)]
+    if source_format == "auto" and others:
+        raise SourceError(
+            f"{source}: matches files not named as TFRecord files ({_TFRECORD_NAMES}), such as "
+            f"{others[0]}; a glob source is TFRecord files: give it with the tfrecord format"
+        )
+    return "tfrecord"
 
 
 def _detect_url(source: str, source_format: str) -> str:
-    """`wds` for a `pipe:` command, a pattern, or a URL of a `.tar` (any URL with `wds`); the
-    local shards it names must exist."""
-    if source_format not in ("auto", "wds"):
+    """`tfrecord` for URLs of TFRecord files (any URLs, with that format); otherwise `wds` for a
+    `pipe:` command, a pattern, or a URL of a `.tar` (any URL with `wds`). The local files it
+    names must exist."""
+    if source_format not in _URL_KINDS:
         raise SourceError(
             f"{source}: a {source_format} source must be a local path; URLs, pipe: commands and "
-            "{..} patterns are webdataset (wds) sources"
+            "{..} patterns are webdataset (wds) or TFRecord (tfrecord) sources"
         )
     urls = expand(source)
     missing = [url for url in urls if is_local(url) and not os.path.isfile(local_path(url))]
@@ -57,25 +97,60 @@ def _detect_url(source: str, source_format: str) -> str:
         raise SourceError(
             f"{source}: {len(missing)} of its {len(urls)} shards are not files: {listed}"
         )
+    records = source_format == "tfrecord" or (
+        source_format == "auto" and all(names_tfrecord(url) for url in urls)
+    )
+    if records:
+        remote_globs = [url for url in urls if not is_local(url) and "*" in url]
+        if remote_globs:
+            raise SourceError(
+                f"{remote_globs[0]}: globs are read on local paths only; name remote files "
+                "with a {..} pattern (train-{00000..01023}.tfrecord) or a :: list"
+            )
+        return "tfrecord"
     if source_format == "auto" and urls == [source] and not names_tars(source):
         raise SourceError(
             f"{source}: unknown source format; a URL source must name .tar files (webdataset "
-            "shards), or be given with the wds format"
+            f"shards) or TFRecord files ({_TFRECORD_NAMES}), or be given with the wds or "
+            "tfrecord format"
         )
     return "wds"
+
+
+def _file_kind(path: Path, source_format: str) -> str:
+    """The kind of a file source: by its name, or the format given (a tfrecord source may have
+    any name but that of another kind)."""
+    suffix = path.suffix.lower()
+    detected = "tfrecord" if is_tfrecord_name(path.name) else _FILE_KINDS.get(suffix, "")
+    if source_format == "tfrecord" and not detected:
+        return "tfrecord"
+    if not detected:
+        raise SourceError(
+            f"{path}: unknown source format; expected an ImageFolder directory, a directory of "
+            f".tar, .parquet or TFRecord files, a .tar, a list file ({', '.join(LIST_SUFFIXES)}), "
+            "a COCO instances .json, a .parquet, a TFRecord file, a glob of TFRecord files, or "
+            "webdataset URLs"
+        )
+    if source_format not in ("auto", detected):
+        raise SourceError(f"{path}: a {source_format} source cannot be a {suffix} file")
+    return detected
 
 
 def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
     """One of `SOURCE_FORMATS` but auto: `source_format` checked against the source, or detected.
 
-    A local path is an ImageFolder directory, a directory of `.tar` files (wds) or of `.parquet`
-    files, a `.tar`, a list file, a `.parquet` file, or a `.json` file: a COCO instances file (its
-    content is checked when the scan opens it: detection does not read a file that may be
-    hundreds of megabytes). A `pipe:` command, a `scheme://` URL, or a `{..}` pattern (that is not
-    itself an existing path) is a webdataset source."""
+    A local path is an ImageFolder directory, a directory of `.tar` files (wds), of `.parquet`
+    files or of TFRecord files, a `.tar`, a list file, a `.parquet` file, a TFRecord file
+    (`tfrecord_files`), or a `.json` file: a COCO instances file (its content is checked when the
+    scan opens it: detection does not read a file that may be hundreds of megabytes). A glob
+    (that is not itself an existing path) is TFRecord files. A `pipe:` command, a `scheme://`
+    URL, or a `{..}` pattern (that is not itself an existing path) is a webdataset source, or
+    TFRecord files when every URL names one."""
     text = os.fspath(source)
     if is_wds_url(text):
         return _detect_url(text, source_format)
+    if is_glob(text):
+        return _detect_glob(text, source_format)
     path = Path(text)
     if not path.exists():
         raise SourceError(f"{path}: source not found")
@@ -85,17 +160,7 @@ def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
         if source_format != "auto":
             return source_format
         return _directory_kind(path)
-    suffix = path.suffix.lower()
-    detected = _FILE_KINDS.get(suffix, "")
-    if not detected:
-        raise SourceError(
-            f"{path}: unknown source format; expected an ImageFolder directory, a directory of "
-            f".tar or .parquet files, a .tar, a list file ({', '.join(LIST_SUFFIXES)}), a COCO "
-            "instances .json, a .parquet, or webdataset URLs"
-        )
-    if source_format not in ("auto", detected):
-        raise SourceError(f"{path}: a {source_format} source cannot be a {suffix} file")
-    return detected
+    return _file_kind(path, source_format)
 
 
 def source_id(source: str | os.PathLike[str]) -> str:
@@ -124,6 +189,8 @@ def open_source(
         return scan_parquet(Path(source), work_dir, options)
     if kind == "wds":
         return scan_wds(source, work_dir, options)
+    if kind == "tfrecord":
+        return scan_tfrecord(source, work_dir, options)
     raise SourceError(
         f"{source}: unknown source kind {kind!r}; expected one of {SOURCE_FORMATS[1:]}"
     )

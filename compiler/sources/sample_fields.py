@@ -8,6 +8,9 @@ one of the scan's containers (`MemberRef`: a source tar's member, or bytes a sca
 A field missing from the object is absent from the sample (an optional field) or, for a field
 the schema requires, a reject. A scan that finds a value it cannot use (a polygon with an odd
 number of coordinates) passes `InvalidValue(reason)`: the sample is rejected with that reason.
+An `InvalidValue` under `WHOLE_SAMPLE` rejects the sample as a whole, image and all (an input
+the scan could not read at all: a TFRecord record whose checksum fails); such a row's image is
+empty, so that it is rejected even where the key is not looked at.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+# the key of a row's fields whose `InvalidValue` rejects the whole sample
+WHOLE_SAMPLE = ""
 
 
 @dataclass(frozen=True, slots=True)

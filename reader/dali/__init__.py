@@ -1,5 +1,6 @@
-"""NVIDIA DALI as the reader, over the same shards (`fn.readers.webdataset` and the `.idx`
-files); DALI itself is imported only when a loader is made."""
+"""NVIDIA DALI as the reader, over the same shards and their `.idx` files
+(`fn.readers.webdataset` for tars, `fn.readers.tfrecord` for record shards); DALI itself is
+imported only when a loader is made."""
 
 from .loader import DaliLoader, make_dali_loader
 

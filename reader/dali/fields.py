@@ -16,6 +16,12 @@ pipeline outputs that carry it, and each batch's values of it. Free of DALI impo
 Refused when the loader is made: boxes (they would have to follow the crop and flip, which this
 reader does not do for them), optional masks (a batch of masks has no place for one a sample
 lacks), the image and label fields (already returned).
+
+Record shards (`fn.readers.tfrecord`) hold the same member bytes as features
+(`fastpack/<field>`), and every field above is returned as from tars, but for optional ones,
+which are refused: that reader cannot batch a record that lacks a feature (a 0-d tensor) with
+records that hold it. It gives no source info per member either: errors name a sample by its
+record (DALI's source info of the image, `<file> at index <record>`) and its key.
 """
 
 from __future__ import annotations
@@ -34,37 +40,57 @@ from .options import LABEL_FIELD, FieldKind, FieldOutput
 if TYPE_CHECKING:
     import torch
 
-IMAGE_SOURCE = "images/source"  # each image member's DALI source info: `<tar>:<offset>:<name>`
+IMAGE_SOURCE = "images/source"  # each image's DALI source info: `<tar>:<offset>:<name>` (tars)
 IMAGE_SHAPE = "images/shape"  # each image's (height, width, channels), read from its header
+RECORD_KEY = "images/key"  # record shards: each sample's key (its `fastpack/key` feature)
 # The pipeline outputs of each kind of field, as suffixes of its name.
 OUTPUT_SUFFIXES: dict[FieldKind, tuple[str, ...]] = {
     "mask": ("", "/header", "/shape"),  # pixels, PNG bit depth and colour type, stored size
     "class": ("",),  # zero-padded ASCII decimals
     "bytes": ("", "/size", "/source"),  # zero-padded bytes, their count, source (none: absent)
 }
+# Record shards: a bytes field's count is -1 where a record lacks it; no source info per member.
+RECORD_SUFFIXES: dict[FieldKind, tuple[str, ...]] = {**OUTPUT_SUFFIXES, "bytes": ("", "/size")}
 PNG_BIT_DEPTH = 24  # byte offset of the bit depth in a PNG (in its IHDR chunk)
 
 
 def plan_fields(
-    schema: Schema, names: Sequence[str], image_field: str, source: str
+    schema: Schema,
+    names: Sequence[str],
+    image_field: str,
+    source: str,
+    *,
+    label: str = LABEL_FIELD,
+    records: bool = False,
 ) -> tuple[FieldOutput, ...]:
     """How each field of `names` is returned (module docstring); MissingFieldError for a field
-    the schema lacks, ValueError for one this reader refuses. `source` names the dataset."""
+    the schema lacks, ValueError for one this reader refuses. `source` names the dataset;
+    `label` is the field returned as the labels; `records`: the dataset has record shards."""
     if isinstance(names, str):
         raise ValueError(f"fields is a sequence of field names, not the string {names!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"fields names a field twice: {list(names)}")
-    return tuple(_plan_field(schema, name, image_field, source) for name in names)
+    planned = tuple(_plan_field(schema, name, (image_field, label), source) for name in names)
+    optional = [f.name for f in planned if f.optional]
+    if records and optional:
+        raise ValueError(
+            f"{source}: field {optional[0]!r} is optional, and the dataset has record shards: "
+            "DALI's TFRecord reader cannot batch records that lack a feature with records that "
+            "hold it. From record shards the DALI reader returns required fields only; read "
+            "optional ones with the Dataset (make_loader's decoder='simplejpeg') or from a "
+            "build with tar shards"
+        )
+    return planned
 
 
-def _plan_field(schema: Schema, name: str, image_field: str, source: str) -> FieldOutput:
+def _plan_field(schema: Schema, name: str, returned: tuple[str, str], source: str) -> FieldOutput:
     if name not in schema:
         raise MissingFieldError(
             f"{source}: samples hold fields {list(schema.names)}, no {name!r}; fields names "
             "the extra fields for the DALI reader to return"
         )
-    if name in (image_field, LABEL_FIELD):
-        what = "images" if name == image_field else "labels"
+    if name in returned:
+        what = "images" if name == returned[0] else "labels"
         raise ValueError(f"{source}: field {name!r} is returned as the {what} already")
     spec = schema[name]
     kind: FieldKind = "bytes"
@@ -85,16 +111,20 @@ def _plan_field(schema: Schema, name: str, image_field: str, source: str) -> Fie
     return FieldOutput(name=name, kind=kind, optional=spec.optional)
 
 
-def output_names(fields: Sequence[FieldOutput]) -> list[str]:
-    """The pipeline's outputs, in order: images and `cls`, then what `fields` need."""
+def output_names(fields: Sequence[FieldOutput], records: bool = False) -> list[str]:
+    """The pipeline's outputs, in order: images and `cls` (the labels), then what `fields` need
+    (`records`: from record shards)."""
     names = ["images", LABEL_FIELD]
     if not fields:
         return names
     names.append(IMAGE_SOURCE)
+    if records:
+        names.append(RECORD_KEY)
     if any(f.kind == "mask" for f in fields):
         names.append(IMAGE_SHAPE)
+    suffixes = RECORD_SUFFIXES if records else OUTPUT_SUFFIXES
     for f in fields:
-        names += [f.name + suffix for suffix in OUTPUT_SUFFIXES[f.kind]]
+        names += [f.name + suffix for suffix in suffixes[f.kind]]
     return names
 
 
@@ -110,11 +140,20 @@ def _sample(info: str) -> str:
 
 
 class FieldBatch:
-    """One DALI batch's outputs (by `output_names`), its first `take` samples read as values."""
+    """One DALI batch's outputs (by `output_names`), its first `take` samples read as values;
+    `records` for a batch of record shards."""
 
-    def __init__(self, batch: Mapping[str, torch.Tensor], take: int, source: str) -> None:
+    def __init__(
+        self, batch: Mapping[str, torch.Tensor], take: int, source: str, records: bool = False
+    ) -> None:
         self._batch, self._take, self._source = batch, take, source
-        self._samples = [_sample(info) for info in _strings(batch[IMAGE_SOURCE][:take])]
+        self._records = records
+        infos = _strings(batch[IMAGE_SOURCE][:take])
+        if records:
+            keys = _strings(batch[RECORD_KEY][:take])
+            self._samples = [f"{info} (key {key})" for info, key in zip(infos, keys, strict=True)]
+        else:
+            self._samples = [_sample(info) for info in infos]
 
     def _numpy(self, name: str) -> npt.NDArray[Any]:
         array: npt.NDArray[Any] = self._batch[name][: self._take].numpy()
@@ -160,9 +199,7 @@ class FieldBatch:
         import torch  # noqa: PLC0415
 
         data = self._batch[f.name][: self._take]
-        sizes = self._numpy(f"{f.name}/size")[:, 0].tolist()
-        sources: npt.NDArray[Any] = self._numpy(f"{f.name}/source")
-        present: list[bool] = np.any(sources, axis=1).tolist()
+        sizes, present = self._presence(f)
         members: list[torch.Tensor | None] = []
         for k, (size, here) in enumerate(zip(sizes, present, strict=True)):
             if not here:
@@ -182,3 +219,13 @@ class FieldBatch:
                 raise FieldValueError(f"{self._samples[k]}: member {f.name!r}: {e}") from e
             members.append(torch.from_numpy(np.frombuffer(plain, np.uint8).copy()))
         return members
+
+    def _presence(self, f: FieldOutput) -> tuple[list[int], list[bool]]:
+        """Each sample's member size of field `f`, and whether the sample holds the member: from
+        tars by its source info, from records by its size (-1 where the record lacks it)."""
+        counts: npt.NDArray[Any] = self._numpy(f"{f.name}/size")
+        if not self._records:
+            sources: npt.NDArray[Any] = self._numpy(f"{f.name}/source")
+            return counts[:, 0].tolist(), np.any(sources, axis=1).tolist()
+        sizes: list[int] = counts[:, 0].tolist() if counts.shape[1] else [-1] * self._take
+        return [max(size, 0) for size in sizes], [size >= 0 for size in sizes]

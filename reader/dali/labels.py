@@ -1,5 +1,5 @@
-"""Labels from the `cls` (or another class field's) members of a batch: ASCII decimal bytes,
-zero-padded to one width."""
+"""Labels of a batch: from the `cls` (or another class field's) members of tars, ASCII decimal
+bytes zero-padded to one width; from record shards, `image/class/label`'s int64 values."""
 
 from __future__ import annotations
 
@@ -51,3 +51,16 @@ def parse_labels(
         take = digit[:, j] & body[:, j]
         values = np.where(take, values * 10 + (rows[:, j] - _ZERO), values)
     return np.where(negative, -values, values)
+
+
+def record_labels(labels: npt.NDArray[np.int64], source: str) -> npt.NDArray[np.int64]:
+    """The labels of a batch read from record shards: int64 (batch, 1), each sample's one
+    `image/class/label` value (formats/SPEC.md section 4.2), as a new (batch,) array. `source`
+    names the dataset in the error raised for a batch with a record that lacks its label."""
+    if labels.ndim != 2 or labels.shape[1:] != (1,) or labels.dtype != np.int64:
+        raise ShardFormatError(
+            f"{source}: a batch of labels of shape {tuple(labels.shape)} ({labels.dtype}), "
+            "expected one int64 image/class/label per record (formats/SPEC.md section 4.2)"
+        )
+    values: npt.NDArray[np.int64] = labels[:, 0].copy()
+    return values

@@ -1,5 +1,8 @@
 """NVIDIA DALI as the reader: a dataset's tar shards and `.idx` files through
-`fn.readers.webdataset`, decoded on the CPU (`device="cpu"`) or on the GPU (`device="gpu"`).
+`fn.readers.webdataset` (record shards, TFRecord files of Examples, through
+`fn.readers.tfrecord`: images from `image/encoded`, labels from `image/class/label`, the other
+fields from `fastpack/<field>`), decoded on the CPU (`device="cpu"`) or on the GPU
+(`device="gpu"`).
 
     loader = make_dali_loader("data/train", batch_size=256, train=True, seed=0)
     for epoch in range(epochs):
@@ -15,8 +18,8 @@ says how each is returned; a mask is cropped and flipped with its image):
         captions = [bytes(t.numpy()).decode() for t in fields["txt"]]
 
 Sharding and epoch length. Rank `r` of `n` reads DALI shard `r` of `n` (samples are split over
-all tars concatenated); `r` and `n` come from the arguments, else from torch.distributed, else
-from RANK and WORLD_SIZE. Every rank yields the same number of batches per epoch, so DDP never
+all shard files concatenated); `r` and `n` come from the arguments, else from torch.distributed,
+else from RANK and WORLD_SIZE. Every rank yields the same number of batches per epoch, so DDP never
 waits on a rank that ran out:
 
 - `drop_last=False`: each rank yields `ceil(N / n)` samples per epoch, in
@@ -47,14 +50,20 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fastpack.formats import DatasetFiles, DatasetNotFoundError, FieldCodec, TruncatedFileError
+from fastpack.formats import (
+    DatasetFiles,
+    DatasetNotFoundError,
+    FieldCodec,
+    TruncatedFileError,
+    feature_name,
+)
 
 from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..ranks import local_device_id, resolve_rank
 from .fields import FieldBatch, output_names, plan_fields
-from .labels import parse_labels
+from .labels import parse_labels, record_labels
 from .malloc import fix_mmap_threshold
 from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
 
@@ -81,7 +90,7 @@ def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> An
     try:
         return DALIGenericIterator(
             [pipeline],
-            output_names(options.fields),
+            output_names(options.fields, options.records),
             reader_name=READER_NAME,
             last_batch_policy=LastBatchPolicy.DROP if drop_last else LastBatchPolicy.FILL,
             auto_reset=True,
@@ -133,13 +142,14 @@ class DaliLoader(ClosesOnExit):
 
     `images`: uint8 (B, size, size, 3) CPU tensor with `device="cpu"`; float32 (B, 3, size, size)
     normalized with `mean`/`std` on the GPU with `device="gpu"`. `labels`: int64 (B,) parsed from
-    the samples' `cls` members, on the images' device. `fields`: each extra field's values by
-    name (fields.py); `codecs` decompress its zstd fields. `len(loader)` is the number of batches
-    per epoch, the same on every rank. Each `iter()` starts a new epoch; DALI cannot rewind, so
-    an epoch left unfinished is first read to its end. DALI counts epochs itself: when
-    `epoch_source` is set (`make_loader` sets the `Dataset`), an epoch it names other than 0
-    must be the one DALI starts, else ValueError. DALI's own errors on damaged files are raised
-    as `DaliReadError`, after which the loader is closed. Made by `make_dali_loader`.
+    the samples' `cls` members (record shards: `image/class/label`), on the images' device.
+    `fields`: each extra field's values by name (fields.py); `codecs` decompress its zstd
+    fields. `len(loader)` is the number of batches per epoch, the same on every rank. Each
+    `iter()` starts a new epoch; DALI cannot rewind, so an epoch left unfinished is first read
+    to its end. DALI counts epochs itself: when `epoch_source` is set (`make_loader` sets the
+    `Dataset`), an epoch it names other than 0 must be the one DALI starts, else ValueError.
+    DALI's own errors on damaged files are raised as `DaliReadError`, after which the loader is
+    closed. Made by `make_dali_loader`.
     """
 
     def __init__(
@@ -223,20 +233,26 @@ class DaliLoader(ClosesOnExit):
             take = min(left, self.batch_size)
             left -= take
             images = batch["images"][:take]
-            labels = parse_labels(batch[LABEL_FIELD][:take].numpy(), self._source)
+            labels = self._labels(batch[LABEL_FIELD][:take].numpy())
             labels_on = torch.from_numpy(labels).to(images.device, non_blocking=True)
             if not fields:
                 yield images, labels_on
                 continue
-            values = FieldBatch(batch, take, self._source).values(
+            values = FieldBatch(batch, take, self._source, self.options.records).values(
                 fields, self.codecs, images.device
             )
             if self.order is None:
                 yield images, labels_on, values
             else:
                 values[self.options.field] = images
-                values[LABEL_FIELD] = labels_on
+                values[self.options.label] = labels_on
                 yield tuple(values[f] for f in self.order)
+
+    def _labels(self, batch: Any) -> Any:
+        """The int64 (B,) labels of a batch's label output."""
+        if self.options.records:
+            return record_labels(batch, self._source)
+        return parse_labels(batch, self._source)
 
     def close(self) -> None:
         """Release the pipeline (its threads and buffers)."""
@@ -244,9 +260,10 @@ class DaliLoader(ClosesOnExit):
 
 
 def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Paths of every non-empty tar and its `.idx` (a shard whose inputs were all rejected holds
-    no sample), checked to exist, and each tar to have its recorded size: DALI's own messages
-    name neither file, or blame the `.idx` for a short tar."""
+    """Paths of every non-empty shard file (tar or TFRecord, as the manifest names them) and
+    its `.idx` (a shard whose inputs were all rejected holds no sample), checked to exist, and
+    each shard to have its recorded size: DALI's own messages name neither file, or blame the
+    `.idx` for a short shard."""
     tars: list[str] = []
     indexes: list[str] = []
     for shard, info in enumerate(ds.manifest.shards):
@@ -264,17 +281,30 @@ def _shard_files(ds: DatasetFiles) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(tars), tuple(indexes)
 
 
+def _label_field(ds: DatasetFiles) -> str:
+    """The field DALI reads the labels from: the `cls` members of tars; in record shards the
+    schema's label field, whose value is `image/class/label` (or `cls` if there is none, for
+    the error that says so)."""
+    label = ds.manifest.schema.label_field if ds.records else None
+    return label or LABEL_FIELD
+
+
 def _check_dataset(
     ds: DatasetFiles, field: str, num_shards: int, batch_size: int, drop_last: bool
 ) -> None:
-    n, schema = len(ds), ds.manifest.schema
-    missing = [f for f in (field, LABEL_FIELD) if f not in schema]
+    n, schema, label = len(ds), ds.manifest.schema, _label_field(ds)
+    missing = [f for f in (field, label) if f not in schema]
     if missing:
         raise MissingFieldError(
             f"{ds.root}: samples hold fields {list(schema.names)}, no {' or '.join(missing)}; the "
-            f"DALI reader needs the image field {field!r} and {LABEL_FIELD!r}"
+            f"DALI reader needs the image field {field!r} and {label!r}"
         )
-    optional = [f for f in (field, LABEL_FIELD) if schema[f].optional]
+    if ds.records and schema[field].type != "jpeg":
+        raise ValueError(
+            f"{ds.root}: field {field!r} is {schema[field].type}; the DALI reader decodes a "
+            "jpeg field"
+        )
+    optional = [f for f in (field, label) if schema[f].optional]
     if optional:
         raise MissingFieldError(
             f"{ds.root}: field {optional[0]!r} is optional; the DALI reader needs an image and "
@@ -342,6 +372,10 @@ def make_dali_loader(
     then `(images, labels, {field: values})`. A mask follows its image's crop, flip and resize;
     a class field comes as int64 labels; any other field as each sample's member bytes (zstd
     frames decompressed), None where an optional field is absent; boxes are refused (fields.py).
+    A record dataset (TFRecord shards) is read with `fn.readers.tfrecord` (same sharding,
+    shuffling and last-batch policy): images from `image/encoded`, labels from
+    `image/class/label`, extra fields from `fastpack/<field>`; its optional fields are refused
+    (fields.py).
     """
     resize_size = resize_size if resize_size is not None else round(size / 0.875)
     num_threads = num_threads if num_threads is not None else len(os.sched_getaffinity(0))
@@ -349,9 +383,11 @@ def make_dali_loader(
     gpu = (device_id if device_id is not None else local_device_id()) if device == "gpu" else None
     ds = DatasetFiles(path)
     _check_dataset(ds, field, shards, batch_size, drop_last)
-    extra = plan_fields(ds.manifest.schema, fields, field, str(ds.root))
-    codecs = {f.name: ds.codec(f.name) for f in extra if ds.manifest.schema[f.name].zstd}
+    schema, label = ds.manifest.schema, _label_field(ds)
+    extra = plan_fields(schema, fields, field, str(ds.root), label=label, records=ds.records)
+    codecs = {f.name: ds.codec(f.name) for f in extra if schema[f.name].zstd}
     paths, index_paths = _shard_files(ds)
+    features = [(f, feature_name(schema, f)) for f in (field, *(e.name for e in extra))]
     options = PipelineOptions(
         paths=paths,
         index_paths=index_paths,
@@ -378,6 +414,8 @@ def make_dali_loader(
         fast_idct=fast_idct,
         fancy_upsampling=fancy_upsampling,
         fields=extra,
+        label=label,
+        features=tuple(features) if ds.records else (),
     )
     if malloc_mmap_threshold is not None:
         fix_mmap_threshold(malloc_mmap_threshold)

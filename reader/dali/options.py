@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 READER_NAME = "shards"
-LABEL_FIELD = "cls"
+LABEL_FIELD = "cls"  # the label member of tar shards; also the pipeline's output of labels
 Device = Literal["cpu", "gpu"]
 # How the pipeline returns an extra field: a mask decoded and cropped with the image, a class
 # parsed into int64 labels, anything else as each member's bytes.
@@ -52,6 +52,19 @@ class PipelineOptions:
     fast_idct: bool = False  # libjpeg-turbo's faster, less accurate IDCT
     fancy_upsampling: bool = True  # smooth chroma upsampling (the CPU decoder always does it)
     fields: tuple[FieldOutput, ...] = ()  # extra fields, returned beside images and labels
+    label: str = LABEL_FIELD  # the label field (tars: its `cls` members; records: the schema's)
+    # Record shards (TFRecord, `fn.readers.tfrecord`): the Example feature of the image field and
+    # of each extra field, `(field, feature)`; empty for tar shards (`fn.readers.webdataset`).
+    features: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def records(self) -> bool:
+        """Whether the shards are TFRecord files of Examples (else tars)."""
+        return bool(self.features)
+
+    def feature(self, name: str) -> str:
+        """The Example feature that holds field `name` in a record dataset."""
+        return dict(self.features)[name]
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "gpu"):
@@ -69,15 +82,20 @@ class PipelineOptions:
         _check_range("ratio", self.ratio, None)
         if not 0 <= self.flip_prob <= 1:
             raise ValueError(f"flip_prob must be in [0, 1], got {self.flip_prob}")
-        if not self.field or ";" in self.field or self.field == LABEL_FIELD:
+        if not self.field or ";" in self.field or self.field == self.label:
             raise ValueError(f"field must name the image member, not {self.field!r}")
         names = [f.name for f in self.fields]
-        taken = {self.field, LABEL_FIELD}
+        taken = {self.field, self.label}
         if len(set(names)) != len(names) or taken & set(names) or any(";" in n for n in names):
             raise ValueError(
                 f"fields must be distinct member extensions other than {self.field!r} and "
-                f"{LABEL_FIELD!r}, got {names}"
+                f"{self.label!r}, got {names}"
             )
+        unnamed = [
+            n for n in (self.field, *names) if self.features and n not in dict(self.features)
+        ]
+        if unnamed:
+            raise ValueError(f"record shards: no Example feature given for fields {unnamed}")
         if not self.fancy_upsampling and self.device == "cpu":
             raise ValueError(
                 "fancy_upsampling=False needs device='gpu': DALI's CPU decoder always upsamples "

@@ -1,4 +1,5 @@
-"""The DALI graph over a dataset's tar shards: `fn.readers.webdataset`, decode, resize, crop.
+"""The DALI graph over a dataset's shards: `fn.readers.webdataset` over tars, or
+`fn.readers.tfrecord` over record shards (one Example per sample), then decode, resize, crop.
 
 `device="cpu"` keeps every operator on the CPU (`device_id=None`, no CUDA needed) and outputs
 uint8 HWC images. `device="gpu"` decodes with nvJPEG (`device="mixed"`), resizes and normalizes on
@@ -12,14 +13,15 @@ slices both, one coin flips both; in evaluation both are resized and centre-crop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fastpack.formats import KEY_FEATURE, LABEL_FEATURE
 from nvidia.dali import fn, types
 from nvidia.dali.data_node import DataNode
 from nvidia.dali.pipeline import Pipeline
 
-from .fields import IMAGE_SHAPE, IMAGE_SOURCE, PNG_BIT_DEPTH, output_names
+from .fields import IMAGE_SHAPE, IMAGE_SOURCE, PNG_BIT_DEPTH, RECORD_KEY, output_names
 from .options import LABEL_FIELD, READER_NAME, PipelineOptions
 
 __all__ = ["READER_NAME", "build_pipeline"]
@@ -27,39 +29,73 @@ __all__ = ["READER_NAME", "build_pipeline"]
 Window = tuple[DataNode, DataNode]  # (anchor, shape) of a crop, in (height, width) order
 
 
-def _read(o: PipelineOptions) -> dict[str, DataNode]:
-    """The members of this rank's samples, as bytes, by extension: the image (`o.field`),
-    `cls` and the extra fields.
+def _reader_options(o: PipelineOptions) -> dict[str, Any]:
+    """Sharding, shuffling and padding, the same for both readers.
 
     Every rank reads ceil(N / num_shards) samples per epoch (`pad_last_batch` repeats a shard's
-    last sample). With `shuffle`, the order of the tars is reshuffled every epoch with the same
-    seed on every rank, so that ranks still split each epoch's samples between them, and samples
-    are drawn at random from a buffer of `initial_fill`. A member that a sample lacks is an error,
-    but for optional fields, whose absent members come out empty (`FieldBatch` tells them apart
-    by their source info).
+    last sample). With `shuffle`, the order of the shard files is reshuffled every epoch with
+    the same seed on every rank, so that ranks still split each epoch's samples between them,
+    and samples are drawn at random from a buffer of `initial_fill`.
     """
+    return {
+        "name": READER_NAME,
+        "shard_id": o.shard_id,
+        "num_shards": o.num_shards,
+        "pad_last_batch": True,
+        "random_shuffle": o.shuffle,
+        "initial_fill": o.initial_fill,
+        "shuffle_after_epoch": o.shuffle,
+        "shuffle_after_epoch_seed": o.seed if o.shuffle else None,
+        "dont_use_mmap": o.dont_use_mmap,
+    }
+
+
+def _read(o: PipelineOptions) -> dict[str, DataNode]:
+    """The members of this rank's samples, as bytes, by extension: the image (`o.field`),
+    `cls` and the extra fields; from record shards the labels as int64 (1,) instead, and the
+    keys (`RECORD_KEY`).
+
+    A member that a tar's sample lacks is an error, but for optional fields, whose absent
+    members come out empty (`FieldBatch` tells them apart by their source info).
+    """
+    if o.records:
+        return _read_records(o)
     extensions = [o.field, LABEL_FIELD, *(f.name for f in o.fields)]
     outputs = fn.readers.webdataset(
-        name=READER_NAME,
         paths=list(o.paths),
         index_paths=list(o.index_paths),
         ext=extensions,
         dtypes=[types.DALIDataType.UINT8] * len(extensions),
         missing_component_behavior="empty" if any(f.optional for f in o.fields) else "error",
-        shard_id=o.shard_id,
-        num_shards=o.num_shards,
-        pad_last_batch=True,
-        random_shuffle=o.shuffle,
-        initial_fill=o.initial_fill,
-        shuffle_after_epoch=o.shuffle,
-        shuffle_after_epoch_seed=o.seed if o.shuffle else None,
-        dont_use_mmap=o.dont_use_mmap,
+        **_reader_options(o),
     )
     if not isinstance(outputs, Sequence) or len(outputs) != len(extensions):
         raise RuntimeError(
             f"fn.readers.webdataset returned {outputs!r}, expected {len(extensions)} outputs"
         )
     return dict(zip(extensions, outputs, strict=True))
+
+
+def _read_records(o: PipelineOptions) -> dict[str, DataNode]:
+    """`_read` from record shards: each field's feature as bytes (a feature a record lacks
+    comes out as a 0-d tensor: `_outputs` tells it by its shape), the label from
+    `image/class/label`."""
+    from nvidia.dali import tfrecord  # noqa: PLC0415 - only for record shards
+
+    names = [o.field, *(f.name for f in o.fields)]
+    features = {o.feature(n): tfrecord.FixedLenFeature([], tfrecord.string, "") for n in names}
+    features[KEY_FEATURE] = tfrecord.FixedLenFeature([], tfrecord.string, "")
+    features[LABEL_FEATURE] = tfrecord.FixedLenFeature([1], tfrecord.int64, -1)
+    outputs: Any = fn.readers.tfrecord(  # a dict by feature name (its stubs say otherwise)
+        path=list(o.paths), index_path=list(o.index_paths), features=features,
+        **_reader_options(o),
+    )  # fmt: skip
+    if not isinstance(outputs, Mapping) or set(outputs) != set(features):
+        raise RuntimeError(f"fn.readers.tfrecord returned {outputs!r}, expected {list(features)}")
+    members = {n: outputs[o.feature(n)] for n in names}
+    members[LABEL_FIELD] = outputs[LABEL_FEATURE]
+    members[RECORD_KEY] = outputs[KEY_FEATURE]
+    return members
 
 
 def _one(node: DataNode | Sequence[DataNode] | None) -> DataNode:
@@ -198,8 +234,27 @@ def _padded(member: DataNode) -> DataNode:
 
 
 def _source(member: DataNode) -> DataNode:
-    """Each member's DALI source info (`<tar>:<offset>:<name>`; empty for an absent member)."""
+    """Each member's DALI source info (`<tar>:<offset>:<name>`; empty for an absent member;
+    from record shards, the sample's: `<file> at index <record>`)."""
     return _padded(_one(fn.get_property(member, key="source_info")))
+
+
+def _flat(member: DataNode) -> DataNode:
+    """A record's feature as 1-D bytes (a lacking feature's 0-d tensor as one byte)."""
+    return _one(fn.reshape(member, shape=[-1]))
+
+
+def _bytes_outputs(name: str, member: DataNode, o: PipelineOptions) -> dict[str, DataNode]:
+    """A `bytes` field's outputs: the zero-padded bytes, their count (from record shards -1
+    where a record lacks the feature) and, from tars, the members' source info."""
+    if not o.records:
+        return {
+            name: _padded(member),
+            f"{name}/size": member.shape(),  # type: ignore[no-untyped-call]
+            f"{name}/source": _source(member),
+        }
+    size = member.shape()  # type: ignore[no-untyped-call]
+    return {name: _padded(_flat(member)), f"{name}/size": _one(fn.pad(size, fill_value=-1))}
 
 
 def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, DataNode]:
@@ -207,7 +262,8 @@ def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Data
     jpg = members[o.field]
     shape = _one(fn.peek_image_shape(jpg))
     masks = [f.name for f in o.fields if f.kind == "mask"]
-    nodes = {LABEL_FIELD: _padded(members[LABEL_FIELD])}
+    label = members[LABEL_FIELD]
+    nodes = {LABEL_FIELD: label if o.records else _padded(label)}
     if o.train:
         mirror = _one(fn.random.coin_flip(probability=o.flip_prob))
         if masks:
@@ -222,6 +278,8 @@ def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Data
     if o.fields:
         nodes[IMAGE_SOURCE] = _source(jpg)
         nodes[IMAGE_SHAPE] = shape
+        if o.records:
+            nodes[RECORD_KEY] = _padded(_flat(members[RECORD_KEY]))
     for f in o.fields:
         member = members[f.name]
         if f.kind == "mask":
@@ -234,15 +292,14 @@ def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Data
         elif f.kind == "class":
             nodes[f.name] = _padded(member)
         else:
-            nodes[f.name] = _padded(member)
-            nodes[f"{f.name}/size"] = member.shape()  # type: ignore[no-untyped-call]
-            nodes[f"{f.name}/source"] = _source(member)
+            nodes.update(_bytes_outputs(f.name, member, o))
     return nodes
 
 
 def build_pipeline(o: PipelineOptions) -> Pipeline:
-    """A pipeline whose outputs are `output_names(o.fields)`: images, `cls` bytes zero-padded to
-    the batch's widest, and what the extra fields need."""
+    """A pipeline whose outputs are `output_names(o.fields, o.records)`: images, the labels
+    (tars: `cls` bytes zero-padded to the batch's widest; records: int64 (1,)), and what the
+    extra fields need."""
     pipe = Pipeline(  # type: ignore[no-untyped-call]
         batch_size=o.batch_size,
         num_threads=o.num_threads,
@@ -252,5 +309,6 @@ def build_pipeline(o: PipelineOptions) -> Pipeline:
     )
     with pipe:
         nodes = _outputs(_read(o), o)
-        pipe.set_outputs(*(nodes[name] for name in output_names(o.fields)))  # type: ignore[no-untyped-call]
+        outputs = output_names(o.fields, o.records)
+        pipe.set_outputs(*(nodes[name] for name in outputs))  # type: ignore[no-untyped-call]
     return pipe

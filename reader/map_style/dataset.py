@@ -247,7 +247,9 @@ class Dataset(ClosesOnExit):
 
     def read_bytes(self, i: int, field: str | None = None) -> memoryview | bytes:
         """The stored member of sample `i` in `field` (default: its image), as a zero-copy view
-        into the shard; `AbsentFieldError` for an absent optional member."""
+        into the shard; `AbsentFieldError` for an absent optional member. In a record dataset
+        the label field's member is its value's varint (formats/SPEC.md section 4.2), which
+        `DatasetFiles.codec(field).decode` reads like any other field's."""
         state = self._opened()
         name = self._image() if field is None else field
         if name not in state.index.fields:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastpack.formats.layout import SHARD_SUFFIXES
 from fastpack.storage.download import final_name, temp_name
 
 PART_SUFFIX = ".part"
@@ -48,7 +49,7 @@ class _Entry:
 
 class ShardCache:
     """Whole shards of one dataset under `root`, at most `limit_bytes` together (None: no
-    limit). Names are the manifest's shard names (`shards/000042.tar`)."""
+    limit). Names are the manifest's shard names (`shards/000042.tar`, `.tfrecord`)."""
 
     def __init__(self, root: Path, limit_bytes: int | None) -> None:
         if limit_bytes is not None and limit_bytes < 0:
@@ -141,8 +142,11 @@ def _stat(path: Path) -> _Entry | None:
     return _Entry(path, st.st_size, st.st_mtime, path.name.startswith("."))
 
 
+_SHARD_SUFFIXES = (*SHARD_SUFFIXES.values(), PART_SUFFIX)  # `.tar`, `.tfrecord`, downloads
+
+
 def _is_shard(name: str) -> bool:
-    return name.endswith(".tar") or name.endswith(PART_SUFFIX)
+    return name.endswith(_SHARD_SUFFIXES)
 
 
 def _owner_alive(part_name: str) -> bool:

@@ -5,9 +5,10 @@ is wrong: manifest and index headers, file sizes and SHA-256s, the zstd dictiona
 schema's SHA-256s, each shard's DALI index against the binary index, each present member's CRC-32
 and bounds, each absent member's marker (only optional fields may lack a member), the label
 field's members against the index's labels, every zstd frame decompressed, and optionally
-(`decode`) every member decoded as its field's type says. The checks of the index, of a DALI
-index and of the members (members.py) are shared with `verify_remote`, which streams the shards
-of a dataset at a URL.
+(`decode`) every member decoded as its field's type says; in a record dataset also each shard's
+records (records.py: CRCs, tiling, one record per sample holding its fields, the DALI index).
+The checks of the index, of a DALI index, of the records and of the members (members.py) are
+shared with `verify_remote`, which streams the shards of a dataset at a URL.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from fastpack.formats import (
     Manifest,
     MemberLocation,
     file_sha256,
-    read_wds_index,
+    parse_record_index,
+    parse_wds_index,
 )
 from tqdm import tqdm
 
@@ -40,6 +42,7 @@ from .members import (
     present,
     shard_payloads,
 )
+from .records import SampleRecords, count_problem, record_index_problems, scan_window
 
 MAX_PROBLEMS = 1000
 
@@ -160,7 +163,7 @@ def verify_dataset(
     )  # fmt: skip
     for problem in problems:
         report.add(problem)
-    checks = MemberChecks(files.manifest.schema, dictionaries, decode)
+    checks = MemberChecks(files.manifest.schema, dictionaries, decode, records=files.records)
     shards: Iterable[int] = range(len(files.manifest.shards))
     if progress:
         shards = tqdm(shards, desc="verify", unit="shard")
@@ -185,31 +188,24 @@ def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> boo
 def _check_shard(
     report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows, checks: MemberChecks
 ) -> None:
-    """All checks of one shard file, its DALI index and its samples' members."""
+    """All checks of one shard file, its DALI index and its samples' members (and in a record
+    dataset, its records: records.py)."""
     info, path = files.manifest.shards[shard], files.shard_path(shard)
     if not _check_file(report, path, info.bytes, info.sha256):
         return
     report.shards_checked += 1
-    idx_path = files.shard_index_path(shard)
-    try:
-        samples = read_wds_index(idx_path)
-    except UnicodeDecodeError as e:
-        report.add(f"{idx_path}: not ASCII text ({e})")
-    except (FastpackError, OSError) as e:
-        report.add_error(e)
-    else:
-        fields = files.manifest.fields
-        for line in wds_index_problems(
-            str(idx_path), samples, files.index, fields, rows=rows, shard=shard
-        ):
-            report.add(line)
+    idx_lines = _check_dali_index(report, files, shard, rows)
     name, index = str(path), files.index
     for line in absent_problems(name, index, files.manifest.schema, rows):
         report.add(line)
     size = path.stat().st_size
     if size == 0:
+        if files.records:
+            _check_records(report, files, shard, rows, data=b"", idx_lines=idx_lines)
         return
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        if files.records:
+            _check_records(report, files, shard, rows, data=m, idx_lines=idx_lines)
         view = memoryview(m)
         try:
             for p in shard_payloads(index, files.manifest.fields, rows):
@@ -221,3 +217,56 @@ def _check_shard(
             report.samples_checked += len(rows)
         finally:
             view.release()
+
+
+def _check_dali_index(
+    report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows
+) -> list[tuple[int, int]] | None:
+    """Check a tar shard's wds2idx index against the index; return a record shard's
+    tfrecord2idx lines, to be checked against its records. None once checked, or unreadable."""
+    idx_path = files.shard_index_path(shard)
+    try:
+        text = idx_path.read_text(encoding="ascii")
+        if files.records:
+            return parse_record_index(text, str(idx_path))
+        samples = parse_wds_index(text, str(idx_path))
+    except UnicodeDecodeError as e:
+        report.add(f"{idx_path}: not ASCII text ({e})")
+        return None
+    except (FastpackError, OSError) as e:
+        report.add_error(e)
+        return None
+    fields = files.manifest.fields
+    for line in wds_index_problems(
+        str(idx_path), samples, files.index, fields, rows=rows, shard=shard
+    ):
+        report.add(line)
+    return None
+
+
+def _check_records(
+    report: VerifyReport,
+    files: DatasetFiles,
+    shard: int,
+    rows: Rows,
+    *,
+    data: bytes | mmap.mmap,
+    idx_lines: list[tuple[int, int]] | None,
+) -> None:
+    """The records of a record shard mapped whole as `data`: their CRCs and tiling, one per
+    sample, each sample's fields inside its record, and the DALI index `idx_lines` (None when
+    it could not be read) against them."""
+    name = str(files.shard_path(shard))
+    scan = scan_window(name, data, 0, at_end=True, first=0)
+    for problem in scan.problems:
+        report.add(problem)
+    samples = SampleRecords(name, files.index, files.manifest.schema, rows)
+    for record in scan.records:
+        for problem in samples.problems(record, data, 0):
+            report.add(problem)
+    if scan.going and (wrong_count := count_problem(name, len(scan.records), rows, shard)):
+        report.add(wrong_count)
+    if idx_lines is not None:
+        idx_name = str(files.shard_index_path(shard))
+        for problem in record_index_problems(idx_name, idx_lines, scan.records, scan.going):
+            report.add(problem)

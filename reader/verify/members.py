@@ -24,7 +24,6 @@ from fastpack.formats import (
     FieldValueError,
     Index,
     Schema,
-    decode_value,
     encode_value,
 )
 
@@ -149,14 +148,22 @@ class MemberChecks:
     against the field's dtype and shape), a mask's size against its sample's image.
 
     `dictionaries` holds the checked dictionaries (`dictionary_problems`); a field whose
-    dictionary is missing or damaged gets the CRC and label checks only. Holds zstd contexts:
-    one per thread."""
+    dictionary is missing or damaged gets the CRC and label checks only. `records`: the shards
+    are TFRecord files, whose label members are varints. Holds zstd contexts: one per thread."""
 
-    def __init__(self, schema: Schema, dictionaries: Mapping[str, bytes], decode: bool) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        dictionaries: Mapping[str, bytes],
+        decode: bool,
+        *,
+        records: bool = False,
+    ) -> None:
         self.schema = schema
         self.decode = decode
+        label = schema.label_field
         self._codecs = {
-            s.name: FieldCodec(s, dictionaries.get(s.name))
+            s.name: FieldCodec(s, dictionaries.get(s.name), varint=records and s.name == label)
             for s in schema.fields
             if s.zstd is None or s.zstd.dictionary is None or s.name in dictionaries
         }
@@ -171,11 +178,11 @@ class MemberChecks:
         crc, expected = zlib.crc32(data), int(index.crc32(p.field)[p.row])
         if crc != expected:
             return f"crc32 {crc:08x}, the index records {expected:08x}"
-        if p.field == self.schema.label_field:
-            label = int(index.label[p.row])
-            if bytes(data) != str(label).encode("ascii"):
-                return f"holds {bytes(data)!r}, label is {label}"
         codec = self._codecs.get(p.field)
+        if p.field == self.schema.label_field and codec is not None:
+            label = int(index.label[p.row])
+            if bytes(data) != codec.encode(label):  # ASCII decimals, or a record's varint
+                return f"holds {bytes(data)!r}, label is {label}"
         if codec is None or not (self.decode or codec.spec.zstd is not None):
             return None
         try:
@@ -199,7 +206,7 @@ class MemberChecks:
         elif spec.type == "png":
             self._check_png(plain, p.row, spec.geometry == "mask")
         else:
-            value = decode_value(spec, plain)
+            value = codec.decode_plain(plain)
             if spec.type == "ndarray" and spec.dtype is not None and value.dtype != spec.dtype:
                 raise FieldValueError(f"array of dtype {value.dtype}, the schema says {spec.dtype}")
             encode_value(spec, value)  # the schema's shape, finite boxes, integer class ids

@@ -5,8 +5,9 @@ under the system's temporary directory, deleted on return), where the index is m
 Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SHA-256 is
 computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
 is written to disk, and a shard being checked holds about one chunk plus one payload in memory
-(a payload may straddle chunks). Each shard's DALI index and each zstd dictionary (small) are
-read whole. Problems name the URLs; a missing or unreadable object is a problem in the report,
+(a payload may straddle chunks; a record shard's records are found in windows of at least
+one chunk, or one record). Each shard's DALI index and each zstd dictionary (small) are read
+whole. Problems name the URLs; a missing or unreadable object is a problem in the report,
 not an exception.
 """
 
@@ -25,6 +26,7 @@ from fastpack.formats import (
     FastpackError,
     TruncatedFileError,
     manifest_from_text,
+    parse_record_index,
     parse_wds_index,
 )
 from fastpack.storage import Location, RetryPolicy
@@ -40,6 +42,7 @@ from .members import (
     dictionary_problems,
     shard_payloads,
 )
+from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 
@@ -72,7 +75,7 @@ def verify_remote(
         )
         for problem in problems:
             report.add(problem)
-        checks = MemberChecks(files.manifest.schema, dictionaries, decode)
+        checks = MemberChecks(files.manifest.schema, dictionaries, decode, records=files.records)
         total = sum(s.bytes for s in files.manifest.shards)
         bar = tqdm(total=total, desc="verify", unit="B", unit_scale=True, disable=not progress)
         with bar:
@@ -166,8 +169,42 @@ class _Stream:
             self._pos += len(self._read())
 
 
+class _RecordWalk:
+    """The records of a remote record shard, found window by window as the shard streams
+    (records.py's checks): each window is at least `chunk_bytes`, more for a longer record."""
+
+    def __init__(self, url: str, files: DatasetFiles, rows: Rows, size: int) -> None:
+        self.url, self.size = url, size
+        self.samples = SampleRecords(url, files.index, files.manifest.schema, rows)
+        self.records: list[Record] = []
+        self.problems: list[str] = []  # the records' own problems (CRCs, framing)
+        self.sample_problems: list[str] = []  # their samples' (records.SampleRecords)
+        self.pos = 0  # where the next record starts
+        self.going = size > 0  # False once the whole shard is scanned, or a record is unsound
+        self.complete = size == 0  # the scan reached the end of the shard
+
+    def step(self, stream: _Stream, chunk_bytes: int) -> None:
+        """Scan the next window: its records, checked against their samples."""
+        want = chunk_bytes
+        while True:
+            end = min(self.size, self.pos + want)
+            window = bytes(stream.take(self.pos, end))
+            scan = scan_window(self.url, window, self.pos, end == self.size, len(self.records))
+            if scan.records or not scan.going or end == self.size:
+                break
+            want *= 2  # a record longer than the window
+        self.problems += scan.problems
+        for record in scan.records:
+            self.sample_problems += self.samples.problems(record, window, self.pos)
+        self.records += scan.records
+        self.pos = scan.stop
+        self.complete = scan.going and self.pos == self.size
+        self.going = scan.going and not self.complete
+
+
 class _RemoteShard:
-    """All checks of one shard at a URL: size and SHA-256, DALI index, each payload."""
+    """All checks of one shard at a URL: size and SHA-256, DALI index, each payload, and in a
+    record dataset its records."""
 
     def __init__(
         self,
@@ -181,6 +218,7 @@ class _RemoteShard:
         self.info = files.manifest.shards[shard]
         self.url = location.url_of(self.info.name)
         self.progress = progress
+        self.idx_lines: list[tuple[int, int]] | None = None  # a record shard's DALI index
 
     def check(self, report: VerifyReport, checks: MemberChecks, chunk_bytes: int) -> None:
         """Add this shard's problems to `report`: the object's own first, as `verify_dataset`
@@ -218,10 +256,15 @@ class _RemoteShard:
             report.samples_checked += len(self.rows)
 
     def _dali_index_problems(self) -> list[str]:
+        """A tar shard's DALI index against the index; a record shard's is read into
+        `idx_lines`, to be checked against the records as they are found."""
         name = self.info.index_name
         url = self.location.url_of(name)
         try:
             text = self.location.read_bytes(name).decode("ascii")
+            if self.files.records:
+                self.idx_lines = parse_record_index(text, url)
+                return []
             samples = parse_wds_index(text, url)
         except UnicodeDecodeError as e:
             return [f"{url}: not ASCII text ({e})"]
@@ -233,24 +276,51 @@ class _RemoteShard:
     def _payload_problems(
         self, size: int, checks: MemberChecks, chunk_bytes: int, seen: Callable[[bytes], None]
     ) -> tuple[list[str], str | None]:
-        """Stream the shard's `size` bytes through `seen`, checking each payload on the way: the
-        problems in `verify_dataset`'s order, and the error that stopped the reading, if one
-        did."""
+        """Stream the shard's `size` bytes through `seen`, checking its records (a record
+        shard) and each payload on the way: the problems in `verify_dataset`'s order, and the
+        error that stopped the reading, if one did."""
+        walk = _RecordWalk(self.url, self.files, self.rows, size) if self.files.records else None
         if size == 0:
-            return [], None
+            return self._record_problems(walk), None
         index = self.files.index
         payloads = shard_payloads(index, self.files.manifest.fields, self.rows)
+        # in offset order, the next one last
+        order = sorted(range(len(payloads)), key=lambda k: payloads[k].offset, reverse=True)
         stream = _Stream(self.location, self.info.name, size, chunk_bytes, seen)
         found: dict[int, str] = {}
-        try:
-            for k in sorted(range(len(payloads)), key=lambda k: payloads[k].offset):
+
+        def check_before(limit: int | None) -> None:
+            """Check the payloads (in offset order) that start before `limit` (None: all)."""
+            while order and (limit is None or payloads[order[-1]].offset < limit):
+                k = order.pop()
                 p = payloads[k]
                 problem = bounds_problem(self.url, index, p, size) or checks.problem(
                     self.url, index, p, stream.take(p.offset, p.end)
                 )
                 if problem is not None:
                     found[k] = problem
+
+        try:
+            while walk is not None and walk.going:
+                walk.step(stream, chunk_bytes)
+                check_before(walk.pos)
+            check_before(None)
             stream.finish()
         except (FastpackError, OSError) as e:
-            return [found[k] for k in sorted(found)], f"{type(e).__name__}: {e}"
-        return [found[k] for k in sorted(found)], None
+            problems = [*self._record_problems(walk), *(found[k] for k in sorted(found))]
+            return problems, f"{type(e).__name__}: {e}"
+        return [*self._record_problems(walk), *(found[k] for k in sorted(found))], None
+
+    def _record_problems(self, walk: _RecordWalk | None) -> list[str]:
+        """What the records found say, in `verify_dataset`'s order: their own problems, their
+        samples', their count, the DALI index."""
+        if walk is None:
+            return []
+        problems = [*walk.problems, *walk.sample_problems]
+        if walk.complete and (found := count_problem(self.url, len(walk.records), self.rows,
+                                                     self.shard)):  # fmt: skip
+            problems.append(found)
+        if self.idx_lines is not None:
+            url = self.location.url_of(self.info.index_name)
+            problems += record_index_problems(url, self.idx_lines, walk.records, walk.complete)
+        return problems
