@@ -51,7 +51,11 @@ _SMALL_VARINTS = tuple(varint(n) for n in range(1 << 14))
 
 
 def _length(n: int) -> bytes:
-    return _SMALL_VARINTS[n] if n < len(_SMALL_VARINTS) else varint(n)
+    if n < 1 << 14:
+        return _SMALL_VARINTS[n]
+    if n < 1 << 21:  # an image's size: three bytes
+        return bytes((n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14))
+    return varint(n)
 
 
 def _tag(number: int, wire: int) -> bytes:
@@ -96,22 +100,79 @@ def _feature_header(key: bytes, value: Value) -> tuple[bytes, Buffer]:
     return _ENTRY + _length(entry_size) + body + feature + inner, payload
 
 
+_INLINE_BYTES = 1024  # payloads up to this size are copied into their neighbours' part
+_INT_ENTRIES: dict[tuple[bytes, int], tuple[bytes, int]] = {}  # (key, value): (entry, payload at)
+_INT_ENTRIES_MAX = 1 << 16
+
+
+def _int_entry(key: bytes, value: int) -> tuple[bytes, int]:
+    """A whole int64 entry and where its varint starts in it; small values are cached (image
+    sizes and labels repeat)."""
+    found = _INT_ENTRIES.get((key, value))
+    if found is None:
+        header, payload = _feature_header(key, value)
+        found = (header + bytes(payload), len(header))
+        if len(_INT_ENTRIES) < _INT_ENTRIES_MAX:
+            _INT_ENTRIES[key, value] = found
+    return found
+
+
+_CACHED_BYTES = 8
+_SHORT_ENTRIES: dict[tuple[bytes, bytes], tuple[bytes, int]] = {}
+
+
+def _short_entry(key: bytes, value: Buffer) -> tuple[bytes, int]:
+    """`_int_entry` for a bytes value of at most `_CACHED_BYTES` bytes."""
+    data = bytes(value)
+    found = _SHORT_ENTRIES.get((key, data))
+    if found is None:
+        header, payload = _feature_header(key, data)
+        found = (header + bytes(payload), len(header))
+        if len(_SHORT_ENTRIES) < _INT_ENTRIES_MAX:
+            _SHORT_ENTRIES[key, data] = found
+    return found
+
+
 def encode_example(features: Sequence[tuple[bytes, Value]]) -> EncodedExample:
     """An Example holding each `(name, value)` in this order: bytes as a one-value BytesList,
-    an int as a one-value packed Int64List. Names must be unique (the caller's fixed order)."""
+    an int as a one-value packed Int64List. Names must be unique (the caller's fixed order).
+
+    Small pieces are joined into few parts; a payload over 1 KiB stays a part of its own, so it
+    is written and checksummed where it lies, never copied."""
     parts: list[Buffer] = []
     spans: list[tuple[int, int]] = []
+    small = bytearray()
     position = 0
     for key, value in features:
+        if isinstance(value, int):
+            entry, at = _int_entry(key, value)
+            spans.append((position + at, len(entry) - at))
+            small += entry
+            position += len(entry)
+            continue
+        if len(value) <= _CACHED_BYTES:  # short values repeat (an image's format)
+            entry, at = _short_entry(key, value)
+            spans.append((position + at, len(entry) - at))
+            small += entry
+            position += len(entry)
+            continue
         header, payload = _feature_header(key, value)
-        parts += (header, payload)
+        small += header
         position += len(header)
         spans.append((position, len(payload)))
         position += len(payload)
+        if len(payload) > _INLINE_BYTES:
+            parts += (bytes(small), payload)
+            small = bytearray()
+        else:
+            small += payload
     head = _ENTRY + _length(position)
+    if small or not parts:
+        parts.append(bytes(small))
+    parts[0] = head + bytes(parts[0])
     shift = len(head)
     return EncodedExample(
-        parts=[head, *parts],
+        parts=parts,
         size=shift + position,
         spans=[(offset + shift, size) for offset, size in spans],
     )

@@ -37,6 +37,9 @@ KEY_FEATURE = "fastpack/key"
 FIELD_PREFIX = "fastpack/"
 IMAGE_FORMATS = {"jpeg": b"jpeg", "png": b"png"}
 _LABEL = re.compile(rb"-?[0-9]+")
+_IMAGE, _FORMAT = IMAGE_FEATURE.encode(), FORMAT_FEATURE.encode()
+_HEIGHT, _WIDTH = HEIGHT_FEATURE.encode(), WIDTH_FEATURE.encode()
+_LABEL_NAME, _KEY = LABEL_FEATURE.encode(), KEY_FEATURE.encode()
 _INDEX_LINE = re.compile(r"[ \t]*([0-9]+)[ \t]+([0-9]+)[ \t]*")
 
 
@@ -112,8 +115,11 @@ class RecordShardWriter:
         self._file = file
         self._schema = schema
         self._names = {f: feature_name(schema, f).encode() for f in schema.names}
-        image = schema.image_field
-        self._image_type = schema[image].type if image is not None else ""
+        self._image = schema.image_field
+        self._label = schema.label_field
+        self._image_type = schema[self._image].type if self._image is not None else ""
+        self._format = IMAGE_FORMATS.get(self._image_type, b"")
+        self._fields = list(schema.names)  # members of a sample that holds every field
         self.position = 0
         self.records: list[tuple[int, int]] = []  # (offset, size) of each record: DALI's index
 
@@ -130,36 +136,36 @@ class RecordShardWriter:
         check_key(key)
         if not key.isascii():
             raise ShardFormatError(f"key {key!r}: the keys of a record shard are ASCII")
-        self._check_fields(key, [f for f, _ in members])
-        groups: dict[str, list[tuple[bytes, Value]]] = {"image": [], "label": [], "other": []}
-        where: list[tuple[str, int]] = []  # each member's group and feature position in it
+        fields = [f for f, _ in members]
+        if fields != self._fields:
+            self._check_fields(key, fields)
+        image: list[tuple[bytes, Value]] = []
+        label: list[tuple[bytes, Value]] = []
+        other: list[tuple[bytes, Value]] = []
+        where: list[tuple[int, int]] = []  # each member's group (0 image, 1 label, 2 other)
         stored: list[bytes] = []
         for field, data in members:
-            features: list[tuple[bytes, Value]]
-            if field == self._schema.image_field:
-                group, (height, width) = "image", self._image_size(key, field, data, size)
-                features = [
-                    (IMAGE_FEATURE.encode(), data),
-                    (FORMAT_FEATURE.encode(), IMAGE_FORMATS[self._image_type]),
-                    (HEIGHT_FEATURE.encode(), height),
-                    (WIDTH_FEATURE.encode(), width),
-                ]
+            if field == self._image:
+                height, width = self._image_size(key, field, data, size)
+                where.append((0, 0))
+                image += (
+                    (_IMAGE, data), (_FORMAT, self._format), (_HEIGHT, height), (_WIDTH, width),
+                )  # fmt: skip
                 stored.append(data)
-            elif field == self._schema.label_field:
-                group, value = "label", _label(key, field, data)
-                features = [(LABEL_FEATURE.encode(), value)]
+            elif field == self._label:
+                value = _label(key, field, data)
+                where.append((1, len(label)))
+                label.append((_LABEL_NAME, value))
                 stored.append(varint(value))
             else:
-                group, features = "other", [(self._names[field], data)]
+                where.append((2, len(other)))
+                other.append((self._names[field], data))
                 stored.append(data)
-            where.append((group, len(groups[group])))
-            groups[group] += features
-        groups["other"].append((KEY_FEATURE.encode(), key.encode("ascii")))
-        image, label, other = groups["image"], groups["label"], groups["other"]
-        first = {"image": 0, "label": len(image), "other": len(image) + len(label)}
+        other.append((_KEY, key.encode("ascii")))
+        first = (0, len(image), len(image) + len(label))
         positions = [first[group] + i for group, i in where]
         example = encode_example(image + label + other)
-        return self._write(key, [f for f, _ in members], example, positions, stored)
+        return self._write(key, fields, example, positions, stored)
 
     def _check_fields(self, key: str, fields: list[str]) -> None:
         """Members in schema order, each field once, every required field present."""
@@ -195,10 +201,11 @@ class RecordShardWriter:
     ) -> WrittenSample:
         crc = 0
         for part in example.parts:
-            crc = google_crc32c.extend(crc, bytes(part) if not isinstance(part, bytes) else part)
+            crc = google_crc32c.extend(crc, part if isinstance(part, bytes) else bytes(part))
         write = self._file.write
-        write(record_header(example.size))
-        for part in example.parts:
+        first, *rest = example.parts
+        write(record_header(example.size) + first)
+        for part in rest:
             write(part)
         write(struct.pack("<I", mask(crc)))
         start = self.position

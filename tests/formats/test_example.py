@@ -99,8 +99,17 @@ def test_one_bytes_and_one_int64_feature_byte_for_byte() -> None:
     assert encoded.spans == [(13, 3), (27, 1)]
     assert expected[13:16] == b"xyz"
     assert expected[27:28] == b"\x05"
-    # the value is a part of its own, the very object given: never copied into a header
-    assert any(p is value for p in encoded.parts)
+    assert len(encoded.parts) == 1  # small pieces are joined
+
+
+def test_a_large_value_is_a_part_of_its_own_never_copied() -> None:
+    image = bytes(range(256)) * 8  # over the 1 KiB copied into neighbouring parts
+    encoded = encode_example([(b"image", image), (b"n", 5), (b"key", b"000000001")])
+    assert sum(p is image for p in encoded.parts) == 1
+    assert len(encoded.parts) == 3  # header, the value, the rest
+    joined = b"".join(encoded.parts)
+    offset, size = encoded.spans[0]
+    assert joined[offset : offset + size] == image
 
 
 def test_empty_bytes_value() -> None:
