@@ -42,19 +42,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per configuration")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--commit", default="?", help="fastpack commit measured")
+    parser.add_argument("--shard-format", default="tar", choices=("tar", "tfrecord"))
     return parser.parse_args(argv)
 
 
-def build_dataset(corpus: Path, out: Path) -> dict[str, Any]:
+def build_dataset(corpus: Path, out: Path, shard_format: str) -> dict[str, Any]:
     from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
 
     seconds = None
     if not (out / "manifest.json").exists():
         started = time.perf_counter()
-        build(corpus, out, BuildOptions(shard_size=64 * 2**20, progress=False))
+        options = BuildOptions(shard_size=64 * 2**20, progress=False, shard_format=shard_format)  # type: ignore[arg-type]
+        build(corpus, out, options)
         seconds = round(time.perf_counter() - started, 2)
-    shards = sorted(out.rglob("*.tar"))
-    return {"path": str(out), "shards": len(shards), "build_s": seconds}
+    shards = sorted(out.glob(f"shards/*.{shard_format}"))
+    return {"path": str(out), "shards": len(shards), "build_s": seconds, "format": shard_format}
 
 
 def _loader(path: Path, args: argparse.Namespace, *, train: bool, device: str) -> Any:
@@ -227,7 +229,7 @@ def gpu_info() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    path = args.workdir / "dataset"
+    path = args.workdir / f"dataset-{args.shard_format}"
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": args.commit,
@@ -238,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
         "batch_size": args.batch_size,
         "threads": args.threads,
     }
-    report["dataset"] = build_dataset(args.corpus, path)
+    report["dataset"] = build_dataset(args.corpus, path, args.shard_format)
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "eval_check": partial(check_eval, path, args),
         "train_check": partial(check_train, path, args),
