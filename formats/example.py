@@ -101,35 +101,22 @@ def _feature_header(key: bytes, value: Value) -> tuple[bytes, Buffer]:
 
 
 _INLINE_BYTES = 1024  # payloads up to this size are copied into their neighbours' part
-_INT_ENTRIES: dict[tuple[bytes, int], tuple[bytes, int]] = {}  # (key, value): (entry, payload at)
-_INT_ENTRIES_MAX = 1 << 16
+_ENTRIES_MAX = 1 << 16
 
 
-def _int_entry(key: bytes, value: int) -> tuple[bytes, int]:
-    """A whole int64 entry and where its varint starts in it; small values are cached (image
-    sizes and labels repeat)."""
-    found = _INT_ENTRIES.get((key, value))
+_CACHED_BYTES = 8  # bytes values up to this size are cached too (an image's format)
+_ENTRIES: dict[tuple[bytes, Value], tuple[bytes, int]] = {}  # (key, value): (entry, payload at)
+
+
+def _cached_entry(key: bytes, value: int | bytes) -> tuple[bytes, int]:
+    """A whole entry of an int64 or a short bytes value, and where its payload starts in it:
+    such values repeat (image sizes, labels, formats), so entries are kept, up to a bound."""
+    found = _ENTRIES.get((key, value))
     if found is None:
         header, payload = _feature_header(key, value)
         found = (header + bytes(payload), len(header))
-        if len(_INT_ENTRIES) < _INT_ENTRIES_MAX:
-            _INT_ENTRIES[key, value] = found
-    return found
-
-
-_CACHED_BYTES = 8
-_SHORT_ENTRIES: dict[tuple[bytes, bytes], tuple[bytes, int]] = {}
-
-
-def _short_entry(key: bytes, value: Buffer) -> tuple[bytes, int]:
-    """`_int_entry` for a bytes value of at most `_CACHED_BYTES` bytes."""
-    data = bytes(value)
-    found = _SHORT_ENTRIES.get((key, data))
-    if found is None:
-        header, payload = _feature_header(key, data)
-        found = (header + bytes(payload), len(header))
-        if len(_SHORT_ENTRIES) < _INT_ENTRIES_MAX:
-            _SHORT_ENTRIES[key, data] = found
+        if len(_ENTRIES) < _ENTRIES_MAX:
+            _ENTRIES[key, value] = found
     return found
 
 
@@ -144,14 +131,8 @@ def encode_example(features: Sequence[tuple[bytes, Value]]) -> EncodedExample:
     small = bytearray()
     position = 0
     for key, value in features:
-        if isinstance(value, int):
-            entry, at = _int_entry(key, value)
-            spans.append((position + at, len(entry) - at))
-            small += entry
-            position += len(entry)
-            continue
-        if len(value) <= _CACHED_BYTES:  # short values repeat (an image's format)
-            entry, at = _short_entry(key, value)
+        if isinstance(value, int) or len(value) <= _CACHED_BYTES:
+            entry, at = _cached_entry(key, value if isinstance(value, int) else bytes(value))
             spans.append((position + at, len(entry) - at))
             small += entry
             position += len(entry)

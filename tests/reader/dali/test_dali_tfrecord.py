@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
-import simplejpeg
 import torch
 from fastpack.formats import DatasetFiles
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
@@ -23,8 +21,7 @@ from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 
 from tests.conftest import jpeg_bytes
 from tests.reader._tfrecord_data import FIELDS_COUNT, Pair, build_fields_pair, build_pair
-
-from ..conftest import centre_crop
+from tests.reader.dali.test_dali import _epoch, _labels, _reference
 
 N = 13  # samples: one image per class, so a label names its sample
 SIZE, RESIZE = 56, 64
@@ -59,18 +56,6 @@ def _loader(path: Path, **kwargs: Any) -> DaliLoader:
     options: dict[str, Any] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
     options.update(kwargs)
     return make_dali_loader(path, resize_size=RESIZE, **options)
-
-
-def _epoch(loader: DaliLoader) -> Batches:
-    return [(images.clone(), labels.clone()) for images, labels in loader]
-
-
-def _labels(batches: Batches) -> list[int]:
-    return [int(v) for _, labels in batches for v in labels]
-
-
-def _reference(data: bytes) -> npt.NDArray[np.uint8]:
-    return centre_crop(simplejpeg.decode_jpeg(data, colorspace="RGB"), SIZE, RESIZE)
 
 
 def test_eval_pixels_and_labels_match_simplejpeg(pair: Pair) -> None:
