@@ -42,8 +42,10 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = commands.add_parser("build", help="compile an image collection into a fastpack dataset")
     p.add_argument(
         "source",
-        help="ImageFolder directory, list file, or webdataset tars: a directory of .tar, a .tar, "
-        "or webdataset URLs (shards-{000000..000099}.tar, pipe:CMD, s3://..., https://...)",
+        nargs="+",
+        help="ImageFolder directory, list file, webdataset tars (a directory of .tar, a .tar, or "
+        "URLs: shards-{000000..000099}.tar, pipe:CMD, s3://..., https://...), or TFRecord "
+        "files (a directory, a file, a glob); several files or URLs are read in the order given",
     )
     p.add_argument("out", help="output dataset directory, or a URL such as s3://bucket/prefix")
     p.add_argument("--workers", type=_int_at_least(1), help="build processes (default: all cores)")
@@ -160,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _source(sources: list[str]) -> str:
+    """One source, or several files or URLs (a shell's expansion of `train-*.tfrecord`) as the
+    webdataset-style `::` list every container source reads."""
+    return sources[0] if len(sources) == 1 else "::".join(sources)
+
+
 def _run_build(args: argparse.Namespace) -> int:
     from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
     from .compiler.build_schema import read_build_schema  # noqa: PLC0415
@@ -187,9 +195,9 @@ def _run_build(args: argparse.Namespace) -> int:
     if is_url(args.out):
         from .compiler import build_to_url  # noqa: PLC0415
 
-        summary = build_to_url(args.source, args.out, options, staging=args.staging)
+        summary = build_to_url(_source(args.source), args.out, options, staging=args.staging)
     else:
-        summary = build(args.source, args.out, options)
+        summary = build(_source(args.source), args.out, options)
     print(summary.format())
     return 0
 

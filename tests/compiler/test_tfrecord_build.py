@@ -156,6 +156,11 @@ def test_cli_shard_format_and_info(
     assert sorted(p.name for p in (out / "shards").iterdir()) == ["000000.idx", "000000.tfrecord"]
     assert main(["info", str(out)]) == 0
     assert "shard_format=tfrecord" in capsys.readouterr().out
+    # a shell's expansion of `shards/*.tfrecord`: several sources, read in the order given
+    tfrecords = sorted(str(p) for p in (out / "shards").glob("*.tfrecord")) * 2
+    again = tmp_path / "again"
+    assert main(["build", *tfrecords, str(again), "--no-progress"]) == 0
+    assert len(read_dataset(again)) == 2 * len(read_dataset(out))
     assert main(["build", str(source), str(tmp_path / "x"), "--shard-format", "zip"]) == 2
     assert "invalid choice: 'zip'" in capsys.readouterr().err
     with pytest.raises(BuildError, match="shard_format='zip'"):
