@@ -90,3 +90,39 @@ def test_bad_manifests(text: str, message: str) -> None:
 def test_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(DatasetNotFoundError, match="no manifest; not a fastpack dataset"):
         read_manifest(tmp_path / "fastpack.json")
+
+
+def _v2_text(**changes: object) -> str:
+    """The v1 manifest above as version 2 (schema of its fields), with `changes`."""
+    data = json.loads(_manifest().to_json())
+    data.update(
+        version=2, schema=[{"name": "jpg", "type": "jpeg"}, {"name": "cls", "type": "class"}]
+    )
+    data.update(changes)
+    return json.dumps(data)
+
+
+def test_shard_format_tfrecord_round_trips_and_tar_is_left_out() -> None:
+    records = manifest_from_text(_v2_text(shard_format="tfrecord"), "m.json")
+    assert (records.version, records.shard_format) == (2, "tfrecord")
+    assert json.loads(records.to_json())["shard_format"] == "tfrecord"
+    tar = manifest_from_text(_v2_text(), "m.json")
+    assert tar.shard_format == "tar"
+    assert "shard_format" not in tar.to_json()  # tar manifests are what they were before
+    assert manifest_from_text(_v2_text(shard_format="tar"), "m.json") == tar
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            _v2_text(shard_format="zip"),
+            r"m.json: manifest: shard_format 'zip', expected one of tar",
+        ),
+        (_v2_text(shard_format=1), "m.json: key 'shard_format' should be str, found int"),
+        (_text(shard_format="tfrecord"), "version 1 has tar shards only"),
+    ],
+)
+def test_bad_shard_formats(text: str, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        manifest_from_text(text, "m.json")
