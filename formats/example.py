@@ -204,12 +204,20 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
     found = []
     while pos < end:
         at = pos
-        tag, pos = _read_varint(data, pos, end)
+        tag = data[pos]
+        if tag < 0x80:  # one-byte varints (tags, short lengths) read inline: the common case
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos, end)
         number, wire = tag >> 3, tag & 7
         if number == 0 or tag > _U32:
             raise ValueError(f"tag {tag} at byte {at}: field numbers are 1 to 2^29 - 1")
         if wire == _LEN:
-            size, pos = _read_varint(data, pos, end)
+            if pos < end and data[pos] < 0x80:
+                size = data[pos]
+                pos += 1
+            else:
+                size, pos = _read_varint(data, pos, end)
             start, pos = pos, pos + size
             if pos > end:
                 raise ValueError(
