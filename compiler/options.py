@@ -89,7 +89,10 @@ class BuildOptions:
     def source_options(self) -> SourceOptions:
         """What the source scan is told."""
         root = Path(self.images_root) if self.images_root is not None else None
-        return SourceOptions(schema=self.schema, images_root=root, render_masks=self.render_masks)
+        return SourceOptions(
+            schema=self.schema, images_root=root, render_masks=self.render_masks,
+            workers=self.workers,
+        )  # fmt: skip
 
 
 def _megabytes(n: int) -> str:

@@ -59,3 +59,4 @@ class SourceOptions:
     schema: BuildSchema | None = None
     images_root: Path | None = None
     render_masks: bool = False
+    workers: int | None = None  # processes a scan may use (None: one per core)

@@ -88,10 +88,12 @@ def _survey(files: Sequence[RecordFile]) -> Survey:
     return survey
 
 
-def _file_scans(layout: Layout, files: Sequence[RecordFile]) -> Iterator[FileScan]:
-    """Each file's scan, in order: files scanned by a pool of processes (one per core, at most
-    one per file), up to `IN_FLIGHT` per process ahead of the one streamed."""
-    workers = min(len(files), os.cpu_count() or 1)
+def _file_scans(
+    layout: Layout, files: Sequence[RecordFile], processes: int | None
+) -> Iterator[FileScan]:
+    """Each file's scan, in order: files scanned by a pool of `processes` processes (None: one
+    per core; at most one per file), up to `IN_FLIGHT` per process ahead of the one streamed."""
+    workers = min(len(files), processes or os.cpu_count() or 1)
     if workers <= 1:
         for container, file in enumerate(files):
             yield scan_file(layout, file, container)
@@ -133,12 +135,12 @@ def _warn_left_out(file: RecordFile, at: int, names: list[str]) -> None:
 
 
 def _rows(
-    layout: Layout, files: Sequence[RecordFile], labels: LabelTable | None
+    layout: Layout, files: Sequence[RecordFile], labels: LabelTable | None, processes: int | None
 ) -> Iterator[PlanRow]:
     """The rows of every file, in order; a `LeftOutWarning` where features that feed no field
     first appear (unless the schema drops them); text labels numbered by `labels`."""
     warned: set[str] = set()
-    for file, scan in zip(files, _file_scans(layout, files), strict=True):
+    for file, scan in zip(files, _file_scans(layout, files, processes), strict=True):
         for at, names in scan.left_out:
             new = [name for name in names if name not in warned]
             warned.update(new)
@@ -166,7 +168,7 @@ def scan_tfrecord(
     return SourceScan(
         kind="tfrecord",
         root=root,
-        rows=_rows(layout, files, labels),
+        rows=_rows(layout, files, labels, options.workers if options is not None else None),
         labels=labels,
         containers=tuple(os.path.relpath(f.path, root) for f in files),
         schema=layout.schema,

@@ -416,3 +416,29 @@ def test_damaged_tensorflow_records_are_rejected(tf_dir: Path, tmp_path: Path) -
     with Dataset(out) as dataset:
         assert [bytes(dataset.read_bytes(i)) for i in range(4)] == [IMAGES[i] for i in (0, 2, 3, 4)]
         assert dataset.labels.tolist() == [LABELS[i] for i in (0, 2, 3, 4)]
+
+
+@pytest.mark.parametrize(("workers", "pools"), [(1, 0), (2, 1), (None, 1)])
+def test_the_scan_uses_the_builds_worker_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int | None, pools: int
+) -> None:
+    """`--workers 1` scans the files in the build's own process; more, in a pool of that size."""
+    import fastpack.compiler.sources.tfrecord as tfrecord_source  # noqa: PLC0415
+
+    made: list[int] = []
+    real = tfrecord_source.ProcessPoolExecutor
+
+    def counted(processes: int, **kwargs: Any) -> Any:
+        made.append(processes)
+        return real(processes, **kwargs)
+
+    monkeypatch.setattr(tfrecord_source, "ProcessPoolExecutor", counted)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for f in range(3):
+        write_records(tmp_path / f"src/{f}.tfrecord", [example_bytes(imagenet_features(f))])
+    summary = build(
+        tmp_path / "src", tmp_path / "out", BuildOptions(workers=workers, progress=False)
+    )
+    assert summary.samples == 3
+    assert len(made) == pools
+    assert all(n == 2 for n in made)
