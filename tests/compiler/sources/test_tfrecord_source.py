@@ -6,6 +6,7 @@ fastpack record dataset's shards giving their samples back."""
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import importlib.util
 import io
 import json
@@ -426,7 +427,7 @@ def test_the_scan_uses_the_builds_worker_count(
     import fastpack.compiler.sources.tfrecord as tfrecord_source  # noqa: PLC0415
 
     made: list[int] = []
-    real = tfrecord_source.ProcessPoolExecutor
+    real = concurrent.futures.ProcessPoolExecutor
 
     def counted(processes: int, **kwargs: Any) -> Any:
         made.append(processes)
