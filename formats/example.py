@@ -237,6 +237,21 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
     return found
 
 
+def decode_varint(data: bytes | memoryview) -> int:
+    """The int64 that a label's member holds in a record shard: exactly one protobuf varint, the
+    value's 64-bit two's complement (formats/SPEC.md section 4.2); FieldValueError otherwise."""
+    raw = bytes(data)
+    try:
+        value, end = _read_varint(raw, 0, len(raw))
+    except ValueError:
+        end = -1
+    if end != len(raw):
+        raise FieldValueError(f"a class member that is not one protobuf varint: {raw[:12]!r}")
+    if value >> 64:
+        raise FieldValueError(f"a varint of more than 64 bits: {raw!r}")
+    return _int64(value)
+
+
 def _int64(value: int) -> int:
     value &= _U64  # a varint's bits past the 64th are dropped, as protobuf does
     return value - (1 << 64) if value >> 63 else value

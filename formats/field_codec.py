@@ -17,6 +17,7 @@ import numpy.typing as npt
 import zstandard
 
 from .errors import FieldValueError
+from .example import decode_varint
 from .example import varint as encode_varint
 from .schema import FieldSpec
 
@@ -206,18 +207,6 @@ def decode_value(spec: FieldSpec, data: bytes | memoryview) -> Any:
     except (ValueError, TypeError, OverflowError) as e:  # JSONDecodeError, UnicodeDecodeError
         raise FieldValueError(f"a {kind} member that does not decode ({e})") from e
     return bytes(data)
-
-
-def decode_varint(data: bytes | memoryview) -> int:
-    """The int64 that a label's member holds in a record shard: exactly one protobuf varint, the
-    value's 64-bit two's complement (formats/SPEC.md section 4.2)."""
-    raw = bytes(data)
-    if not 1 <= len(raw) <= 10 or raw[-1] & 0x80 or any(b < 0x80 for b in raw[:-1]):
-        raise FieldValueError(f"a class member that is not one protobuf varint: {raw[:12]!r}")
-    value = sum((b & 0x7F) << (7 * k) for k, b in enumerate(raw))
-    if value >> 64:
-        raise FieldValueError(f"a varint of more than 64 bits: {raw!r}")
-    return value - (1 << 64) if value >> 63 else value
 
 
 def train_dictionary(samples: Sequence[bytes], size: int) -> bytes | None:

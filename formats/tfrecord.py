@@ -239,27 +239,32 @@ class RecordSpan:
 
 @dataclass(frozen=True)
 class RecordProblem:
-    """A record that cannot be used: where, why, and whether the records after it can still
-    be found (`False` once the framing itself cannot be trusted)."""
+    """A record that cannot be used: where, why, whether the records after it can still be
+    found (`False` once the framing itself cannot be trusted), and whether the bytes ran out
+    inside it (a truncated file, or a window of one that cuts it)."""
 
     offset: int
     reason: str
     resumable: bool
+    truncated: bool = False
 
 
 def _crc_mismatch(what: str, stored: int, computed: int) -> str:
     return f"{what} CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
 
 
-def scan_records(data: bytes, *, check_data: bool = True) -> Iterator[RecordSpan | RecordProblem]:
+def scan_records(
+    data: bytes, *, check_data: bool = True, base: int = 0
+) -> Iterator[RecordSpan | RecordProblem]:
     """Every record of a TFRecord file's bytes, checking both CRCs (the data's only with
     `check_data`); a problem is yielded where it is found, and scanning stops after one that is
-    not resumable."""
+    not resumable. Offsets are offsets in `data`; `base`, the file offset of `data` (a window of
+    the file), only shifts the byte numbers written in problem reasons."""
     size, pos = len(data), 0
     while pos < size:
         if size - pos < HEADER_BYTES:
-            yield RecordProblem(pos, f"truncated: {size - pos} bytes left, a record header "
-                                f"needs {HEADER_BYTES}", resumable=False)  # fmt: skip
+            left = f"truncated: {size - pos} bytes left, a record header needs {HEADER_BYTES}"
+            yield RecordProblem(pos, left, resumable=False, truncated=True)
             return
         length_bytes = data[pos : pos + 8]
         (length,) = struct.unpack("<Q", length_bytes)
@@ -272,8 +277,8 @@ def scan_records(data: bytes, *, check_data: bool = True) -> Iterator[RecordSpan
         end = data_offset + length + FOOTER_BYTES
         if end > size:
             yield RecordProblem(
-                pos, f"truncated: the record needs bytes up to {end}, the file has {size}",
-                resumable=False,
+                pos, f"truncated: the record needs bytes up to {base + end}, the file has "
+                f"{base + size}", resumable=False, truncated=True,
             )  # fmt: skip
             return
         if check_data:
@@ -294,8 +299,7 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSpan, byt
         data = f.read()
     for found in scan_records(data):
         if isinstance(found, RecordProblem):
-            kind = TruncatedFileError if found.reason.startswith("truncated") else (
-                ChecksumMismatchError)  # fmt: skip
+            kind = TruncatedFileError if found.truncated else ChecksumMismatchError
             raise kind(f"{path}: record at byte {found.offset}: {found.reason}")
         yield found, data
 

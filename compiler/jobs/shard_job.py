@@ -186,13 +186,13 @@ def _write_field_samples(
 
 def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
     out = Path(job.out)
-    tar_path = out / shard_name(job.shard, job.shard_format)
+    shard_path = out / shard_name(job.shard, job.shard_format)
     idx_path = out / shard_idx_name(job.shard)
     suffix = f".{os.getpid()}.tmp"
-    tar_tmp = tar_path.with_name(tar_path.name + suffix)
+    shard_tmp = shard_path.with_name(shard_path.name + suffix)
     idx_tmp = idx_path.with_name(idx_path.name + suffix)
     try:
-        with io.FileIO(tar_tmp, "w") as raw:
+        with io.FileIO(shard_tmp, "w") as raw:
             sink = _Sha256Sink(raw)
             with io.BufferedWriter(sink, WRITE_BUFFER) as buffered:
                 shard = open_sink(buffered, job.shard_format, job.schema)
@@ -203,7 +203,7 @@ def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
                 size = shard.finish()
         idx_tmp.write_text(shard.dali_index(), encoding="ascii")
     except BaseException:
-        tar_tmp.unlink(missing_ok=True)
+        shard_tmp.unlink(missing_ok=True)
         raise
     names = DEFAULT_FIELDS if job.schema is None else job.schema.names
     part = rows.part(job.shard, names)
@@ -222,6 +222,6 @@ def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
     )
     save_record(out, record)
     save_part(part_path(out, job.shard), part, names)
-    os.replace(tar_tmp, tar_path)
+    os.replace(shard_tmp, shard_path)
     os.replace(idx_tmp, idx_path)
     return record

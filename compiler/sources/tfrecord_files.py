@@ -163,7 +163,7 @@ def _chunks(stream: BinaryIO, size: int, chunk_bytes: int) -> Iterator[tuple[byt
         step, want = len(data), chunk_bytes
         for item in scan_records(data):
             if isinstance(item, RecordProblem) and not item.resumable:
-                if not at_end and item.reason.startswith("truncated"):  # cut by the chunk
+                if not at_end and item.truncated:  # cut by the chunk
                     step = item.offset
                     want = chunk_bytes if item.offset else 2 * len(data)
                     break

@@ -108,7 +108,7 @@ class _FileRows:
         """Why the rest of the file is left out (in the file's offsets, not its chunk's)."""
         size = os.path.getsize(self.file.path)
         what = problem.reason
-        if what.startswith("truncated"):
+        if problem.truncated:
             what = f"truncated: the file ends at byte {size}, inside this record"
         return f"{what}; the rest of the file ({size - base - problem.offset} bytes) is left out"
 

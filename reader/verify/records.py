@@ -11,7 +11,6 @@ that lie whole in a window, and says where the next window starts.
 from __future__ import annotations
 
 import mmap
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
@@ -21,7 +20,6 @@ from fastpack.formats import (
     LABEL_FEATURE,
     Feature,
     Index,
-    RecordProblem,
     RecordSpan,
     Schema,
     ShardFormatError,
@@ -67,21 +65,6 @@ class Scan:
     going: bool = True
 
 
-def _is_truncation(problem: RecordProblem) -> bool:
-    return problem.reason.startswith("truncated")
-
-
-_WINDOW_OFFSETS = re.compile(r"(up to |the file has )(\d+)")
-
-
-def _in_file(reason: str, base: int) -> str:
-    """A problem's reason with the offsets `scan_records` counts from the window's start (the
-    end a truncated record needs, the window's size) counted from the file's."""
-    if not base:
-        return reason
-    return _WINDOW_OFFSETS.sub(lambda m: f"{m.group(1)}{base + int(m.group(2))}", reason)
-
-
 def scan_window(name: str, data: Buffer, base: int, at_end: bool, first: int) -> Scan:
     """The records in `data`, the shard `name`'s bytes from file offset `base` on (`at_end`:
     to the end of the file), numbered from `first`. A record cut by the window's end (not the
@@ -89,18 +72,17 @@ def scan_window(name: str, data: Buffer, base: int, at_end: bool, first: int) ->
     found: list[tuple[int, str | None]] = []  # (offset in data, problem) of each record
     scan, fatal = Scan(), ""
     stop = len(data)
-    for item in scan_records(_bytes(data)):
+    for item in scan_records(_bytes(data), base=base):
         if isinstance(item, RecordSpan):
             found.append((item.offset, None))
         elif item.resumable:
             found.append((item.offset, item.reason))
         else:
             stop = item.offset
-            if at_end or not _is_truncation(item):
+            if at_end or not item.truncated:
                 scan.going = False
                 number = first + len(found)
-                why = _in_file(item.reason, base)
-                fatal = f"{name}: record {number} at byte {base + item.offset}: {why}"
+                fatal = f"{name}: record {number} at byte {base + item.offset}: {item.reason}"
             break
     for k, (offset, reason) in enumerate(found):
         end = found[k + 1][0] if k + 1 < len(found) else stop
