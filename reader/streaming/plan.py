@@ -118,10 +118,12 @@ def span_chunks(order: IntArray, counts: IntArray, start: int, stop: int) -> lis
 
 def stream_plan(
     counts: IntArray, stream: Stream, *, seed: int, epoch: int, shuffle: bool, window: int,
-    drop_last: bool,
+    drop_last: bool, order: IntArray | None = None,
 ) -> StreamPlan:  # fmt: skip
-    """The plan of `stream` in `epoch`; `counts[s]` is the number of samples of shard `s`."""
-    order = shard_order(len(counts), seed, epoch, shuffle)
+    """The plan of `stream` in `epoch`; `counts[s]` is the number of samples of shard `s`.
+    `order` replaces the epoch's seeded shard order (see `residency.resident_order`)."""
+    if order is None:
+        order = shard_order(len(counts), seed, epoch, shuffle)
     start, stop = rank_span(int(counts.sum()), stream.world, stream.rank, drop_last)
     start, stop = split_span(start, stop, stream.workers, stream.worker)
     chunks = span_chunks(order, counts, start, stop)
