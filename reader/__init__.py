@@ -8,7 +8,13 @@ asked for (`fields=`: default the image and the label).
 from fastpack.storage import RetryPolicy
 
 from .dali import DaliLoader, make_dali_loader
-from .errors import DaliReadError, MissingDependencyError, MissingFieldError, SharedMemoryError
+from .errors import (
+    DaliReadError,
+    MissingDependencyError,
+    MissingFieldError,
+    ShardUnavailableError,
+    SharedMemoryError,
+)
 from .fields import Padded
 from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, Transform, to_float
 from .loader import make_loader
@@ -32,6 +38,7 @@ __all__ = [
     "Padded",
     "RandomResizedCrop",
     "RetryPolicy",
+    "ShardUnavailableError",
     "SharedMemoryError",
     "StreamingDataset",
     "Transform",

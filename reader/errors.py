@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastpack.formats import FastpackError, ShardFormatError
+from fastpack.storage import FetchError
 
 
 class SharedMemoryError(FastpackError, MemoryError):
@@ -21,3 +22,8 @@ class DaliReadError(ShardFormatError, RuntimeError):
 
 class MissingDependencyError(FastpackError, ModuleNotFoundError):
     """An optional dependency that the requested reader needs is not installed."""
+
+
+class ShardUnavailableError(FetchError):
+    """A remote shard stays unavailable after the retries (throttled, reset or unreachable); the
+    message names the shard's number, its URL and the last error."""

@@ -1,8 +1,18 @@
-"""Retrying remote calls with exponential backoff."""
+"""Retrying remote calls with exponential backoff and full jitter.
+
+fastpack's `RetryPolicy` is the one retry layer that counts: for S3 the filesystem is made with
+s3fs's own retry loop off and botocore's at one attempt (`urls.filesystem`), so a throttled
+(503 SlowDown), cut or reset call is tried `attempts` times in all, each attempt one HTTP request
+per S3 operation; two where the connection closes before the response begins (aiohttp sends an
+idempotent request once more then, RFC 9112 9.3.1). Where `config_kwargs` sets botocore's
+`retries`, botocore also retries inside each attempt, as set there. A missing object (404) is
+never retried.
+"""
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,19 +26,27 @@ log = logging.getLogger("fastpack.storage")
 
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
-    """`attempts` tries in all; the wait after failure `i` is `backoff_s * 2**i`, at most
-    `max_backoff_s`."""
+    """`attempts` tries in all. The wait after failure `i` is drawn uniformly from
+    `[0, ceiling(i)]`, `ceiling(i) = min(backoff_s * 2**i, max_backoff_s)` ("full jitter": clients
+    throttled together spread their retries instead of coming back in step); with
+    `jitter=False` it is `ceiling(i)` itself."""
 
     attempts: int = 6
     backoff_s: float = 0.5
     max_backoff_s: float = 10.0
+    jitter: bool = True
 
     def __post_init__(self) -> None:
         if self.attempts < 1 or self.backoff_s < 0 or self.max_backoff_s < 0:
             raise ValueError(f"{self}: attempts must be >= 1 and waits >= 0")
 
-    def wait(self, failure: int) -> float:
+    def ceiling(self, failure: int) -> float:
+        """The longest wait after failure `failure` (counted from 0)."""
         return float(min(self.backoff_s * 2**failure, self.max_backoff_s))
+
+    def wait(self, failure: int) -> float:
+        ceiling = self.ceiling(failure)
+        return random.uniform(0.0, ceiling) if self.jitter else ceiling
 
 
 def retry_call(

@@ -4,6 +4,9 @@ Endpoint and credentials come from fsspec's usual sources: the environment (`AWS
 `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL`, ...), fsspec's configuration, or `storage_options`
 (for s3fs e.g. `{"key": ..., "secret": ..., "client_kwargs": {"endpoint_url": ...}}`).
 fsspec is imported on first use: install `fastpack[s3]`.
+
+Retries are fastpack's (`retry.RetryPolicy`): an S3 filesystem is made with s3fs's own retry
+loop at one attempt and, unless `config_kwargs` sets `retries`, botocore's at one attempt too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 # fsspec filesystem finalized early in a DataLoader worker closes its connections from the wrong
 # event loop, and one inherited through fork must never be used (its loop did not fork).
 _FILESYSTEMS: dict[tuple[int, str], Any] = {}
+_S3_PROTOCOLS = ("s3", "s3a")
+_BOTOCORE_RETRIES = {"total_max_attempts": 1}
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -39,7 +44,20 @@ def filesystem(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
     protocol = url.split("://", 1)[0]
     key = (os.getpid(), f"{protocol} {sorted(storage_options.items())!r}")
     if key not in _FILESYSTEMS:
-        options = {"skip_instance_cache": True, **storage_options}
-        _FILESYSTEMS[key] = fsspec.core.url_to_fs(f"{protocol}://", **options)[0]
+        fs = fsspec.core.url_to_fs(f"{protocol}://", **_options(protocol, storage_options))[0]
+        if protocol in _S3_PROTOCOLS:
+            fs.retries = 1  # s3fs's retry loop (not an option): one attempt
+        _FILESYSTEMS[key] = fs
     path: str = fsspec.core.strip_protocol(url)
     return _FILESYSTEMS[key], path.rstrip("/")
+
+
+def _options(protocol: str, storage_options: Mapping[str, Any]) -> dict[str, Any]:
+    """`storage_options` with fastpack's defaults: no instance cache and, for S3, one botocore
+    attempt per request unless `config_kwargs` sets `retries`."""
+    options = {"skip_instance_cache": True, **storage_options}
+    if protocol in _S3_PROTOCOLS:
+        config = dict(options.get("config_kwargs") or {})
+        config.setdefault("retries", dict(_BOTOCORE_RETRIES))
+        options["config_kwargs"] = config
+    return options

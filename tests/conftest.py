@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import simplejpeg
 
-pytest_plugins = ["tests.s3_server"]
+pytest_plugins = ["tests.s3_server", "tests.shaping_proxy"]
 
 
 def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:
