@@ -82,7 +82,7 @@ def _mix_spans(order: IntArray, counts: IntArray, *, seed: int, epoch: int, span
     and fetched shards alternate in every stream of the rank."""
     ends = np.cumsum(counts[order])
     starts = ends - counts[order]
-    mixed = order.copy()
+    mixed: IntArray = order.copy()
     for rank in range(-(-int(ends[-1]) // span) if len(order) else 0):
         inside = np.flatnonzero((starts >= rank * span) & (ends <= (rank + 1) * span))
         rng = np.random.default_rng((seed, epoch, _MIX_KEY, rank))
