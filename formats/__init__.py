@@ -22,7 +22,7 @@ from .errors import (
 )
 from .example import Feature, encode_example, parse_example
 from .field_codec import FieldCodec, decode_value, encode_value, train_dictionary
-from .index import ABSENT, Index, IndexPart, IndexWriter
+from .index import ABSENT, Index, IndexPart, IndexWriter, Section, section_table, table_size
 from .layout import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -124,6 +124,7 @@ __all__ = [
     "RecordShardWriter",
     "RecordSpan",
     "Schema",
+    "Section",
     "ShardFormatError",
     "ShardInfo",
     "TarShardWriter",
@@ -156,10 +157,12 @@ __all__ = [
     "sample_key",
     "scan_members",
     "scan_records",
+    "section_table",
     "shard_idx_name",
     "shard_name",
     "shard_tar_name",
     "string_at",
+    "table_size",
     "train_dictionary",
     "type_of_extension",
     "unpack_strings",

@@ -100,6 +100,39 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
+class Section(NamedTuple):
+    """Where one section's bytes lie, as the section table lists them."""
+
+    dtype: np.dtype[Any]
+    offset: int
+    elements: int
+
+    def span(self, first: int, stop: int) -> tuple[int, int]:
+        """Bytes `[start, end)` of the file that hold elements `[first, stop)`."""
+        size = self.dtype.itemsize
+        return self.offset + first * size, self.offset + stop * size
+
+
+def table_size(header: bytes) -> int:
+    """Bytes of the header and section table, from the index's first 64 bytes (unchecked)."""
+    if len(header) < HEADER_SIZE:
+        return HEADER_SIZE
+    sections: int = _HEADER.unpack_from(header)[5]
+    return HEADER_SIZE + ENTRY_SIZE * sections
+
+
+def section_table(head: bytes) -> dict[str, Section]:
+    """The sections listed in `head` (header and section table) that have a well-formed name and
+    a SPEC dtype, unchecked otherwise: opening the file with `Index` checks them against SPEC."""
+    sections: dict[str, Section] = {}
+    for at in range(HEADER_SIZE, min(len(head), table_size(head)) - ENTRY_SIZE + 1, ENTRY_SIZE):
+        name_b, dtype_b, offset, elements = _ENTRY.unpack_from(head, at)
+        name, dtype = _padded_ascii(name_b), _padded_ascii(dtype_b)
+        if name is not None and dtype is not None and dtype in _DTYPES:
+            sections.setdefault(name, Section(_DTYPES[dtype], offset, elements))
+    return sections
+
+
 @dataclass(frozen=True, kw_only=True)
 class IndexPart:
     """The index rows of one shard, in sample order; what the compiler appends per shard."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .dali import DaliLoader, make_dali_loader
 from .image import CenterCrop, RandomResizedCrop
 from .map_style import Dataset
+from .streaming import StreamingDataset
 from .torch_loader import make_torch_loader
 
 if TYPE_CHECKING:
@@ -36,13 +37,13 @@ _DALI_DERIVED = {
 
 
 def make_loader(
-    dataset: Dataset,
+    dataset: Dataset | StreamingDataset,
     *,
     batch_size: int,
-    shuffle: bool = True,
+    shuffle: bool | None = None,
     num_workers: int | None = None,
-    drop_last: bool = False,
-    seed: int = 0,
+    drop_last: bool | None = None,
+    seed: int | None = None,
     pin_memory: bool | None = None,
     prefetch_factor: int = 2,
     persistent_workers: bool = True,
@@ -50,12 +51,19 @@ def make_loader(
     **kwargs: Any,
 ) -> DataLoader[Any] | DaliLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
-    `Dataset(fields=...)` one value per field (see `make_torch_loader`).
+    `fields=...` one value per field (see `make_torch_loader`).
 
     `decoder="simplejpeg"` (default): a torch DataLoader whose workers decode whole batches
-    (see `make_torch_loader` for the options). `decoder="dali"` reads the same shards with
-    DALI's CPU operators instead (see `make_dali_loader`). Every option is then honoured or
-    refused with a ValueError naming it:
+    into shared memory (see `make_torch_loader` for the options). `dataset` is a `Dataset`
+    (`shuffle` default True, `seed` 0, `drop_last` False) or a `StreamingDataset`, whose
+    workers each read their stream of the epoch in batches; its order is its own: `shuffle`,
+    `seed` and `drop_last` are then the dataset's (left out, or the same values; others are
+    refused with a ValueError naming them), and the last batch of each worker may be short.
+
+    `decoder="dali"` reads a `Dataset`'s shards with DALI's CPU operators instead (see
+    `make_dali_loader`); a `StreamingDataset` is refused (DALI reads local shards: give it a
+    `Dataset` of the same path). Every option is then honoured or refused with a ValueError
+    naming it:
 
     - the transform: RandomResizedCrop (`size` square, `scale`, `ratio`, `flip_prob`) gives the
       training pipeline, CenterCrop (`size` square, `resize`) the evaluation one; `fastdct`
@@ -63,7 +71,8 @@ def make_loader(
       (refused on the CPU, whose DALI decoder always upsamples chroma smoothly).
       `max_upscale` bounds how much simplejpeg may enlarge a reduced-scale (DCT) decode; DALI
       decodes the crop at full scale, which is within every bound, so any value is accepted.
-    - `seed` seeds DALI's shuffling and augmentations, which one seed drives; with a random
+    - `shuffle` (default True), `drop_last` (default False) are DALI's; `seed` (default 0)
+      seeds DALI's shuffling and augmentations, which one seed drives; with a random
       transform the Dataset's `seed` (the crops' seed on the torch path) must equal it.
     - the Dataset's `field` is the image member DALI reads; its other `fields` (but the label)
       are DALI's extra `fields`; batches are then one value per field in the Dataset's order,
@@ -82,6 +91,13 @@ def make_loader(
       `make_loader` sets from the above, is refused.
     """
     if decoder == "dali":
+        if isinstance(dataset, StreamingDataset):
+            raise ValueError(
+                f"{dataset.path}: decoder='dali' reads a local dataset's shards itself "
+                "(make_dali_loader) and cannot read a StreamingDataset; give make_loader "
+                "Dataset(path) instead, or use decoder='simplejpeg'"
+            )
+        seed = 0 if seed is None else seed
         dali_options = _dali_options(
             dataset,
             num_workers=num_workers,
@@ -94,8 +110,8 @@ def make_loader(
         loader = make_dali_loader(
             dataset.path,
             batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
+            shuffle=shuffle is not False,
+            drop_last=bool(drop_last),
             seed=seed,
             **dali_options,
         )

@@ -2,7 +2,7 @@
 transform, masks and boxes following them, the rest by the dataset's codecs), and how a batch
 holds them (one array, a padded array and lengths, or a list)."""
 
-from .batch import Padded, assemble, collate, pad_arrays
+from .batch import Padded, assemble, assemble_columns, collate, pad_arrays
 from .layout import BatchLayout, Column, ColumnKind, plan_columns
 from .sample import SampleDecoder, check_geometry
 from .select import choose_fields, image_field
@@ -14,6 +14,7 @@ __all__ = [
     "Padded",
     "SampleDecoder",
     "assemble",
+    "assemble_columns",
     "check_geometry",
     "choose_fields",
     "collate",

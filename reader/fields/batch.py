@@ -105,3 +105,18 @@ def collate(
         assemble(column, values, rows, where, pad_value)
         for column, values in zip(layout.columns, per_column, strict=True)
     )
+
+
+def assemble_columns(
+    layout: BatchLayout,
+    columns: Sequence[Sequence[Any]],
+    rows: Sequence[int],
+    where: str,
+    pad_value: float = 0,
+) -> tuple[Any, ...]:
+    """The batch of `SampleDecoder.decode_batch`'s `columns` (a `slot` column's one array as it
+    is, every other column assembled) for samples `rows`."""
+    return tuple(
+        values[0] if column.kind == "slot" else assemble(column, values, rows, where, pad_value)
+        for column, values in zip(layout.columns, columns, strict=True)
+    )

@@ -38,14 +38,15 @@ from ..errors import MissingFieldError
 from ..fields import (
     BatchLayout,
     SampleDecoder,
-    assemble,
+    assemble_columns,
     check_geometry,
     choose_fields,
     image_field,
     plan_columns,
 )
 from ..fields.sample import PayloadOf
-from ..image.decode import Image, decode, jpeg_size
+from ..image.batch import decode_same_size
+from ..image.decode import Image, decode
 from ..image.draws import sample_draws
 from ..image.transforms import Transform
 from ..shard_files import IoMethod, check_io
@@ -327,23 +328,10 @@ class Dataset(ClosesOnExit):
 
     def _decode_batch(self, state: _Opened, rows: list[int]) -> Image:
         payloads = [self._payload(state, i) for i in rows]
-        sizes = []
-        for i, data in zip(rows, payloads, strict=True):
-            with self._decode_errors(state, i):
-                sizes.append(jpeg_size(data))
-        if any(s != sizes[0] for s in sizes):
-            k = next(k for k, s in enumerate(sizes) if s != sizes[0])
-            raise ValueError(
-                f"{self.path}: samples {rows[0]} and {rows[k]} have sizes {sizes[0]} and "
-                f"{sizes[k]}; batching needs one size: give the Dataset a transform "
-                "(RandomResizedCrop, CenterCrop) or read samples one at a time"
-            )
-        height, width = sizes[0] if sizes else (0, 0)
-        images = self._new_batch((len(rows), height, width, 3))
-        for k, (i, data) in enumerate(zip(rows, payloads, strict=True)):
-            with self._decode_errors(state, i):
-                decode(data, out=images[k])
-        return images
+        return decode_same_size(
+            payloads, rows, self._new_batch, str(self.path),
+            lambda k, e: self._decode_error(state, rows[k], e),
+        )  # fmt: skip
 
     def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
         """The payloads of `rows` in order, located with one index lookup per column."""
@@ -424,13 +412,7 @@ class Dataset(ClosesOnExit):
             )  # fmt: skip
         finally:
             state.release(len(rows))
-        where = str(self.path)
-        return tuple(
-            values[0]
-            if column.kind == "slot"
-            else assemble(column, values, rows, where, self.pad_value)
-            for column, values in zip(decoder.layout.columns, columns, strict=True)
-        )
+        return assemble_columns(decoder.layout, columns, rows, str(self.path), self.pad_value)
 
     @contextmanager
     def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:

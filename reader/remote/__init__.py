@@ -1,4 +1,5 @@
-"""Datasets at URLs: reading their manifest, copying them whole."""
+"""Datasets at URLs: reading their manifest, copying them whole, caching their index shard by
+shard."""
 
 from .datasets import (
     dictionaries,
@@ -7,8 +8,10 @@ from .datasets import (
     read_manifest_bytes,
     read_remote_manifest,
 )
+from .index_rows import IndexRows
 
 __all__ = [
+    "IndexRows",
     "dictionaries",
     "fetch_dataset",
     "read_manifest_at",

@@ -8,21 +8,26 @@ wraps to the start of the epoch, so up to `world_size - 1` samples are read twic
 wait on each other. With `N` a multiple of `world_size` every sample is read exactly once.
 
 Remote shards are fetched whole by background threads (ranged GETs in parallel for large ones),
-`prefetch` shards ahead of need, into `cache_dir`; the manifest and index are fetched once, when
-the dataset is constructed, and shared with the DataLoader workers. Local datasets are read in
-place (no copy, no lock), with `io="pread"` for file systems where maps are slow (NFS).
+`prefetch` shards ahead of need, into `cache_dir`; the manifest is fetched when the dataset is
+constructed, the index a shard's rows at a time before a stream opens the shard (`IndexRows`:
+no O(N) download before the first sample), into a cache shared with the DataLoader workers and
+the other processes of the node. Local datasets are read in place (no copy, no lock), with
+`io="pread"` for file systems where maps are slow (NFS).
 
 The dataset holds the manifest and the index map; each iteration opens the shards it reads and
 closes them when it ends, is closed, or is garbage-collected half-way.
 
 `fields` chooses what a sample is, as for the map-style `Dataset` (the value of each field type,
 geometry that follows the image through the transform); `collate` batches samples by the same
-rules as `Dataset.__getitems__`. A remote dataset's zstd dictionaries are fetched with its index.
+rules as `Dataset.__getitems__`. A remote dataset's zstd dictionaries are fetched with its
+manifest.
+With `batch_size` each stream decodes its own batches in place instead (`window` locates each
+window's samples, `reading` decodes them, one at a time or a batch at a time); the epoch lives in
+shared memory (`epoch`), so that persistent DataLoader workers follow `set_epoch`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import sys
@@ -34,19 +39,14 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     MANIFEST_NAME,
-    AbsentFieldError,
-    CorruptIndexError,
     DatasetFiles,
-    FastpackError,
     Manifest,
-    ShardFormatError,
     manifest_from_text,
     read_manifest,
 )
 from fastpack.storage import Location, default_cache_dir, is_url
 
 from ..closing import ClosesOnExit
-from ..errors import MissingFieldError
 from ..fields import (
     BatchLayout,
     SampleDecoder,
@@ -56,16 +56,18 @@ from ..fields import (
     image_field,
     plan_columns,
 )
-from ..fields.sample import PayloadOf
-from ..image.decode import Image, decode
-from ..image.draws import iter_draws
 from ..image.transforms import Transform
 from ..ranks import resolve_rank
-from ..remote import dictionaries, read_manifest_bytes
-from ..shard_files import IoMethod, ShardFile, check_io
+from ..remote import IndexRows, dictionaries, read_manifest_bytes
+from ..shard_files import IoMethod, check_io
 from .cache import ShardCache
-from .plan import Chunk, Stream, StreamPlan, stream_plan
+from .epoch import SharedEpoch
+from .plan import Stream, StreamPlan, rank_span, split_span, stream_plan
+from .prefetch import PrefetchDepth
+from .reading import Allocate, Span, WindowReader, sample_decoder
+from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
+from .window import Window, locate_window
 
 Sample = tuple[Any, ...]  # (image, label) by default; one value per field
 Labels = npt.NDArray[np.int64]
@@ -82,7 +84,8 @@ else:
 
 
 class StreamingDataset(ClosesOnExit, _Base):
-    """Samples `(image HxWx3 uint8, label int64)` of a dataset, one at a time, as an iterable.
+    """Samples `(image HxWx3 uint8, label int64)` of a dataset, one at a time (or in batches),
+    as an iterable.
 
     `fields` (default: the image and the label; `field` names the image) makes each sample a
     tuple of those fields, decoded as `Dataset` decodes them (an absent optional member is
@@ -90,18 +93,37 @@ class StreamingDataset(ClosesOnExit, _Base):
     `DataLoader(ds, batch_size=..., collate_fn=ds.collate)`: numpy batches laid out as
     `Dataset.__getitems__` returns them.
 
-    An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):
-    batch with `DataLoader(ds, batch_size=..., num_workers=...)`; batching needs a transform
-    with a fixed output shape (`RandomResizedCrop`, `CenterCrop`). Call `set_epoch(e)` before
-    each epoch (workers copy the dataset when they start: with `persistent_workers=True` they
-    would keep the first epoch). `state_dict()` and `load_state_dict()` describe one stream
-    (the process calling them: a DataLoader worker, or the main process with `num_workers=0`),
-    which is what torchdata's `StatefulDataLoader` saves and restores per worker; a resumed run
-    must use the same world size and worker count.
+    `batch_size` makes each stream (each DataLoader worker) yield batches of its own samples,
+    in its order, decoded in place: `(images (B, H, W, 3) uint8, labels (B,) int64)`, or one
+    value per field laid out as `Dataset.__getitems__` lays it out; a stream's last batch may
+    be short. Image arrays come from `batch_allocator` when set (`make_loader` sets one that
+    decodes into its shared-memory slots), else `np.empty`. Without a transform the images of a
+    batch must share a size. `make_loader(ds, batch_size=...)` batches this way.
 
-    `cache_limit` bounds the bytes of shards in the node's cache directory; each stream evicts
-    the least recently used shards it does not need. It must leave room for the
-    `shuffle_window + prefetch` shards that each stream of the node holds at once.
+    An `IterableDataset` for torch's DataLoader (registered as one when torch is installed):
+    batch with `DataLoader(ds, batch_size=..., num_workers=...)`, or `batch_size=None` with
+    the dataset's `batch_size`; batching needs a transform with a fixed output shape
+    (`RandomResizedCrop`, `CenterCrop`). Call `set_epoch(e)` before each epoch: the epoch is
+    kept in shared memory, which the DataLoader's workers (forked or spawned, persistent or
+    not) share with this object, and each iteration starts at the epoch last set.
+    `state_dict()` and `load_state_dict()` describe one stream (the process calling them: a
+    DataLoader worker, or the main process with `num_workers=0`) in samples, with or without
+    `batch_size`, which is what torchdata's `StatefulDataLoader` saves and restores per worker;
+    a resumed run must use the same world size and worker count.
+
+    `cache_limit` bounds the bytes of shards in the node's cache directory (shared by the
+    `LOCAL_WORLD_SIZE` ranks of a node, torchrun's variable; else one). First comes each stream's
+    working set, `(shuffle_window + prefetch) x largest shard` (`prefetch` None: one window with
+    a cache limit), evicted least recently used; what is left holds *resident* shards, a fixed
+    set per rank (a function of the seed, the world size and the limit: `resident_shards`) that
+    the rank reads every epoch and never evicts. So each epoch after the first fetches the
+    dataset's bytes less the resident ones. All ranks must be given the same limit and worker
+    count. A limit below one stream's working set is refused.
+
+    `prefetch` (default None) is how many shards a stream fetches ahead of the one it reads; None
+    chooses it as the stream goes, from the download and read times it measures (at least one
+    window, at most two, or one with a `cache_limit`). `fetch` sets the connections
+    (`FetchOptions`).
 
     `close()` (or leaving a `with` block) drops the index map this process opened; a later
     iteration opens it again. The shard files of an iteration belong to its iterator, which
@@ -130,21 +152,31 @@ class StreamingDataset(ClosesOnExit, _Base):
         pad: bool = False,
         pad_value: float = 0,
         drop_empty_boxes: bool = True,
+        batch_size: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.transform, self.seed, self.shuffle = transform, int(seed), shuffle
         self.shuffle_window = shuffle_window
-        self.prefetch = shuffle_window if prefetch is None else prefetch
+        self.prefetch = prefetch
+        self.cache_limit = cache_limit
+        # Shards fetched ahead of the one read: the user's `prefetch`, else chosen as the stream
+        # goes (`PrefetchDepth`), up to one window ahead with a bounded cache, else two.
+        self.fetch_ahead = prefetch if prefetch is not None else (
+            shuffle_window if cache_limit is not None else 2 * shuffle_window
+        )  # fmt: skip
         self.drop_last = drop_last
         self.pad, self.pad_value = bool(pad), float(pad_value)
         self.drop_empty_boxes = bool(drop_empty_boxes)
         self.io: IoMethod = check_io(io)
         self.fetch = fetch or FetchOptions()
-        self.cache_limit = cache_limit
         self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.batch_size = batch_size
         self._check_options()
-        self.epoch = 0
+        self.epoch = 0  # this copy's; an iteration starts at the shared epoch (`set_epoch`)
+        self._shared_epoch = SharedEpoch(0)
+        self.batch_allocator: Allocate | None = None
         self._location: Location | None = None
+        self._index_rows: IndexRows | None = None  # a remote index, fetched shard by shard
         if is_url(self.path):
             self._location = Location(self.path, storage_options, self.fetch.retry)
             self.root = self._fetch_metadata(Path(cache_dir or default_cache_dir()))
@@ -159,6 +191,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         )
         check_geometry(self.layout, transform, self.path)
         self._counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
+        self._resident: tuple[tuple[int, int], list[npt.NDArray[np.int64]] | None] | None = None
         self._check_cache_limit()
         self._files: tuple[DatasetFiles, Labels] | None = None
         self._decoder: SampleDecoder | None = None
@@ -173,9 +206,10 @@ class StreamingDataset(ClosesOnExit, _Base):
         checks = (
             ("seed", self.seed >= 0, ">= 0"),
             ("shuffle_window", self.shuffle_window >= 1, ">= 1"),
-            ("prefetch", self.prefetch >= 0, ">= 0"),
+            ("prefetch", self.prefetch is None or self.prefetch >= 0, ">= 0 or None"),
             ("world_size", self.world_size >= 1, ">= 1"),
             ("rank", 0 <= self.rank < self.world_size, f"in [0, {self.world_size})"),
+            ("batch_size", self.batch_size is None or self.batch_size >= 1, ">= 1 or None"),
         )
         for name, ok, expected in checks:
             if not ok:
@@ -186,18 +220,44 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self.cache_limit is None or self._location is None:
             return
         largest = max((s.bytes for s in self.manifest.shards), default=0)
-        needed = (self.shuffle_window + self.prefetch) * largest
+        needed = (self.shuffle_window + self.fetch_ahead) * largest
         if self.cache_limit < needed:
             raise ValueError(
                 f"{self.path}: cache_limit={self.cache_limit} bytes is below one stream's working "
-                f"set: (shuffle_window {self.shuffle_window} + prefetch {self.prefetch}) x "
+                f"set: (shuffle_window {self.shuffle_window} + prefetch {self.fetch_ahead}) x "
                 f"{largest} bytes (largest shard) = {needed}"
             )
 
+    def resident_shards(self, workers: int) -> list[npt.NDArray[np.int64]] | None:
+        """The shards each rank keeps in its node's cache for good when its streams are
+        `workers` DataLoader workers (0: the main process), None without a bounded cache of a
+        remote dataset (see `residency`)."""
+        if self._location is None or self.cache_limit is None:
+            return None
+        key = (workers, self.cache_limit)
+        if self._resident is None or self._resident[0] != key:
+            sizes = np.array([s.bytes for s in self.manifest.shards], dtype=np.int64)
+            budget = rank_budget(
+                self.cache_limit, world=self.world_size, streams=max(1, workers),
+                working_shards=self.shuffle_window + self.fetch_ahead,
+                largest=int(sizes.max(initial=0)),
+            )  # fmt: skip
+            resident = resident_shards(
+                self._counts, sizes, seed=self.seed, world=self.world_size, budget=budget,
+                span=self._rank_samples(),
+            )  # fmt: skip
+            self._resident = (key, resident if any(len(r) for r in resident) else None)
+        return self._resident[1]
+
+    def _rank_samples(self) -> int:
+        total, world = self.manifest.num_samples, self.world_size
+        return total // world if self.drop_last else -(-total // world)
+
     def _fetch_metadata(self, cache_dir: Path) -> Path:
-        """Fetch the manifest and (once per cache directory) the index and zstd dictionaries; the
-        cache directory of a dataset is named after its URL and manifest, so a rebuilt dataset
-        gets a fresh one."""
+        """Fetch the manifest, (once per cache directory) the zstd dictionaries, and what opening
+        the index reads: its rows come shard by shard, before a stream opens the shard
+        (`IndexRows`). The cache directory of a dataset is named after its URL and manifest, so
+        a rebuilt dataset gets a fresh one."""
         location = self._location
         if location is None:
             raise ValueError("not a remote dataset")
@@ -207,8 +267,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         key = hashlib.sha256(location.url.encode() + b"\n" + text).hexdigest()[:16]
         root = cache_dir / key
         root.mkdir(parents=True, exist_ok=True)
-        files = [(manifest.index.name, manifest.index.bytes, manifest.index.sha256)]
-        files += [(d.name, d.bytes, d.sha256) for d in dictionaries(manifest)]
+        files = [(d.name, d.bytes, d.sha256) for d in dictionaries(manifest)]
         for name, size, sha256 in files:
             if not _has_size(root / name, size):
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -216,6 +275,7 @@ class StreamingDataset(ClosesOnExit, _Base):
                     name, root / name, size=size, sha256=sha256, retry=retry,
                     threads=self.fetch.part_threads,
                 )  # fmt: skip
+        self._index_rows = IndexRows(location, manifest, root)
         if not (root / MANIFEST_NAME).exists():
             tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
             tmp.write_bytes(text)
@@ -225,29 +285,51 @@ class StreamingDataset(ClosesOnExit, _Base):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_files"] = state["_decoder"] = None
+        state["_files"] = state["_decoder"] = state["batch_allocator"] = None
         return state
 
     def close(self) -> None:
         """Drop the index map this process opened; a later iteration opens it again. Iterations
         in progress keep what they hold (their shard files and the index) until they end."""
         self._files = self._decoder = None
+        if self._index_rows is not None:
+            self._index_rows.close()
 
     def __repr__(self) -> str:
         return (
             f"StreamingDataset({self.path!r}, rank={self.rank}, world_size={self.world_size}, "
-            f"seed={self.seed}, epoch={self.epoch}, shuffle_window={self.shuffle_window})"
+            f"seed={self.seed}, epoch={self.epoch}, shuffle_window={self.shuffle_window}, "
+            f"batch_size={self.batch_size})"
         )
 
     def set_epoch(self, epoch: int) -> None:
+        """Select the order and the random draws of epoch `epoch`, for this object and every
+        copy that shares its epoch (DataLoader workers, persistent or not, and `make_loader`'s
+        copy): each reads it when its next iteration starts."""
         if epoch < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
         self.epoch = int(epoch)
+        self._shared_epoch.set(self.epoch)
 
     def __len__(self) -> int:
-        """Samples this rank yields per epoch (over all its workers)."""
+        """Samples this rank yields per epoch (over all its workers; `num_batches` counts the
+        batches)."""
         total, world = self.manifest.num_samples, self.world_size
         return total // world if self.drop_last else -(-total // world)
+
+    def num_batches(self, workers: int) -> int:
+        """Batches this rank yields per epoch with `batch_size` set, read by `workers` DataLoader
+        workers (0: the main process): each worker's stream ends with a short batch unless its
+        samples fill the last one."""
+        if self.batch_size is None:
+            raise ValueError(f"{self.path}: num_batches needs a batch_size; this dataset has none")
+        start, stop = rank_span(self.manifest.num_samples, self.world_size, self.rank,
+                                self.drop_last)  # fmt: skip
+        streams, size, total = max(1, workers), self.batch_size, 0
+        for worker in range(streams):
+            first, last = split_span(start, stop, streams, worker)
+            total += -(-(last - first) // size)
+        return total
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -282,9 +364,17 @@ class StreamingDataset(ClosesOnExit, _Base):
 
     def plan(self, stream: Stream | None = None) -> StreamPlan:
         """The windows of `stream` (default: the calling process's) in the current epoch."""
+        stream = stream or self._current_stream()
+        resident = self.resident_shards(stream.workers)
+        order = None
+        if resident is not None:
+            order = resident_order(
+                self._counts, resident, seed=self.seed, epoch=self.epoch,
+                span=max(1, self._rank_samples()), shuffle=self.shuffle,
+            )  # fmt: skip
         return stream_plan(
-            self._counts, stream or self._current_stream(), seed=self.seed, epoch=self.epoch,
-            shuffle=self.shuffle, window=self.shuffle_window, drop_last=self.drop_last,
+            self._counts, stream, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle,
+            window=self.shuffle_window, drop_last=self.drop_last, order=order,
         )  # fmt: skip
 
     def _start_position(self, stream: Stream) -> int:
@@ -300,61 +390,101 @@ class StreamingDataset(ClosesOnExit, _Base):
         return position
 
     def __iter__(self) -> Iterator[Sample]:
+        """This stream's samples of the epoch that `set_epoch` last chose (read now, so that
+        persistent workers follow it), one at a time or, with `batch_size`, in batches."""
+        self.epoch = self._shared_epoch.get()
         stream = self._current_stream()
         start = self._start_position(stream)
         plan = self.plan(stream)
         self._stream, self._position = stream, start
         first, skip = plan.locate(start)
-        windows = plan.windows[first:]
-        source = self._source([c.shard for w in windows for c in w])
+        source = self._source([c.shard for w in plan.windows[first:] for c in w])
         try:
-            position = 0
-            for w, window in enumerate(windows, start=first):
-                ids = plan.window_samples(w)[skip:]
-                yield from self._read_window(ids, window, source, position)
-                for k in range(len(window)):
-                    source.release(position + k)
-                position += len(window)
-                skip = 0
+            windows = self._windows(plan, first, skip, source)
+            if self.batch_size is None:
+                yield from self._samples(windows, source)
+            else:
+                yield from self._batches(windows, source, self.batch_size)
         finally:
             source.close()
 
-    def _read_window(
-        self, ids: npt.NDArray[np.int64], window: tuple[Chunk, ...], source: ShardSource,
-        position: int,
-    ) -> Iterator[Sample]:  # fmt: skip
-        files = {c.shard: source.get(position + k) for k, c in enumerate(window)}
-        dataset_files, labels = self._opened()
-        shard_of = dataset_files.index.shard
-        count = 0 if self.transform is None else self.transform.draws
-        samples = ids.tolist()
-        draws = iter_draws(self.seed, self.epoch, samples, count)
-        decoder = None if self.layout.image_label else self._sample_decoder(dataset_files)
-        for i, sample_draws in zip(samples, draws, strict=True):
-            shard_file = files.get(int(shard_of[i]))
-            if shard_file is None:
-                raise CorruptIndexError(
-                    f"{dataset_files.index.path}: sample {i} is in shard {int(shard_of[i])}, "
-                    f"the manifest's sample counts put it in shard {sorted(files)}"
-                )
-            if decoder is None:
-                sample: Sample = (
-                    self._image(dataset_files, shard_file, i, sample_draws),
-                    labels[i],
-                )
-            else:
-                members = _members(dataset_files, shard_file, i)
-                sample = tuple(decoder.decode(i, members, sample_draws))
-            self._position += 1  # counted before the yield: state_dict() sees it handed out
-            yield sample
+    def _windows(
+        self, plan: StreamPlan, first: int, skip: int, source: ShardSource
+    ) -> Iterator[Window]:
+        """The windows of `plan` from window `first` on (less its first `skip` samples), each
+        located when it is reached, after its shards are opened."""
+        files, _ = self._opened()
+        draws = 0 if self.transform is None else self.transform.draws
+        image = self.field if self.layout.image_label else None  # byte ranges looked up ahead
+        position = 0
+        for w in range(first, len(plan.windows)):
+            chunks = plan.windows[w]
+            positions = range(position, position + len(chunks))
+            shard_files = {c.shard: source.get(p) for c, p in zip(chunks, positions, strict=True)}
+            ids = plan.window_samples(w)[skip if w == first else 0 :]
+            yield locate_window(
+                files, ids, shard_files, positions, image=image, seed=self.seed,
+                epoch=self.epoch, draws=draws,
+            )  # fmt: skip
+            files.index.release()  # on to the next window: unmap the index pages read so far
+            position += len(chunks)
+
+    def _samples(self, windows: Iterator[Window], source: ShardSource) -> Iterator[Sample]:
+        reader = self._reader()
+        for window in windows:
+            for k in range(len(window)):
+                sample = reader.sample(window, k)
+                self._position += 1  # counted before the yield: state_dict() sees it handed out
+                yield sample
+            _release(source, window)
+
+    def _batches(
+        self, windows: Iterator[Window], source: ShardSource, size: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """Batches of `size` samples in reading order, across window boundaries (the last one
+        may be short); a window's shards are released after the batch that holds its last
+        samples is decoded."""
+        reader = self._reader()
+        spans: list[Span] = []
+        filled = 0
+        for window in windows:
+            if not len(window):
+                _release(source, window)
+            start = 0
+            while start < len(window):
+                stop = min(len(window), start + size - filled)
+                spans.append(Span(window, start, stop))
+                filled, start = filled + stop - start, stop
+                if filled == size:
+                    yield self._batch(reader, spans, source)
+                    spans, filled = [], 0
+        if spans:
+            yield self._batch(reader, spans, source)
+
+    def _batch(self, reader: WindowReader, spans: list[Span], source: ShardSource) -> Sample:
+        batch = reader.batch(spans)
+        for span in spans:
+            if span.stop == len(span.window):
+                _release(source, span.window)
+        self._position += sum(span.stop - span.start for span in spans)  # before the yield
+        return batch
+
+    def _reader(self) -> WindowReader:
+        """The decoder of this iteration's samples (batch arrays from `batch_allocator`)."""
+        files, _ = self._opened()
+        decoder = None if self.layout.image_label else self._sample_decoder(files)
+        return WindowReader(
+            path=self.path, files=files, layout=self.layout, image=self.field,
+            transform=self.transform, decoder=decoder,
+            allocate=self.batch_allocator or _new_array, pad_value=self.pad_value,
+        )  # fmt: skip
 
     def _sample_decoder(self, files: DatasetFiles) -> SampleDecoder:
         """This process's decoder of the fields asked for."""
         if self._decoder is None:
-            self._decoder = SampleDecoder(
-                files, self.layout, image=self.field, transform=self.transform,
+            self._decoder = sample_decoder(
+                self.path, files, self.layout, image=self.field, transform=self.transform,
                 drop_empty_boxes=self.drop_empty_boxes,
-                where=functools.partial(_member_name, self.path, files),
             )  # fmt: skip
         return self._decoder
 
@@ -369,9 +499,17 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._location is None:
             return LocalShards(self.root, self.manifest, shards, self.io)
         cache = ShardCache(self.root, self.cache_limit)
+        resident = self.resident_shards(_worker_info()[1]) or []
+        keep = [self.manifest.shards[s].name for shards in resident for s in shards.tolist()]
+        depth = PrefetchDepth(
+            window=self.shuffle_window, limit=self.fetch_ahead, fixed=self.prefetch is not None
+        )
+        if self._index_rows is not None:  # the first window's rows beside its shards' downloads
+            self._index_rows.fetch_ahead(shards[: self.shuffle_window])
         return RemoteShards(
-            self._location, self.manifest, cache, shards, ahead=self.prefetch, io=self.io,
-            options=self.fetch,
+            self._location, self.manifest, cache, shards, depth=depth, io=self.io,
+            options=self.fetch, keep=keep,
+            before_open=None if self._index_rows is None else self._index_rows.ensure,
         )  # fmt: skip
 
     def _opened(self) -> tuple[DatasetFiles, Labels]:
@@ -381,43 +519,15 @@ class StreamingDataset(ClosesOnExit, _Base):
             self._files = (files, files.index.label.view(np.ndarray))
         return self._files
 
-    def _image(
-        self, files: DatasetFiles, shard_file: ShardFile, i: int, draws: list[float] | None
-    ) -> Image:
-        field = self.field
-        if field is None:  # never on the (image, label) path, which needs an image
-            raise MissingFieldError(f"{self.path}: no image (jpeg) field; fields are {self.fields}")
-        _, offset, size = files.index.locate(i, field, shard_file.size)
-        data = shard_file.read(offset, size)
-        try:
-            image = decode(data) if self.transform is None else self.transform(data, draws, None)
-        except FastpackError:
-            raise
-        except ValueError as e:
-            raise ShardFormatError(
-                f"{self.path}: sample {i} (key {files.index.key(i)}, shard "
-                f"{int(files.index.shard[i])}) field {field!r} does not decode: {e}"
-            ) from e
-        return image
+
+def _release(source: ShardSource, window: Window) -> None:
+    """Close the shards of `window` (read to its end)."""
+    for position in window.positions:
+        source.release(position)
 
 
-def _member_name(path: str, files: DatasetFiles, i: int, field: str) -> str:
-    """How errors name sample `i`'s member of `field` in the dataset at `path`."""
-    index = files.index
-    return f"{path}: sample {i} (key {index.key(i)}, shard {int(index.shard[i])}) field {field!r}"
-
-
-def _members(files: DatasetFiles, shard_file: ShardFile, i: int) -> PayloadOf:
-    """Sample `i`'s member of a field in `shard_file`, None when it is absent."""
-
-    def member(field: str) -> memoryview | bytes | None:
-        try:
-            _, offset, size = files.index.locate(i, field, shard_file.size)
-        except AbsentFieldError:
-            return None
-        return shard_file.read(offset, size)
-
-    return member
+def _new_array(shape: tuple[int, ...]) -> npt.NDArray[np.uint8]:
+    return np.empty(shape, np.uint8)
 
 
 def _has_size(path: Path, size: int) -> bool:

@@ -4,17 +4,20 @@ from a URL into the node's shard cache by background threads, ahead of need."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
-from fastpack.storage import Location, RetryPolicy
+from fastpack.storage import FetchError, Location, RetryPolicy
 
+from ..errors import ShardUnavailableError
 from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
 from .cache import ShardCache
+from .prefetch import PrefetchDepth
 
 _EVICTED_RETRIES = 3  # a shard evicted by another stream between download and open
 
@@ -56,17 +59,20 @@ class LocalShards:
 
 @dataclass(frozen=True, kw_only=True)
 class FetchOptions:
-    """How shards are fetched: `threads` shards at once, each in ranged GETs of `part_bytes`
-    over `part_threads` connections, retried by `retry`."""
+    """How shards are fetched: up to `threads` shards at once (None: as many as the stream
+    fetches ahead, which it chooses from the download and read times it measures; see
+    `PrefetchDepth`), each in ranged GETs of `part_bytes` over `part_threads` connections
+    (a shard of at most `part_bytes` is one GET), retried by `retry`."""
 
-    threads: int = 2
+    threads: int | None = None
     part_threads: int = 4
-    part_bytes: int = 32 * 2**20
+    part_bytes: int = 16 * 2**20
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class RemoteShards:
-    """Shards fetched whole into `cache`, `ahead` chunk positions in advance of the reader."""
+    """Shards fetched whole into `cache`, `depth.depth` chunk positions in advance of the
+    reader; `keep` names shards this stream never evicts (the node's resident shards)."""
 
     def __init__(
         self,
@@ -75,20 +81,28 @@ class RemoteShards:
         cache: ShardCache,
         shards: Sequence[int],
         *,
-        ahead: int,
+        depth: PrefetchDepth,
         io: IoMethod,
         options: FetchOptions,
+        before_open: Callable[[int], None] | None = None,
+        keep: Collection[str] = (),
     ) -> None:
         self._location, self._manifest, self._cache = location, manifest, cache
-        self._shards, self._ahead, self._io, self._options = shards, ahead, io, options
-        self._pool = ThreadPoolExecutor(max(1, options.threads), thread_name_prefix="fastpack")
+        self._before_open = before_open or (lambda shard: None)  # e.g. fetch its index rows
+        self._shards, self._depth, self._io, self._options = shards, depth, io, options
+        self._keep = list(keep)
+        threads = options.threads or depth.limit + depth.window
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="fastpack")
         self._futures: dict[int, Future[ShardFile]] = {}
         self._submitted = 0
         self._lock = threading.Lock()
 
     def get(self, position: int) -> ShardFile:
-        self._submit_until(min(len(self._shards), position + 1 + self._ahead))
-        return self._futures[position].result()
+        self._depth.asking(position)
+        self._submit_until(min(len(self._shards), position + 1 + self._depth.depth))
+        shard_file = self._futures[position].result()
+        self._depth.received()
+        return shard_file
 
     def _submit_until(self, stop: int) -> None:
         with self._lock:
@@ -101,14 +115,17 @@ class RemoteShards:
         """Names of the shards this stream holds or fetches (never evicted by it)."""
         with self._lock:
             positions = list(self._futures)
-        return [self._manifest.shards[self._shards[p]].name for p in positions]
+        return [self._manifest.shards[self._shards[p]].name for p in positions] + self._keep
 
     def _load(self, shard: int) -> ShardFile:
         info = self._manifest.shards[shard]
         for _ in range(_EVICTED_RETRIES):
             path = self._cache.lookup(info.name, info.bytes)
             if path is None:
+                start = time.perf_counter()
                 path = self._fetch(shard)
+                self._depth.downloaded(time.perf_counter() - start)
+            self._before_open(shard)
             try:
                 what = listed_in(shard, self._location.url_of(MANIFEST_NAME))
                 return open_shard(path, info.bytes, self._io, f"{what}, cached")
@@ -123,10 +140,14 @@ class RemoteShards:
         info, options = self._manifest.shards[shard], self._options
         tmp = self._cache.reserve(info.name, info.bytes, self._needed())
         dest = self._cache.path(info.name)
-        self._location.download(
-            info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
-            part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp,
-        )  # fmt: skip
+        try:
+            self._location.download(
+                info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
+                part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp,
+            )  # fmt: skip
+        except FetchError as e:
+            what = listed_in(shard, self._location.url_of(MANIFEST_NAME))
+            raise ShardUnavailableError(f"{what}: {e}") from e
         return dest
 
     def release(self, position: int) -> None:

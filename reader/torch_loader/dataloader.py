@@ -5,12 +5,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import cv2
 from torch.utils.data import DataLoader, get_worker_info
 
 from ..fields import ColumnKind
+from ..streaming.dataset import StreamingDataset
 from .batch_slots import BatchSlots
 
 WorkerInit = Callable[[int], None]
@@ -45,8 +46,8 @@ class SharedBatches:
             self.user_init(worker_id)
 
     def collate(self, batch: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A batch from `Dataset.__getitems__` (`(images, labels)` arrays, or one value per
-        field) as tensors."""
+        """A batch from `Dataset.__getitems__` or a batching `StreamingDataset` (`(images,
+        labels)` arrays, or one value per field) as tensors."""
         if self.kinds is None:
             return self.slots.collate(*batch)
         return self.slots.collate_fields(batch, self.kinds)
@@ -94,3 +95,11 @@ class FastpackLoader(DataLoader[Any]):
             return super().__iter__()
         with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
             return super().__iter__()
+
+
+class StreamingLoader(FastpackLoader):
+    """A FastpackLoader over a `StreamingDataset` that yields whole batches: its length is the
+    number of batches of this rank per epoch (the dataset's own length counts samples)."""
+
+    def __len__(self) -> int:
+        return cast(StreamingDataset, self.dataset).num_batches(self.num_workers)

@@ -1,5 +1,5 @@
-"""`make_torch_loader`: a torch DataLoader over a `Dataset` that decodes whole batches in its
-workers.
+"""`make_torch_loader`: a torch DataLoader over a `Dataset` or a `StreamingDataset` whose
+workers decode whole batches into shared memory.
 
 torch is imported when a loader is made, so `fastpack.reader` imports without it.
 """
@@ -11,20 +11,22 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..map_style.dataset import Dataset
+from ..streaming.dataset import StreamingDataset
 from .sampler import EpochBatchSampler
+from .streaming import batched_copy
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader
 
 
 def make_torch_loader(
-    dataset: Dataset,
+    dataset: Dataset | StreamingDataset,
     *,
     batch_size: int,
-    shuffle: bool = True,
+    shuffle: bool | None = None,
     num_workers: int | None = None,
-    drop_last: bool = False,
-    seed: int = 0,
+    drop_last: bool | None = None,
+    seed: int | None = None,
     pin_memory: bool | None = None,
     prefetch_factor: int = 2,
     persistent_workers: bool = True,
@@ -35,14 +37,25 @@ def make_torch_loader(
     them, with arrays as tensors (lists of arrays as lists of tensors, `Padded` values and
     lengths as tensors; strings, bytes, JSON values and None as they are).
 
-    Batches come from an `EpochBatchSampler` (order seeded by `(seed, dataset.epoch)`; under
-    torch.distributed, or with RANK and WORLD_SIZE set, each rank reads an equal share) and are
-    decoded by `dataset.__getitems__` in the workers. Call `dataset.set_epoch(e)` before each
-    epoch. Defaults: `num_workers = min(8, cpu count)`, `pin_memory` when CUDA is available,
-    persistent workers (the batches carry the epoch, so they need no restart; this saves a
-    fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set in this
-    process around the fork, then restored), each decoding its batches straight into its
-    `prefetch_factor + 1` shared-memory slots of one batch each: `num_workers * (prefetch_factor
+    A `Dataset`: batches come from an `EpochBatchSampler` (order seeded by `(seed,
+    dataset.epoch)`, `shuffle` default True, `seed` 0; `drop_last` drops the rank's last
+    partial batch; under torch.distributed, or with RANK and WORLD_SIZE set, each rank reads an
+    equal share) and are decoded by `dataset.__getitems__` in the workers.
+
+    A `StreamingDataset`: each worker reads its stream of the rank's epoch and decodes its
+    batches itself (a copy of the dataset with `batch_size` set, which shares the dataset's
+    epoch, the user's dataset otherwise unchanged; `DataLoader(batch_size=None)`); the last
+    batch of each worker's stream may be short. Its order, seed and `drop_last` are the
+    dataset's: `shuffle`, `seed` and `drop_last` may be left out (None) or repeat the dataset's
+    values, anything else is a ValueError naming it. `len(loader)` counts batches
+    (`StreamingDataset.num_batches`).
+
+    Call `dataset.set_epoch(e)` before each epoch. Defaults: `num_workers = min(8, cpu
+    count)`, `pin_memory` when CUDA is available, persistent workers (they follow `set_epoch`:
+    a `Dataset`'s batches carry the epoch, a `StreamingDataset` shares it with its workers;
+    this saves a fork per epoch), fork workers on Linux, each with single-threaded OpenCV (set
+    in this process around the fork, then restored), each decoding its batches straight into
+    its `prefetch_factor + 1` shared-memory slots of one batch each: `num_workers * (prefetch_factor
     + 1)` batches of shared memory (`/dev/shm`), allocated here, before the workers start. A
     slot holds every fixed-shape uint8 field of a batch (images, and masks with a transform);
     the other fields travel by value.
@@ -51,14 +64,18 @@ def make_torch_loader(
     import torch  # noqa: PLC0415 - torch is optional, imported on use
 
     from .batch_slots import BatchSlots  # noqa: PLC0415 - imports torch
-    from .dataloader import FastpackLoader, SharedBatches  # noqa: PLC0415 - imports torch
+    from .dataloader import FastpackLoader, SharedBatches, StreamingLoader  # noqa: PLC0415
 
+    read, options, generator_seed = _batching(
+        dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last
+    )
+    streaming = isinstance(read, StreamingDataset)
     if num_workers is None:
         num_workers = min(8, os.cpu_count() or 1)
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
-    generator.manual_seed(seed)
+    generator.manual_seed(generator_seed)
     layout = dataset.layout
     slots = BatchSlots(
         num_workers,
@@ -66,22 +83,40 @@ def make_torch_loader(
         shapes=layout.slot_shapes(batch_size),
         reuse=persistent_workers and num_workers > 0,
     )
-    kinds = None if dataset.image_label else layout.kinds
+    kinds = None if layout.image_label else layout.kinds
     batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None), kinds)
-    options: dict[str, Any] = {
-        "batch_sampler": EpochBatchSampler(
-            dataset, batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed
-        ),
-        "num_workers": num_workers,
-        "collate_fn": batches.collate,
-        "worker_init_fn": batches.install,
-        "pin_memory": pin_memory,
-        "generator": generator,
-    }
+    options.update(
+        num_workers=num_workers,
+        collate_fn=batches.collate,
+        worker_init_fn=batches.install,
+        pin_memory=pin_memory,
+        generator=generator,
+    )
     if num_workers > 0:
         options["prefetch_factor"] = prefetch_factor
         options["persistent_workers"] = persistent_workers
         if sys.platform.startswith("linux"):
             options["multiprocessing_context"] = "fork"
     options.update(kwargs)
-    return FastpackLoader(dataset, **options)  # type: ignore[arg-type]
+    loader_class = StreamingLoader if streaming else FastpackLoader
+    return loader_class(read, **options)  # type: ignore[arg-type]
+
+
+def _batching(
+    dataset: Dataset | StreamingDataset,
+    batch_size: int,
+    *,
+    shuffle: bool | None,
+    seed: int | None,
+    drop_last: bool | None,
+) -> tuple[Dataset | StreamingDataset, dict[str, Any], int]:
+    """The dataset the DataLoader reads, its batching options and its generator's seed: a
+    `Dataset` through an `EpochBatchSampler`, a `StreamingDataset` as a copy that batches."""
+    if isinstance(dataset, StreamingDataset):
+        batched = batched_copy(dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
+        return batched, {"batch_size": None}, dataset.seed
+    seed = 0 if seed is None else seed
+    sampler = EpochBatchSampler(
+        dataset, batch_size, shuffle=shuffle is not False, drop_last=bool(drop_last), seed=seed
+    )
+    return dataset, {"batch_sampler": sampler}, seed

@@ -16,6 +16,8 @@ from fastpack.formats import (
     OffsetOutOfRangeError,
     TruncatedFileError,
     UnsupportedVersionError,
+    section_table,
+    table_size,
     unpack_strings,
 )
 from fastpack.formats.index import ENTRY_SIZE, HEADER_SIZE, MAGIC
@@ -58,6 +60,19 @@ def test_file_layout(index_path: Path) -> None:
             "shard", "label", "key.offsets", "key.blob", "source.offsets", "source.blob",
             *(f"{f}.{c}" for f in FIELDS for c in ("offset", "size", "crc32")),
         }  # fmt: skip
+
+
+def test_section_table_locates_every_section(index_path: Path) -> None:
+    raw = index_path.read_bytes()
+    assert table_size(raw[:HEADER_SIZE]) == HEADER_SIZE + ENTRY_SIZE * 12
+    sections = section_table(raw[: table_size(raw[:HEADER_SIZE])])
+    ix = Index(index_path)
+    assert sections.keys() == {*ix._sections}
+    for name, section in sections.items():
+        start, end = section.span(0, section.elements)
+        found = np.frombuffer(raw[start:end], section.dtype)
+        np.testing.assert_array_equal(found, ix._sections[name])
+    assert section_table(raw[:HEADER_SIZE]) == {}  # a head without its table lists nothing
 
 
 def test_writer_keeps_offsets_across_parts(tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""A batch of full-size JPEGs decoded into one array: every image must have the first's size."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from fastpack.formats import FastpackError
+
+from .decode import Image, JpegData, decode, jpeg_size
+
+Allocate = Callable[[tuple[int, ...]], Image]
+DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
+
+
+def decode_same_size(
+    payloads: Sequence[JpegData],
+    rows: Sequence[int],
+    allocate: Allocate,
+    where: str,
+    error: DecodeError,
+) -> Image:
+    """`payloads` (the JPEGs of samples `rows`) decoded into one `(B, H, W, 3)` array from
+    `allocate`, called once, after every header is read. A ValueError naming two samples
+    (`where`: the dataset) when the sizes differ; `error(k, e)` is raised for a JPEG `k` whose
+    header or data does not decode."""
+    sizes = []
+    for k, data in enumerate(payloads):
+        with _named(error, k):
+            sizes.append(jpeg_size(data))
+    if any(s != sizes[0] for s in sizes):
+        k = next(k for k, s in enumerate(sizes) if s != sizes[0])
+        raise ValueError(
+            f"{where}: samples {rows[0]} and {rows[k]} have sizes {sizes[0]} and {sizes[k]}; "
+            "batching needs one size: give the dataset a transform (RandomResizedCrop, "
+            "CenterCrop) or read samples one at a time"
+        )
+    height, width = sizes[0] if sizes else (0, 0)
+    images = allocate((len(payloads), height, width, 3))
+    for k, data in enumerate(payloads):
+        with _named(error, k):
+            decode(data, out=images[k])
+    return images
+
+
+@contextmanager
+def _named(error: DecodeError, k: int) -> Iterator[None]:
+    """A decoder's ValueError raised as `error(k, e)`."""
+    try:
+        yield
+    except FastpackError:
+        raise
+    except ValueError as e:
+        raise error(k, e) from e

@@ -1,0 +1,74 @@
+"""Cheap checks of one shard's index rows as fetched, before they are written to the cache: each
+names the index's URL, the shard, the section and the first bad sample."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+from fastpack.formats import ABSENT, CorruptIndexError
+
+Rows = Mapping[str, npt.NDArray[np.generic]]
+
+
+def check_rows(
+    url: str, shard: int, first: int, rows: Rows, *, blob_sizes: Mapping[str, int],
+    shard_bytes: int, absent_allowed: bool,
+) -> None:  # fmt: skip
+    """`rows` (section name -> the slice of shard `shard`, whose first sample is `first`): every
+    `shard` entry is `shard`, `*.offsets` never decrease and stay inside their blob, and every
+    member lies inside the shard's `shard_bytes` (but absent members, if `absent_allowed`)."""
+    where = f"{url}: shard {shard}"
+    column = rows["shard"]
+    wrong = np.flatnonzero(column != shard)
+    if wrong.size:
+        i = int(wrong[0])
+        raise CorruptIndexError(
+            f"{where}: section 'shard' puts sample {first + i} in shard {int(column[i])}, the "
+            f"manifest's sample counts put samples [{first}, {first + len(column)}) in shard "
+            f"{shard}"
+        )
+    for table, size in blob_sizes.items():
+        offsets: npt.NDArray[np.uint64] = rows[f"{table}.offsets"].view(np.uint64)
+        _check_offsets(where, first, f"{table}.offsets", offsets, size)
+    for name in rows:
+        if name.endswith(".offset"):
+            stem = name[: -len(".offset")]
+            _check_members(where, first, stem, rows, shard_bytes=shard_bytes,
+                           absent_allowed=absent_allowed)  # fmt: skip
+
+
+def _check_offsets(
+    where: str, first: int, name: str, offsets: npt.NDArray[np.uint64], blob_size: int
+) -> None:
+    down = np.flatnonzero(offsets[1:] < offsets[:-1])
+    if down.size:
+        i = int(down[0])
+        raise CorruptIndexError(
+            f"{where}: section {name!r} goes down from {int(offsets[i])} to "
+            f"{int(offsets[i + 1])} at sample {first + i}, expected non-decreasing offsets"
+        )
+    if int(offsets[-1]) > blob_size:
+        raise CorruptIndexError(
+            f"{where}: section {name!r} reaches byte {int(offsets[-1])}, past the {blob_size} "
+            f"bytes of its blob"
+        )
+
+
+def _check_members(
+    where: str, first: int, stem: str, rows: Rows, *, shard_bytes: int, absent_allowed: bool
+) -> None:
+    offset, size = rows[f"{stem}.offset"], rows[f"{stem}.size"]
+    limit = np.uint64(shard_bytes)
+    outside = (offset > limit) | (size > limit - np.minimum(offset, limit))
+    if absent_allowed:
+        outside &= offset != np.uint64(ABSENT)
+    bad = np.flatnonzero(outside)
+    if bad.size:
+        i = int(bad[0])
+        start, length = int(offset[i]), int(size[i])
+        raise CorruptIndexError(
+            f"{where}: sections '{stem}.offset'/'{stem}.size' put sample {first + i} at bytes "
+            f"[{start}, {start + length}), the shard has {shard_bytes} bytes"
+        )
