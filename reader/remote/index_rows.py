@@ -3,19 +3,20 @@
 The cached `index.fpx` is a sparse file of the index's full size and layout (formats/SPEC.md
 section 3), so that `Index` and `DatasetFiles` open and read it as they read any index. Making an
 `IndexRows` fetches only what opening reads: the header and section table (one ranged GET) and
-the first and last entries of the `*.offsets` sections. `ensure(shard)` fetches the slice of every
-section that holds the shard's rows (ranged GETs in parallel; the blobs' slices once their
-offsets are known), checks it, writes it at its place and then marks the shard present in the
-sidecar `index.fpx.rows` (one byte per shard). Samples are stored shard after shard, so a shard's
-rows are one contiguous slice of each section.
+the first and last entries of the `*.offsets` sections. `ensure(shard)` fetches the slice that
+holds the shard's rows of every section a reader reads (not the sources or the CRCs, which stay
+zeros), in ranged GETs in parallel (the keys' bytes once their offsets are known), checks it,
+writes it at its place and then marks the shard present in the sidecar `index.fpx.rows` (one byte
+per shard). Samples are stored shard after shard, so a shard's rows are one contiguous slice of
+each section. An index of at most `WHOLE_INDEX_BYTES` is fetched whole instead.
 
 The streams of a node share both files: rows go to disjoint byte ranges (or the same bytes
 again), a marker is written after its rows, and a shard is fetched under a lock, so that no
 stream fetches rows another has marked present. An index that is whole in the cache (no sidecar:
 a whole download) is used as it is.
 
-Rows are checked, not hashed: the manifest's SHA-256 covers the whole index, which is never
-fetched whole here.
+Rows are checked, not hashed: the manifest's SHA-256 covers the whole index, which is checked
+only when it is fetched whole.
 """
 
 from __future__ import annotations
@@ -53,13 +54,22 @@ HEAD_BYTES = 4096  # the first GET: the header and the table of up to 83 section
 THREADS = 8  # ranged GETs at once for one shard's rows
 AHEAD_THREADS = 2  # shards whose rows `fetch_ahead` fetches at once
 _STRINGS = ("key", "source")  # the string tables: `<name>.offsets` into `<name>.blob`
+_ROW_STRINGS = ("key",)  # the string tables a reader reads (keys name samples in errors)
+# Sections a reader never reads, left unfetched (zeros) in the rows of a shard: sources, and
+# the members' CRCs (which `verify` checks against a whole index).
+_UNREAD = ("source.offsets", "source.blob")
+_UNREAD_SUFFIX = ".crc32"
+# An index this small is fetched whole, checked against the manifest's SHA-256: one parallel
+# download costs less than the requests of a few shards' rows (8 or more each).
+WHOLE_INDEX_BYTES = 16 * 2**20
 
 Spans = dict[str, tuple[int, int]]
 
 
 class IndexRows:
     """The index of the dataset at `location` (described by `manifest`) in the cache directory
-    `root`; `ensure(shard)` before reading the rows of `shard`."""
+    `root`; `ensure(shard)` before reading the rows of `shard`. An index of at most
+    `WHOLE_INDEX_BYTES` is fetched whole at once."""
 
     def __init__(
         self, location: Location, manifest: Manifest, root: Path, *, threads: int = THREADS
@@ -71,6 +81,8 @@ class IndexRows:
         counts = [s.samples for s in manifest.shards]
         self._starts: list[int] = [0, *np.cumsum(counts, dtype=np.int64).tolist()]
         size = manifest.index.bytes
+        if size <= WHOLE_INDEX_BYTES and not self.marks_path.exists() and _size(self.path) != size:
+            location.download(INDEX_NAME, self.path, size=size, sha256=manifest.index.sha256)
         self.complete = _size(self.path) == size and not self.marks_path.exists()
         self._sections: dict[str, Section] = {}
         self._absent_allowed = False
@@ -202,17 +214,17 @@ class IndexRows:
             return self._marks
 
     def _fetch_rows(self, shard: int, marks: ShardMarks) -> None:
-        """Fetch, check and write the rows of `shard`: every section but the blobs, then the
-        blobs' bytes that the fetched offsets point at."""
+        """Fetch, check and write the rows of `shard` that a reader reads: every section but the
+        blobs, the sources and the CRCs, then the keys' bytes that the fetched offsets point at."""
         first, stop = self._starts[shard], self._starts[shard + 1]
         spans: Spans = {}
         for name, section in self._sections.items():
-            if not name.endswith(".blob"):
+            if not name.endswith((".blob", _UNREAD_SUFFIX)) and name not in _UNREAD:
                 end = stop + 1 if name.endswith(".offsets") else stop
                 spans[name] = section.span(first, end)
         data = self._get(spans, f"shard {shard}")
         rows = {n: np.frombuffer(data[n], self._sections[n].dtype) for n in spans}
-        blobs = {s: self._sections[f"{s}.blob"] for s in _STRINGS}
+        blobs = {s: self._sections[f"{s}.blob"] for s in _ROW_STRINGS}
         check_rows(
             self.url, shard, first, rows, shard_bytes=self._manifest.shards[shard].bytes,
             blob_sizes={s: b.elements for s, b in blobs.items()},
