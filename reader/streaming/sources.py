@@ -99,6 +99,9 @@ class RemoteShards:
 
     def get(self, position: int) -> ShardFile:
         self._depth.asking(position)
+        if self._submitted == 0:  # the stream's first shard comes alone, sooner
+            self._submit_until(min(len(self._shards), position + 1))
+            self._futures[position].exception()  # waits; an error is raised below
         self._submit_until(min(len(self._shards), position + 1 + self._depth.depth))
         shard_file = self._futures[position].result()
         self._depth.received()
