@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fastpack.storage import CACHE_ENV, default_cache_dir, is_url
+from fastpack.storage import CACHE_ENV, default_cache_dir, is_url, urls
 from fastpack.storage.urls import filesystem
 
 S3_OPTIONS = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
@@ -68,3 +68,17 @@ def test_default_cache_dir_honours_the_environment(
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "fastpack"
     monkeypatch.delenv(CACHE_ENV)
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "fastpack"
+
+
+def test_forked_processes_make_s3_clients_from_the_parents_botocore_session() -> None:
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    parent, _ = urls.filesystem("s3://bucket/ds", options)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        child, _ = urls.filesystem("s3://bucket/ds", options)
+        os.write(write, b"%d %d" % (child is parent, child.session is parent.session))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(write)
+    assert os.read(read, 16) == b"0 1"  # a filesystem of its own, the loaded session shared
