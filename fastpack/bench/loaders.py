@@ -9,14 +9,11 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fastpack.reader import DaliLoader, Dataset, StreamingDataset, Transform, make_loader
 from fastpack.storage import default_cache_dir
 
 from .options import BenchOptions
-from .stream_fallback import NOTE as FALLBACK_NOTE
-from .stream_fallback import plain_dataloader
 from .timing import Batch
 
 
@@ -69,19 +66,10 @@ def streaming(path: str, transform: Transform, options: BenchOptions, remote: bo
             path, transform=transform, cache_dir=cache_dir, storage_options=options.storage_options
         )
         closers.append(dataset.close)
-        opened.batches, opened.note = _stream_loader(dataset, options)
+        opened.batches = make_loader(
+            dataset, batch_size=options.batch_size, num_workers=options.workers
+        )
     except BaseException:
         opened.close()
         raise
     return opened
-
-
-def _stream_loader(dataset: StreamingDataset, options: BenchOptions) -> tuple[Any, str | None]:
-    try:
-        loader = make_loader(dataset, batch_size=options.batch_size, num_workers=options.workers)
-        return loader, None
-    except (TypeError, AttributeError):
-        loader = plain_dataloader(
-            dataset, batch_size=options.batch_size, num_workers=options.workers
-        )
-        return loader, FALLBACK_NOTE

@@ -12,7 +12,7 @@ class LoaderResult:
     name: str  # one of options.LOADERS
     timing: Timing | None = None
     skipped: str | None = None  # why there is no timing
-    note: str | None = None  # how it read: from the URL, a fallback, DALI threads
+    note: str | None = None  # how it read: from the URL, DALI threads
 
     @property
     def images_per_second(self) -> float | None:

@@ -1,5 +1,5 @@
-"""The parts of `fastpack bench` that need no dataset: the verdict on given measurements, the
-timed loop on a fake loader, and the choice between `make_loader` and its streaming fallback."""
+"""The parts of `fastpack bench` that need no dataset: the verdict on given measurements, and
+the timed loop on a fake loader."""
 
 from __future__ import annotations
 
@@ -11,10 +11,7 @@ import pytest
 from fastpack.formats import FastpackError
 
 from fastpack.bench import LoaderResult, Setting, Timing, decide
-from fastpack.bench import loaders as bench_loaders
-from fastpack.bench.options import BenchOptions
 from fastpack.bench.payloads import sample_ids
-from fastpack.bench.stream_fallback import NOTE as FALLBACK_NOTE
 from fastpack.bench.timing import Batch, Limits, time_loader
 
 
@@ -198,25 +195,3 @@ def test_sample_ids_spread_over_the_dataset() -> None:
     assert sample_ids(3) == (0, 1, 2)
     ids = sample_ids(10_000, 5)
     assert ids == (0, 2500, 5000, 7499, 9999)
-
-
-@pytest.mark.parametrize(("raised", "note"), [(None, None), (TypeError, FALLBACK_NOTE),
-                                               (AttributeError, FALLBACK_NOTE)])  # fmt: skip
-def test_streaming_falls_back_to_a_plain_dataloader(
-    monkeypatch: pytest.MonkeyPatch, raised: type[Exception] | None, note: str | None
-) -> None:
-    made: list[Any] = []
-
-    def make_loader(dataset: Any, **kwargs: Any) -> Any:
-        if raised is not None:
-            raise raised("not a Dataset")
-        made.append(kwargs)
-        return "make_loader's"
-
-    monkeypatch.setattr(bench_loaders, "make_loader", make_loader)
-    monkeypatch.setattr(bench_loaders, "plain_dataloader", lambda dataset, **kwargs: "plain")
-    loader, got = bench_loaders._stream_loader(object(), BenchOptions(path="x", workers=2))  # type: ignore[arg-type]
-    assert got == note
-    assert loader == ("plain" if raised else "make_loader's")
-    if raised is None:
-        assert made == [{"batch_size": 64, "num_workers": 2}]
