@@ -66,7 +66,7 @@ class FetchOptions:
 
     threads: int | None = None
     part_threads: int = 4
-    part_bytes: int = 16 * 2**20
+    part_bytes: int = 8 * 2**20
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
