@@ -13,16 +13,14 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import cv2
 import numpy as np
 
 from fastpack.formats import FastpackError
 from fastpack.reader import Transform
+from fastpack.reader.image.cv2_threads import single_threaded_cv2
 from fastpack.reader.image.draws import sample_draws
 
 from .payloads import Payloads
@@ -67,7 +65,7 @@ def measure_ceiling(
                seconds=limits.seconds, most=most)  # fmt: skip
     children = [context.Process(target=_decode_loop, args=(job, barrier, results), daemon=True)
                 for _ in range(processes)]  # fmt: skip
-    with _single_threaded_cv2():
+    with single_threaded_cv2():
         for child in children:
             child.start()
     try:
@@ -137,15 +135,3 @@ def _decode_loop(job: _Job, barrier: Any, results: Any) -> None:
         results.put(f"sample {payloads.ids[k]} does not decode: {e}")
         return
     results.put(runs)
-
-
-@contextmanager
-def _single_threaded_cv2() -> Iterator[None]:
-    """OpenCV limited to one thread in the processes started in the block (set in the parent
-    around the start: a forked child must not change a live thread pool)."""
-    previous = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
-        yield
-    finally:
-        cv2.setNumThreads(previous)

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
-import cv2
 from torch.utils.data import DataLoader, get_worker_info
 
 from ..fields import ColumnKind
+from ..image.cv2_threads import single_threaded_cv2
 from ..streaming.dataset import StreamingDataset
 from .batch_slots import BatchSlots
 
@@ -51,23 +51,6 @@ class SharedBatches:
         if self.kinds is None:
             return self.slots.collate(*batch)
         return self.slots.collate_fields(batch, self.kinds)
-
-
-@contextmanager
-def single_threaded_cv2() -> Iterator[None]:
-    """OpenCV limited to one thread while the block runs, then restored.
-
-    Workers must not run OpenCV thread pools (the workers are the parallelism), yet calling
-    `cv2.setNumThreads` in a forked child whose parent had a live pool can deadlock in
-    pthread_cond_destroy. So the limit is set in the parent around the fork: children inherit
-    a pool-less OpenCV.
-    """
-    previous = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
-        yield
-    finally:
-        cv2.setNumThreads(previous)
 
 
 @contextmanager
