@@ -504,8 +504,8 @@ class StreamingDataset(ClosesOnExit, _Base):
         depth = PrefetchDepth(
             window=self.shuffle_window, limit=self.fetch_ahead, fixed=self.prefetch is not None
         )
-        if self._index_rows is not None:  # the first window's rows beside its shards' downloads
-            self._index_rows.fetch_ahead(shards[: self.shuffle_window])
+        if self._index_rows is not None:  # the first window's rows (one shard) beside its download
+            self._index_rows.fetch_ahead(shards[:1])
         return RemoteShards(
             self._location, self.manifest, cache, shards, depth=depth, io=self.io,
             options=self.fetch, keep=keep,
