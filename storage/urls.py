@@ -11,6 +11,7 @@ loop at one attempt and, unless `config_kwargs` sets `retries`, botocore's at on
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -21,9 +22,6 @@ from typing import Any
 _FILESYSTEMS: dict[tuple[int, str], Any] = {}
 _S3_PROTOCOLS = ("s3", "s3a")
 _BOTOCORE_RETRIES = {"total_max_attempts": 1}
-# The botocore session of this process's S3 filesystems, inherited by the processes it forks:
-# its loaded service models make their clients in milliseconds instead of 0.3 s of CPU each.
-_S3_SESSION: list[Any] = []
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -68,10 +66,11 @@ def _options(protocol: str, storage_options: Mapping[str, Any]) -> dict[str, Any
     return options
 
 
+@functools.cache
 def _s3_session() -> Any:
-    """The botocore (aiobotocore) session shared by S3 filesystems, made once."""
-    if not _S3_SESSION:
-        from aiobotocore.session import AioSession  # noqa: PLC0415 - with s3fs, on first use
+    """The botocore (aiobotocore) session of this process's S3 filesystems, made once and
+    inherited by the processes it forks: its loaded service models make their clients in
+    milliseconds instead of 0.3 s of CPU each."""
+    from aiobotocore.session import AioSession  # noqa: PLC0415 - with s3fs, on first use
 
-        _S3_SESSION.append(AioSession())
-    return _S3_SESSION[0]
+    return AioSession()

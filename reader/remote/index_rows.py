@@ -89,13 +89,14 @@ class IndexRows:
         self._present: set[int] = set()  # shards this process knows to be present
         self._marks: ShardMarks | None = None
         self._ahead: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool) of fetch_ahead
+        self._gets: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool) of ranged GETs
         self._lock = threading.Lock()
         if not self.complete:
             self._prepare()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_marks"] = state["_ahead"] = state["_lock"] = None
+        state["_marks"] = state["_ahead"] = state["_gets"] = state["_lock"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -254,8 +255,15 @@ class IndexRows:
         names = list(spans)
         if len(names) <= 1:
             return {n: get(n) for n in names}
-        with ThreadPoolExecutor(min(self._threads, len(names))) as pool:
-            return dict(zip(names, pool.map(get, names), strict=True))
+        return dict(zip(names, self._get_pool().map(get, names), strict=True))
+
+    def _get_pool(self) -> ThreadPoolExecutor:
+        """This process's threads for ranged GETs, made once (a forked process makes its own)."""
+        with self._lock:
+            if self._gets is None or self._gets[0] != os.getpid():
+                pool = ThreadPoolExecutor(self._threads, thread_name_prefix="fastpack-index")
+                self._gets = (os.getpid(), pool)
+            return self._gets[1]
 
     def close(self) -> None:
         """Stop the fetches ahead not yet started and let go of this process's descriptors of
@@ -263,7 +271,7 @@ class IndexRows:
         with self._lock:
             if self._ahead is not None and self._ahead[0] == os.getpid():
                 self._ahead[1].shutdown(wait=False, cancel_futures=True)
-            self._marks = self._ahead = None
+            self._marks = self._ahead = self._gets = None  # GETs in flight keep their pool
 
 
 def _what(name: str) -> str:

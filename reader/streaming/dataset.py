@@ -161,7 +161,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         self.cache_limit = cache_limit
         # Shards fetched ahead of the one read: the user's `prefetch`, else chosen as the stream
         # goes (`PrefetchDepth`), up to one window ahead with a bounded cache, else two.
-        self.fetch_ahead = prefetch if prefetch is not None else (
+        self.ahead_limit = prefetch if prefetch is not None else (
             shuffle_window if cache_limit is not None else 2 * shuffle_window
         )  # fmt: skip
         self.drop_last = drop_last
@@ -191,7 +191,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         )
         check_geometry(self.layout, transform, self.path)
         self._counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
-        self._resident: tuple[tuple[int, int], list[npt.NDArray[np.int64]] | None] | None = None
+        self._resident: tuple[int, list[npt.NDArray[np.int64]] | None] | None = None  # by workers
         self._check_cache_limit()
         self._files: tuple[DatasetFiles, Labels] | None = None
         self._decoder: SampleDecoder | None = None
@@ -220,11 +220,11 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self.cache_limit is None or self._location is None:
             return
         largest = max((s.bytes for s in self.manifest.shards), default=0)
-        needed = (self.shuffle_window + self.fetch_ahead) * largest
+        needed = (self.shuffle_window + self.ahead_limit) * largest
         if self.cache_limit < needed:
             raise ValueError(
                 f"{self.path}: cache_limit={self.cache_limit} bytes is below one stream's working "
-                f"set: (shuffle_window {self.shuffle_window} + prefetch {self.fetch_ahead}) x "
+                f"set: (shuffle_window {self.shuffle_window} + prefetch {self.ahead_limit}) x "
                 f"{largest} bytes (largest shard) = {needed}"
             )
 
@@ -234,24 +234,19 @@ class StreamingDataset(ClosesOnExit, _Base):
         remote dataset (see `residency`)."""
         if self._location is None or self.cache_limit is None:
             return None
-        key = (workers, self.cache_limit)
-        if self._resident is None or self._resident[0] != key:
+        if self._resident is None or self._resident[0] != workers:
             sizes = np.array([s.bytes for s in self.manifest.shards], dtype=np.int64)
             budget = rank_budget(
                 self.cache_limit, world=self.world_size, streams=max(1, workers),
-                working_shards=self.shuffle_window + self.fetch_ahead,
+                working_shards=self.shuffle_window + self.ahead_limit,
                 largest=int(sizes.max(initial=0)),
             )  # fmt: skip
             resident = resident_shards(
                 self._counts, sizes, seed=self.seed, world=self.world_size, budget=budget,
-                span=self._rank_samples(),
+                span=len(self),
             )  # fmt: skip
-            self._resident = (key, resident if any(len(r) for r in resident) else None)
+            self._resident = (workers, resident if any(len(r) for r in resident) else None)
         return self._resident[1]
-
-    def _rank_samples(self) -> int:
-        total, world = self.manifest.num_samples, self.world_size
-        return total // world if self.drop_last else -(-total // world)
 
     def _fetch_metadata(self, cache_dir: Path) -> Path:
         """Fetch the manifest, (once per cache directory) the zstd dictionaries, and what opening
@@ -370,7 +365,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         if resident is not None:
             order = resident_order(
                 self._counts, resident, seed=self.seed, epoch=self.epoch,
-                span=max(1, self._rank_samples()), shuffle=self.shuffle,
+                span=max(1, len(self)), shuffle=self.shuffle,
             )  # fmt: skip
         return stream_plan(
             self._counts, stream, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle,
@@ -502,7 +497,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         resident = self.resident_shards(_worker_info()[1]) or []
         keep = [self.manifest.shards[s].name for shards in resident for s in shards.tolist()]
         depth = PrefetchDepth(
-            window=self.shuffle_window, limit=self.fetch_ahead, fixed=self.prefetch is not None
+            window=self.shuffle_window, limit=self.ahead_limit, fixed=self.prefetch is not None
         )
         if self._index_rows is not None:  # the first window's rows (one shard) beside its download
             self._index_rows.fetch_ahead(shards[:1])
