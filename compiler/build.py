@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -11,6 +12,9 @@ from typing import Any
 from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
 
 from .build_dir import BUILD_DIR
+from .cluster.node_share import node_plan_dir, node_shards, share_note
+from .cluster.targets import DirectoryTarget
+from .cluster.worker_report import worker_lines
 from .errors import BuildError
 from .jobs.dictionaries import train_dictionaries, with_dictionaries
 from .jobs.progress import BuildProgress
@@ -53,14 +57,14 @@ def _plan(
 
 
 def _dataset_schema(
-    out: Path, meta: PlanMeta, options: BuildOptions
+    out: Path, plan_dir: Path, meta: PlanMeta, options: BuildOptions
 ) -> tuple[Schema, dict[str, Any]]:
-    """The dataset's schema, with the dictionaries trained for it, and what the manifest's
-    `build` says of those dictionaries."""
+    """The dataset's schema, with the dictionaries trained for it (written into `out`), and what
+    the manifest's `build` says of those dictionaries."""
     schema = meta.field_schema()
     if not meta.train:
         return schema, {}
-    trained = train_dictionaries(out, Plan(out / BUILD_DIR), options.dictionary_size)
+    trained = train_dictionaries(out, Plan(plan_dir), options.dictionary_size)
     notes = {
         name: "trained" if d is not None else "too few samples to train: frames without one"
         for name, d in trained.items()
@@ -68,23 +72,56 @@ def _dataset_schema(
     return with_dictionaries(schema, trained), {"dictionaries": notes}
 
 
-def _run_shards(out: Path, meta: PlanMeta, options: BuildOptions, schema: Schema) -> None:
-    """Run the job of every shard that is not finished (all of them, unless resuming)."""
+def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> ShardJob:
+    """The job of shard `shard`, writing into `out`."""
+    return ShardJob(
+        out=str(out), shard=shard, max_side=options.max_side, quality=options.quality,
+        check=options.check, strict=options.strict, schema=None if schema.is_v1 else schema,
+        shard_format=options.shard_format,
+    )  # fmt: skip
+
+
+def _run_shards(
+    out: Path, plan_dir: Path, *, meta: PlanMeta, options: BuildOptions, schema: Schema,
+    shards: range,
+) -> None:  # fmt: skip
+    """Run the job of every shard in `shards` that is not finished in `out`."""
     (out / SHARDS_DIR).mkdir(exist_ok=True)
     todo, done = [], 0
-    job_schema = None if schema.is_v1 else schema
-    for shard in range(meta.num_shards):
+    for shard in shards:
         record = finished_record(out, shard)
         if record is None:
-            todo.append(ShardJob(out=str(out), shard=shard, max_side=options.max_side,
-                                 quality=options.quality, check=options.check,
-                                 strict=options.strict, schema=job_schema,
-                                 shard_format=options.shard_format))  # fmt: skip
+            todo.append(shard_job(out, shard, options, schema))
         else:
             done += record.planned
+    total = sum(stop - start for start, stop in map(meta.shard_range, shards))
     workers = options.workers or os.cpu_count() or 1
+    with BuildProgress(total, done, enabled=options.progress) as progress:
+        run_jobs(todo, plan_dir, workers, progress)
+
+
+def _run_on_cluster(
+    out: Path, plan_dir: Path, *, meta: PlanMeta, options: BuildOptions, schema: Schema,
+    cluster: Any,
+) -> tuple[str, ...]:  # fmt: skip
+    """Run the unfinished shard jobs as tasks on a Dask cluster; the per-worker lines."""
+    from .cluster.dask_runner import run_on_dask  # noqa: PLC0415 - an optional extra
+    from .cluster.shard_task import ShardTask  # noqa: PLC0415
+    from .cluster.targets import DirectoryTarget  # noqa: PLC0415
+    from .planning.plan_slice import slice_shard  # noqa: PLC0415
+
+    (out / SHARDS_DIR).mkdir(exist_ok=True)
+    finished = DirectoryTarget(out).finished(range(meta.num_shards))
+    plan = Plan(plan_dir)
+    tasks = (
+        ShardTask(shard_job(out, shard, options, schema), slice_shard(plan, shard), str(out))
+        for shard in range(meta.num_shards)
+        if shard not in finished
+    )
+    done = sum(r.planned for r in finished.values())
     with BuildProgress(meta.num_inputs, done, enabled=options.progress) as progress:
-        run_jobs(todo, out / BUILD_DIR, workers, progress)
+        results = list(run_on_dask(tasks, cluster, progress))
+    return worker_lines(results)
 
 
 def _remove_build_files(out: Path) -> None:
@@ -107,33 +144,89 @@ def _summary_of(out: Path, seconds: float) -> BuildSummary:
     )
 
 
+def _finish(
+    out: Path, meta: PlanMeta, *, options: BuildOptions, schema: Schema, notes: dict[str, Any],
+    kind: str,
+) -> None:  # fmt: skip
+    """Index, rejects and manifest from the records of every shard, then the build files go."""
+    records = [load_record(out, shard) for shard in range(meta.num_shards)]
+    build_info = {
+        "source_kind": kind, "samples_per_shard": meta.samples_per_shard, **options.shaping(),
+        **notes,
+    }  # fmt: skip
+    write_dataset_manifest(
+        out, meta, records, build_info, schema, shard_format=options.shard_format
+    )
+    _remove_build_files(out)
+
+
+def _share_summary(
+    out: Path, meta: PlanMeta, options: BuildOptions, shards: range, seconds: float
+) -> BuildSummary:
+    """The summary of a node's share, which leaves the index and manifest to a later call."""
+    records = [load_record(out, shard) for shard in shards]
+    finished = len(DirectoryTarget(out).finished(range(meta.num_shards)))
+    return BuildSummary(
+        inputs=sum(r.planned for r in records), samples=sum(r.samples for r in records),
+        shards=len(records), bytes=sum(r.bytes for r in records),
+        rejected=sum(len(r.rejects) for r in records),
+        converted=sum(r.converted for r in records), seconds=seconds,
+        notes=(share_note(options, finished, meta.num_shards, str(out)),),
+    )  # fmt: skip
+
+
 def build(
     source: str | os.PathLike[str],
     out: str | os.PathLike[str],
     options: BuildOptions = DEFAULT_OPTIONS,
+    *,
+    cluster: Any = None,
+    staging: str | os.PathLike[str] | None = None,
 ) -> BuildSummary:
     """Compile `source` (ImageFolder tree, list file, webdataset tars or URLs) into `out`.
 
-    Output bytes depend only on the source and the output-shaping options, never on `workers`.
-    Raises SourceError for a bad source, BuildError when `out` is not usable, for a reject with
-    `strict`, and for a `resume` whose options differ from the interrupted build's."""
+    Output bytes depend only on the source and the output-shaping options, never on `workers`,
+    the cluster or the nodes. `cluster` (a Dask scheduler address or `distributed.Client`) runs
+    the shard jobs as tasks on its workers, which must see the source and `out` at the same
+    paths. With `options.num_nodes > 1`, this call builds node `options.node_rank`'s share of
+    the shards only, planning in `staging` (default: under the cache directory); a later call
+    with `resume` (and no node share) writes the index and manifest. Raises SourceError for a
+    bad source, BuildError when `out` is not usable, for a reject with `strict`, and for a
+    `resume` whose options differ from the interrupted build's."""
     started = time.perf_counter()
     source, out = os.fspath(source), Path(out)  # a source may be a URL: no Path of it
     kind = detect_kind(source, options.source_format)
     _check_apart(Path(source), out)
     fingerprint = {"source": source_id(source), "source_kind": kind, **options.shaping()}
-    state = check_out_dir(out, resume=options.resume, fingerprint=fingerprint)
-    if state is not OutState.COMPLETE:
+    share = options.node_share
+    state = check_out_dir(out, resume=options.resume or share, fingerprint=fingerprint)
+    if state is OutState.COMPLETE:
+        return _summary_of(out, time.perf_counter() - started)
+    notes: tuple[str, ...] = ()
+    if share:
+        local = node_plan_dir(str(out), options, Path(staging) if staging is not None else None)
+        local_state = check_out_dir(local, resume=True, fingerprint=fingerprint)
+        meta = _plan(source, local, kind=kind, state=local_state, options=options,
+                     fingerprint=fingerprint)  # fmt: skip
+        start_build_dir(out, fingerprint)
+        plan_dir = local / BUILD_DIR
+    else:
         meta = _plan(source, out, kind=kind, state=state, options=options, fingerprint=fingerprint)
-        schema, notes = _dataset_schema(out, meta, options)
-        _run_shards(out, meta, options, schema)
-        records = [load_record(out, shard) for shard in range(meta.num_shards)]
-        build_info = {
-            "source_kind": kind, "samples_per_shard": meta.samples_per_shard, **options.shaping(),
-            **notes,
-        }  # fmt: skip
-        write_dataset_manifest(
-            out, meta, records, build_info, schema, shard_format=options.shard_format
+        plan_dir = out / BUILD_DIR
+    schema, schema_notes = _dataset_schema(out, plan_dir, meta, options)
+    if cluster is not None:
+        notes = _run_on_cluster(
+            out, plan_dir, meta=meta, options=options, schema=schema, cluster=cluster
         )
-        _remove_build_files(out)
-    return _summary_of(out, time.perf_counter() - started)
+    else:
+        shards = node_shards(meta.num_shards, options)
+        _run_shards(out, plan_dir, meta=meta, options=options, schema=schema, shards=shards)
+    if share:
+        shards = node_shards(meta.num_shards, options)
+        summary = _share_summary(out, meta, options, shards, time.perf_counter() - started)
+        all_done = len(DirectoryTarget(out).finished(range(meta.num_shards))) == meta.num_shards
+        shutil.rmtree(local)  # this node's shards are finished: its plan is not needed again
+        if not (options.resume and all_done):
+            return summary
+    _finish(out, meta, options=options, schema=schema, notes=schema_notes, kind=kind)
+    return dataclasses.replace(_summary_of(out, time.perf_counter() - started), notes=notes)

@@ -37,8 +37,22 @@ class BuildOptions:
     images_root: str | None = None  # where a COCO source's images live
     render_masks: bool = False  # COCO: render each image's instance masks into a PNG field
     shard_format: ShardFormat = "tar"  # or "tfrecord": TFRecord shards of tf.train.Example
+    num_nodes: int = 1  # machines sharing the shard jobs without a scheduler
+    node_rank: int | None = None  # this machine's share: shards s with s % num_nodes == rank
 
     def __post_init__(self) -> None:
+        if self.num_nodes < 1 or (
+            self.node_rank is not None and not 0 <= self.node_rank < self.num_nodes
+        ):
+            raise BuildError(
+                f"build options num_nodes={self.num_nodes}, node_rank={self.node_rank}: "
+                "expected num_nodes >= 1 and 0 <= node_rank < num_nodes"
+            )
+        if self.num_nodes > 1 and self.node_rank is None:
+            raise BuildError(
+                f"build option num_nodes={self.num_nodes} needs node_rank (this node's share, "
+                "0 to num_nodes - 1); a call without either finishes the build with resume"
+            )
         if self.source_format not in SOURCE_FORMATS:
             raise SourceError(
                 f"unknown source format {self.source_format!r}; "
@@ -86,6 +100,11 @@ class BuildOptions:
             shaping["shard_format"] = self.shard_format
         return shaping
 
+    @property
+    def node_share(self) -> bool:
+        """Whether this call builds one node's share of the shard jobs."""
+        return self.node_rank is not None and self.num_nodes > 1
+
     def source_options(self) -> SourceOptions:
         """What the source scan is told."""
         root = Path(self.images_root) if self.images_root is not None else None
@@ -112,6 +131,7 @@ class BuildSummary:
     rejected: int
     converted: int
     seconds: float
+    notes: tuple[str, ...] = ()  # lines after the summary: per cluster worker, or what is left
 
     def format(self) -> str:
         """The closing summary of a build."""
@@ -126,4 +146,5 @@ class BuildSummary:
             f"{_count(self.shards, 'shard')} ({_megabytes(self.bytes)}) in {self.seconds:.1f} s"
             f"{rates}\n{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
             + (" (listed in rejects.jsonl)" if self.rejected else "")
+            + "".join(f"\n{line}" for line in self.notes)
         )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import simplejpeg
 
-pytest_plugins = ["tests.s3_server", "tests.shaping_proxy"]
+pytest_plugins = ["tests.s3_server", "tests.shaping_proxy", "tests.dask_cluster"]
 
 
 def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:

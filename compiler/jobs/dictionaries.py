@@ -30,7 +30,7 @@ from fastpack.formats import (
     train_dictionary,
 )
 
-from ..build_dir import BUILD_DIR
+from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError
 from ..planning.plan_store import Plan
 from ..sources.sample_fields import unpack_fields
@@ -74,7 +74,7 @@ def _write(out: Path, name: str, data: bytes) -> Dictionary:
     relative = dictionary_name(name)
     path = out / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = temp_path(path)
     tmp.write_bytes(data)
     os.replace(tmp, path)
     return Dictionary(name=relative, bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
@@ -95,7 +95,7 @@ def _read_state(path: Path) -> dict[str, Dictionary | None] | None:
 
 def _write_state(path: Path, trained: Trained) -> None:
     data = {k: None if d is None else dataclasses.asdict(d) for k, d in trained.items()}
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = temp_path(path)
     tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
 

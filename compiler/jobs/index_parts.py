@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from fastpack.formats import IndexPart
 
-from ..build_dir import BUILD_DIR
+from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError
 
 
@@ -36,7 +36,7 @@ def save_part(path: Path, part: IndexPart, fields: Sequence[str]) -> None:
         arrays[f"offset_{k}"] = part.offsets[f]
         arrays[f"size_{k}"] = part.sizes[f]
         arrays[f"crc32_{k}"] = part.crc32[f]
-    tmp = path.with_name(path.name + ".tmp.npz")
+    tmp = temp_path(path, ".tmp.npz")
     np.savez(tmp, **arrays)  # type: ignore[arg-type]
     os.replace(tmp, path)
 

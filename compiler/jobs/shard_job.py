@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -20,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import DEFAULT_FIELDS, Schema, sample_key, shard_idx_name, shard_name
 
+from ..build_dir import temp_path
 from ..errors import BuildError
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
-from ..planning.plan_store import Plan
+from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
 from .dictionaries import load_dictionaries
 from .index_parts import part_path, save_part
@@ -49,6 +50,8 @@ class ShardJob:
     strict: bool
     schema: Schema | None = None  # the dataset's, with its dictionaries; None: V1_SCHEMA
     shard_format: str = "tar"  # or "tfrecord"
+    # the schema's dictionaries by field, where the job cannot read them from `out`
+    dictionaries: Mapping[str, bytes] | None = None
 
 
 class _Sha256Sink(io.RawIOBase):
@@ -104,7 +107,7 @@ class _Inputs(NamedTuple):
         return reader.read(self.sources[k], self.containers[k], self.offsets[k], self.sizes[k])
 
 
-def _inputs(job: ShardJob, plan: Plan) -> _Inputs:
+def _inputs(job: ShardJob, plan: PlanRows) -> _Inputs:
     meta = plan.meta
     start, stop = meta.shard_range(job.shard)
     inputs = plan.inputs(start, stop)
@@ -116,7 +119,7 @@ def _inputs(job: ShardJob, plan: Plan) -> _Inputs:
     return _Inputs(start, inputs, sources, labels, sizes, containers, offsets)
 
 
-def _write_samples(job: ShardJob, plan: Plan, sink: ShardSink, progress: Progress) -> ShardRows:
+def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Progress) -> ShardRows:
     """The samples of an image + class plan (V1_SCHEMA): no per-sample work for fields."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     labels = shard.labels
@@ -145,14 +148,16 @@ def _write_samples(job: ShardJob, plan: Plan, sink: ShardSink, progress: Progres
 
 
 def _write_field_samples(
-    job: ShardJob, schema: Schema, plan: Plan, sink: ShardSink, progress: Progress
+    job: ShardJob, schema: Schema, plan: PlanRows, sink: ShardSink, progress: Progress
 ) -> ShardRows:
     """The samples of a plan of any other schema: each one's fields by `SampleEncoder`."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     packed = plan.fields(shard.inputs)
     has_image = schema.image_field is not None
     images = ImageOptions(max_side=job.max_side, quality=job.quality, check=job.check)
-    dictionaries = load_dictionaries(Path(job.out), schema)
+    dictionaries = job.dictionaries
+    if dictionaries is None:
+        dictionaries = load_dictionaries(Path(job.out), schema)
     with InputReader(meta) as reader:
         encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
         for k, source_bytes in enumerate(shard.sources):
@@ -184,13 +189,11 @@ def _write_field_samples(
     return rows
 
 
-def run_shard_job(job: ShardJob, plan: Plan, progress: Progress) -> ShardRecord:
+def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRecord:
     out = Path(job.out)
     shard_path = out / shard_name(job.shard, job.shard_format)
     idx_path = out / shard_idx_name(job.shard)
-    suffix = f".{os.getpid()}.tmp"
-    shard_tmp = shard_path.with_name(shard_path.name + suffix)
-    idx_tmp = idx_path.with_name(idx_path.name + suffix)
+    shard_tmp, idx_tmp = temp_path(shard_path), temp_path(idx_path)
     try:
         with io.FileIO(shard_tmp, "w") as raw:
             sink = _Sha256Sink(raw)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastpack.formats import SHARD_FORMATS, shard_idx_name, shard_name
 
-from ..build_dir import BUILD_DIR
+from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError
 from .index_parts import part_path
 
@@ -42,7 +42,7 @@ def record_path(out: Path, shard: int) -> Path:
 
 def save_record(out: Path, record: ShardRecord) -> None:
     path = record_path(out, record.shard)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = temp_path(path)
     tmp.write_text(json.dumps(asdict(record), sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -51,16 +51,29 @@ def load_record(out: Path, shard: int) -> ShardRecord:
     """The record of a finished shard; BuildDirError if it is missing or unreadable."""
     path = record_path(out, shard)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["rejects"] = tuple(_reject_line(*line) for line in data["rejects"])
-        return ShardRecord(**data)
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise BuildDirError(f"{path}: shard record missing; remove {out} and build again") from e
+    except UnicodeDecodeError as e:
+        raise _unreadable(str(path), str(out), e) from e
+    return parse_record(text, str(path), str(out))
+
+
+def _unreadable(where: str, out: str, e: Exception) -> BuildDirError:
+    return BuildDirError(
+        f"{where}: unreadable shard record ({e!r}); the build directory is damaged: "
+        f"remove {out} and build again"
+    )
+
+
+def parse_record(text: str, where: str, out: str) -> ShardRecord:
+    """A record from its JSON text; BuildDirError naming `where` (and `out`) if unreadable."""
+    try:
+        data = json.loads(text)
+        data["rejects"] = tuple(_reject_line(*line) for line in data["rejects"])
+        return ShardRecord(**data)
     except (ValueError, KeyError, TypeError) as e:  # not JSON, or not a record's keys
-        raise BuildDirError(
-            f"{path}: unreadable shard record ({e!r}); the build directory is damaged: "
-            f"remove {out} and build again"
-        ) from e
+        raise _unreadable(where, out, e) from e
 
 
 def _reject_line(source: str, reason: str, field: str | None = None) -> RejectLine:

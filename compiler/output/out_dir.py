@@ -15,7 +15,7 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
-from ..build_dir import BUILD_DIR
+from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError, BuildError
 
 OPTIONS_NAME = "options.json"
@@ -94,7 +94,7 @@ def start_build_dir(out: Path, fingerprint: Mapping[str, Any]) -> Path:
     """Create `<out>/.fastpack-build/` and record the build's options in it."""
     build_dir = out / BUILD_DIR
     build_dir.mkdir(parents=True, exist_ok=True)
-    tmp = build_dir / (OPTIONS_NAME + ".tmp")
+    tmp = temp_path(build_dir / OPTIONS_NAME)
     tmp.write_text(json.dumps(dict(fingerprint), sort_keys=True), encoding="utf-8")
     os.replace(tmp, build_dir / OPTIONS_NAME)
     return build_dir

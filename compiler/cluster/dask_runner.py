@@ -1,0 +1,211 @@
+"""Shard tasks on a Dask cluster; the one module of fastpack that imports `distributed`.
+
+The client keeps at most two tasks per worker thread submitted (each carries its plan rows, so
+that the scheduler never holds the whole plan), and submits the next as one finishes. A worker
+that dies takes its running task with it: the scheduler runs it again elsewhere. A task that
+fails on a worker (an error other than a build's own, such as a strict reject) is submitted
+again for the other workers, up to `MAX_ATTEMPTS` times. Workers report progress as events on a
+topic that the client follows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+
+from ..errors import BuildError
+from ..jobs.shard_job import Progress
+from .shard_task import ShardTask, TaskResult, run_shard_task
+
+MAX_ATTEMPTS = 3
+TASKS_PER_THREAD = 2
+POLL_SECONDS = 0.2
+REPORT_SECONDS = 0.25
+_LOG_SILENT = 0
+
+
+def _distributed() -> Any:
+    try:
+        import distributed  # noqa: PLC0415 - an optional extra
+    except ImportError as e:
+        raise BuildError(
+            "a build on a Dask cluster needs dask.distributed: pip install 'fastpack[dask]'"
+        ) from e
+    return distributed
+
+
+class TaskFailed(Exception):
+    """A task's error on one worker; the client tries the task elsewhere."""
+
+    def __init__(self, worker: str, reason: str) -> None:
+        super().__init__(worker, reason)
+        self.worker, self.reason = worker, reason
+
+    def __str__(self) -> str:
+        return f"on {self.worker}: {self.reason}"
+
+
+class _Reporter:
+    """A task's progress, sent as an event every REPORT_SECONDS."""
+
+    def __init__(self, worker: Any, topic: str, shard: int) -> None:
+        self._worker, self._topic, self._shard = worker, topic, shard
+        self._pending = [0, 0]
+        self._last = time.monotonic()
+
+    def __call__(self, samples: int, nbytes: int) -> None:
+        self._pending[0] += samples
+        self._pending[1] += nbytes
+        if time.monotonic() - self._last >= REPORT_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending != [0, 0]:
+            self._worker.log_event(self._topic, [self._shard, *self._pending])
+        self._pending = [0, 0]
+        self._last = time.monotonic()
+
+
+def _run_on_worker(task: ShardTask, topic: str) -> TaskResult:
+    """The task as a worker runs it."""
+    worker = _distributed().get_worker()
+    cv2.setNumThreads(1)  # one task per worker thread: decode threads would oversubscribe
+    cv2.utils.logging.setLogLevel(_LOG_SILENT)
+    reporter = _Reporter(worker, topic, task.job.shard)
+    try:
+        result = run_shard_task(task, Path(worker.local_directory), reporter)
+    except BuildError:
+        raise  # the build's own verdict (a strict reject): the same on any worker
+    except Exception as e:
+        raise TaskFailed(worker.address, f"{type(e).__name__}: {e}") from e
+    finally:
+        reporter.flush()
+    return dataclasses.replace(result, worker=worker.address)
+
+
+class _Inbox:
+    """Progress events from the workers, added up per shard for the client's thread, so that
+    a task that failed (or ran twice) can be taken back out of the count."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._new = [0, 0]
+        self._by_shard: dict[int, int] = {}
+
+    def receive(self, event: tuple[float, Any]) -> None:
+        shard, samples, nbytes = event[1]
+        with self._lock:
+            self._new[0] += samples
+            self._new[1] += nbytes
+            self._by_shard[shard] = self._by_shard.get(shard, 0) + samples
+
+    def take(self) -> tuple[int, int]:
+        with self._lock:
+            new = (self._new[0], self._new[1])
+            self._new = [0, 0]
+        return new
+
+    def settle(self, shard: int, samples: int) -> None:
+        """Count shard `shard` as `samples` done, whatever its events said."""
+        with self._lock:
+            self._new[0] += samples - self._by_shard.get(shard, 0)
+            self._by_shard[shard] = samples
+
+
+class _Submitter:
+    def __init__(self, client: Any, topic: str, running: Any) -> None:
+        self._client, self._topic, self._running = client, topic, running
+        self.tasks: dict[Any, tuple[ShardTask, int, frozenset[str]]] = {}
+
+    def submit(
+        self, task: ShardTask, attempt: int = 1, avoid: frozenset[str] = frozenset()
+    ) -> None:
+        workers = [w for w in self._client.scheduler_info()["workers"] if w not in avoid]
+        future = self._client.submit(
+            _run_on_worker, task, self._topic, pure=False,
+            key=f"fastpack-shard-{task.job.shard:06d}-{self._topic[-8:]}-{attempt}",
+            workers=workers or None, allow_other_workers=True,
+        )  # fmt: skip
+        self.tasks[future] = (task, attempt, avoid)
+        self._running.add(future)
+
+
+def _failed(shard: int, attempts: int, error: BaseException) -> BuildError:
+    return BuildError(
+        f"shard {shard}: its task failed {attempts} times, last {error}; finished shards are "
+        "kept: run the build again with resume to finish it"
+    )
+
+
+def _handle(
+    future: Any, submitter: _Submitter, inbox: _Inbox, distributed: Any
+) -> TaskResult | None:
+    """The result of a finished future, or None where its task was submitted again."""
+    task, attempt, avoid = submitter.tasks.pop(future)
+    shard = task.job.shard
+    if future.status == "finished":
+        result: TaskResult = future.result()
+        inbox.settle(shard, result.record.planned)
+        return result
+    inbox.settle(shard, 0)
+    error = future.exception()
+    if isinstance(error, TaskFailed):
+        if attempt >= MAX_ATTEMPTS:
+            raise _failed(shard, attempt, error)
+        submitter.submit(task, attempt + 1, avoid | {error.worker})
+        return None
+    if isinstance(error, distributed.KilledWorker):
+        raise BuildError(
+            f"shard {shard}: the workers running its task died too often ({error}); finished "
+            "shards are kept: run the build again with resume to finish it"
+        ) from error
+    if error is None:
+        raise BuildError(f"shard {shard}: its task was {future.status} by the cluster")
+    raise error
+
+
+def run_on_dask(
+    tasks: Iterable[ShardTask], cluster: Any, progress: Progress
+) -> Iterator[TaskResult]:
+    """Run `tasks` on `cluster` (a scheduler address or a `distributed.Client`), yielding each
+    result as it comes. Stops at the first error that is not retried (pending tasks are
+    cancelled; running ones finish and keep their shards)."""
+    distributed = _distributed()
+    own = not isinstance(cluster, distributed.Client)
+    client = distributed.Client(cluster, set_as_default=False) if own else cluster
+    topic = f"fastpack-progress-{uuid.uuid4().hex}"
+    inbox = _Inbox()
+    client.subscribe_topic(topic, inbox.receive)
+    running = distributed.as_completed(loop=client.loop)
+    submitter = _Submitter(client, topic, running)
+    try:
+        todo = iter(tasks)
+        limit = max(1, TASKS_PER_THREAD * sum(client.nthreads().values()))
+        for task in todo:
+            submitter.submit(task)
+            if len(submitter.tasks) >= limit:
+                break
+        while submitter.tasks:
+            for future in running.next_batch(block=False) if running.has_ready() else []:
+                result = _handle(future, submitter, inbox, distributed)
+                if result is not None:
+                    yield result
+                    next_task = next(todo, None)
+                    if next_task is not None:
+                        submitter.submit(next_task)
+            progress(*inbox.take())
+            time.sleep(POLL_SECONDS)
+        progress(*inbox.take())
+    finally:
+        if submitter.tasks:
+            client.cancel(list(submitter.tasks))
+        client.unsubscribe_topic(topic)
+        if own:
+            client.close()

@@ -1,0 +1,145 @@
+"""Where the shard tasks of a cluster build put their output, and how the client sees it.
+
+A `DirectoryTarget` is the output directory on a file system every machine mounts at the same
+path: a task writes there directly (temporary names, then renames). A `UrlTarget` is an object
+store prefix: a task writes into its machine's scratch directory, then uploads the shard, its
+`.idx` and its index part, and its shard record last, so that a record in the store means a
+whole shard. Records and parts live under `<target>/.fastpack-build/` until the build is done.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import SHARD_FORMATS, SHARDS_DIR, shard_idx_name, shard_name
+from fastpack.storage import Location, RetryPolicy
+
+from ..build_dir import BUILD_DIR
+from ..jobs.index_parts import part_path
+from ..jobs.shard_record import (
+    ShardRecord,
+    finished_record,
+    parse_record,
+    record_path,
+    shard_file_name,
+)
+
+_RECORD_SUFFIX = ".shard.json"
+_FETCH_THREADS = 16
+
+
+def _relative(out: Path, path: Path) -> str:
+    return path.relative_to(out).as_posix()
+
+
+def shard_files(out: Path, shard: int) -> list[str]:
+    """The files of finished shard `shard` in the local directory `out`, relative to it, the
+    record last."""
+    name = shard_file_name(out, shard)
+    if name is None:
+        raise FileNotFoundError(f"{out}: shard {shard} has no file")
+    return [
+        name,
+        shard_idx_name(shard),
+        _relative(out, part_path(out, shard)),
+        _relative(out, record_path(out, shard)),
+    ]
+
+
+class DirectoryTarget:
+    """An output directory on a shared file system."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def finished(self, shards: range) -> dict[int, ShardRecord]:
+        """The records of the shards in `shards` that are finished."""
+        found = {}
+        for shard in shards:
+            record = finished_record(self.out, shard)
+            if record is not None:
+                found[shard] = record
+        return found
+
+
+class UrlTarget:
+    """An object store prefix, through `Location` (every call retried)."""
+
+    def __init__(
+        self,
+        url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.location = Location(url, storage_options, retry)
+        self.url = self.location.url
+
+    def _sizes(self) -> dict[str, int]:
+        sizes = dict(self.location.walk(SHARDS_DIR))
+        sizes.update(self.location.walk(BUILD_DIR))
+        return sizes
+
+    def finished(self, shards: range) -> dict[int, ShardRecord]:
+        """The records of the shards in `shards` whose files are all in the store, the shard
+        at its recorded size: two listings and one read per record."""
+        sizes = self._sizes()
+        wanted = {
+            f"{BUILD_DIR}/{shard:06d}{_RECORD_SUFFIX}": shard
+            for shard in shards
+            if f"{BUILD_DIR}/{shard:06d}{_RECORD_SUFFIX}" in sizes
+        }
+        with ThreadPoolExecutor(_FETCH_THREADS) as pool:
+            texts = dict(zip(wanted, pool.map(self.location.read_bytes, wanted), strict=True))
+        found = {}
+        for name, shard in wanted.items():
+            record = parse_record(texts[name].decode("utf-8"), self.location.url_of(name), self.url)
+            if self._complete(sizes, record):
+                found[shard] = record
+        return found
+
+    @staticmethod
+    def _complete(sizes: Mapping[str, int], record: ShardRecord) -> bool:
+        shard = record.shard
+        part = f"{BUILD_DIR}/{part_path('', shard).name}"
+        data = [shard_name(shard, f) for f in SHARD_FORMATS]
+        whole = any(sizes.get(name) == record.bytes for name in data)
+        return whole and shard_idx_name(shard) in sizes and part in sizes
+
+    def publish(self, out: Path, shard: int) -> None:
+        """Upload finished shard `shard` from the local directory `out`, the record last."""
+        for name in shard_files(out, shard):
+            self.location.upload(out / name, name)
+
+    def fetch_build_files(self, staging: Path, shards: range) -> None:
+        """Download every shard's record and index part into `staging`'s build directory."""
+        names = [
+            _relative(staging, path)
+            for shard in shards
+            for path in (record_path(staging, shard), part_path(staging, shard))
+        ]
+
+        def fetch(name: str) -> None:
+            (staging / name).write_bytes(self.location.read_bytes(name))
+
+        (staging / BUILD_DIR).mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(_FETCH_THREADS) as pool:
+            list(pool.map(fetch, names))
+
+    def remove_build_files(self) -> None:
+        """Delete the records and parts from the store, once the dataset is published."""
+        names = [name for name, _ in self.location.walk(BUILD_DIR)]
+        with ThreadPoolExecutor(_FETCH_THREADS) as pool:
+            list(pool.map(self.location.remove, names))
+
+
+def scratch_dir(root: Path, name: str) -> Path:
+    """A fresh private output directory under `root` for one task."""
+    out = root / name
+    shutil.rmtree(out, ignore_errors=True)
+    (out / SHARDS_DIR).mkdir(parents=True)
+    (out / BUILD_DIR).mkdir()
+    return out
