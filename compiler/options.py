@@ -48,10 +48,10 @@ class BuildOptions:
                 f"build options num_nodes={self.num_nodes}, node_rank={self.node_rank}: "
                 "expected num_nodes >= 1 and 0 <= node_rank < num_nodes"
             )
-        if self.num_nodes > 1 and self.node_rank is None:
+        if self.num_nodes > 1 and self.node_rank is None and not self.resume:
             raise BuildError(
                 f"build option num_nodes={self.num_nodes} needs node_rank (this node's share, "
-                "0 to num_nodes - 1); a call without either finishes the build with resume"
+                "0 to num_nodes - 1), or resume (the call that finishes the build)"
             )
         if self.source_format not in SOURCE_FORMATS:
             raise SourceError(

@@ -113,8 +113,28 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--staging",
         type=Path,
-        help="with a URL as OUT: local directory that holds the build until it is published "
-        "(default: under ~/.cache/fastpack; a --resume needs the same one)",
+        help="with a URL as OUT: local directory that holds the build until it is published; "
+        "with --node-rank: this node's plan (default: under ~/.cache/fastpack; a --resume "
+        "needs the same one)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the shard jobs on a Dask cluster (tcp://HOST:PORT); its workers must see SRC "
+        "and OUT at the same paths, or OUT must be a URL (needs fastpack[dask])",
+    )
+    p.add_argument(
+        "--num-nodes",
+        type=_int_at_least(1),
+        default=1,
+        help="machines sharing the build without a scheduler (SLURM array, Kubernetes "
+        "indexed job); with --node-rank, build one node's share of the shards",
+    )
+    p.add_argument(
+        "--node-rank",
+        type=_int_at_least(0),
+        help="this node's share (0 to --num-nodes - 1); once every node is done, one more "
+        "call with --resume (and no --node-rank) writes the index and manifest",
     )
     p.set_defaults(handler=_run_build)
 
@@ -265,6 +285,8 @@ def _run_build(args: argparse.Namespace) -> int:
         images_root=args.images_root,
         render_masks=args.render_masks,
         shard_format=args.shard_format,
+        num_nodes=args.num_nodes,
+        node_rank=args.node_rank,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
     from .storage import is_url  # noqa: PLC0415
@@ -272,9 +294,13 @@ def _run_build(args: argparse.Namespace) -> int:
     if is_url(args.out):
         from .compiler import build_to_url  # noqa: PLC0415
 
-        summary = build_to_url(_source(args.source), args.out, options, staging=args.staging)
+        summary = build_to_url(
+            _source(args.source), args.out, options, staging=args.staging, cluster=args.scheduler
+        )
     else:
-        summary = build(_source(args.source), args.out, options)
+        summary = build(
+            _source(args.source), args.out, options, cluster=args.scheduler, staging=args.staging
+        )
     print(summary.format())
     return 0
 

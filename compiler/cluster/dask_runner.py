@@ -1,6 +1,6 @@
 """Shard tasks on a Dask cluster; the one module of fastpack that imports `distributed`.
 
-The client keeps at most two tasks per worker thread submitted (each carries its plan rows, so
+The client keeps at most three tasks per worker thread submitted (each carries its plan rows, so
 that the scheduler never holds the whole plan), and submits the next as one finishes. A worker
 that dies takes its running task with it: the scheduler runs it again elsewhere. A task that
 fails on a worker (an error other than a build's own, such as a strict reject) is submitted
@@ -25,7 +25,7 @@ from ..jobs.shard_job import Progress
 from .shard_task import ShardTask, TaskResult, run_shard_task
 
 MAX_ATTEMPTS = 3
-TASKS_PER_THREAD = 2
+TASKS_PER_THREAD = 3
 POLL_SECONDS = 0.2
 REPORT_SECONDS = 0.25
 _LOG_SILENT = 0
@@ -120,8 +120,8 @@ class _Inbox:
 
 
 class _Submitter:
-    def __init__(self, client: Any, topic: str, running: Any) -> None:
-        self._client, self._topic, self._running = client, topic, running
+    def __init__(self, client: Any, topic: str) -> None:
+        self._client, self._topic = client, topic
         self.tasks: dict[Any, tuple[ShardTask, int, frozenset[str]]] = {}
 
     def submit(
@@ -134,7 +134,6 @@ class _Submitter:
             workers=workers or None, allow_other_workers=True,
         )  # fmt: skip
         self.tasks[future] = (task, attempt, avoid)
-        self._running.add(future)
 
 
 def _failed(shard: int, attempts: int, error: BaseException) -> BuildError:
@@ -183,8 +182,7 @@ def run_on_dask(
     topic = f"fastpack-progress-{uuid.uuid4().hex}"
     inbox = _Inbox()
     client.subscribe_topic(topic, inbox.receive)
-    running = distributed.as_completed(loop=client.loop)
-    submitter = _Submitter(client, topic, running)
+    submitter = _Submitter(client, topic)
     try:
         todo = iter(tasks)
         limit = max(1, TASKS_PER_THREAD * sum(client.nthreads().values()))
@@ -193,7 +191,14 @@ def run_on_dask(
             if len(submitter.tasks) >= limit:
                 break
         while submitter.tasks:
-            for future in running.next_batch(block=False) if running.has_ready() else []:
+            try:
+                with client.as_current():
+                    distributed.wait(
+                        list(submitter.tasks), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED"
+                    )
+            except TimeoutError:
+                pass  # none finished: show the progress so far
+            for future in [f for f in submitter.tasks if f.done()]:
                 result = _handle(future, submitter, inbox, distributed)
                 if result is not None:
                     yield result
@@ -201,8 +206,6 @@ def run_on_dask(
                     if next_task is not None:
                         submitter.submit(next_task)
             progress(*inbox.take())
-            time.sleep(POLL_SECONDS)
-        progress(*inbox.take())
     finally:
         if submitter.tasks:
             client.cancel(list(submitter.tasks))
