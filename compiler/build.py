@@ -6,21 +6,23 @@ import dataclasses
 import os
 import shutil
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
+from fastpack.storage import is_url
 
 from .build_dir import BUILD_DIR
 from .cluster.node_share import node_plan_dir, node_shards, share_note
 from .cluster.targets import DirectoryTarget
 from .cluster.worker_report import worker_lines
 from .errors import BuildError
-from .jobs.dictionaries import train_dictionaries, with_dictionaries
+from .jobs.dictionaries import load_dictionaries, train_dictionaries, with_dictionaries
 from .jobs.progress import BuildProgress
 from .jobs.runner import run_jobs
 from .jobs.shard_job import ShardJob
-from .jobs.shard_record import finished_record, load_record
+from .jobs.shard_record import ShardRecord, finished_record, load_record
 from .options import BuildOptions, BuildSummary
 from .output.assemble import write_dataset_manifest
 from .output.out_dir import OutState, check_out_dir, start_build_dir
@@ -37,7 +39,7 @@ def _check_apart(source: Path, out: Path) -> None:
         raise BuildError(f"{out}: the output directory must not be inside the source {source}")
 
 
-def _plan(
+def plan_build(
     source: str, out: Path, *, kind: str, state: OutState, options: BuildOptions,
     fingerprint: dict[str, Any],
 ) -> PlanMeta:  # fmt: skip
@@ -56,7 +58,7 @@ def _plan(
     return meta
 
 
-def _dataset_schema(
+def dataset_schema(
     out: Path, plan_dir: Path, meta: PlanMeta, options: BuildOptions
 ) -> tuple[Schema, dict[str, Any]]:
     """The dataset's schema, with the dictionaries trained for it (written into `out`), and what
@@ -81,9 +83,9 @@ def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> S
     )  # fmt: skip
 
 
-def _run_shards(
+def run_shards(
     out: Path, plan_dir: Path, *, meta: PlanMeta, options: BuildOptions, schema: Schema,
-    shards: range,
+    shards: Sequence[int],
 ) -> None:  # fmt: skip
     """Run the job of every shard in `shards` that is not finished in `out`."""
     (out / SHARDS_DIR).mkdir(exist_ok=True)
@@ -100,24 +102,28 @@ def _run_shards(
         run_jobs(todo, plan_dir, workers, progress)
 
 
-def _run_on_cluster(
-    out: Path, plan_dir: Path, *, meta: PlanMeta, options: BuildOptions, schema: Schema,
-    cluster: Any,
+def run_on_cluster(
+    plan_dir: Path, *, meta: PlanMeta, options: BuildOptions, schema: Schema, cluster: Any,
+    target: str, finished: Mapping[int, ShardRecord],
+    storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:  # fmt: skip
-    """Run the unfinished shard jobs as tasks on a Dask cluster; the per-worker lines."""
+    """Run the jobs of the shards not `finished` as tasks on a Dask cluster, writing to
+    `target` (a shared directory or a URL); the per-worker lines of the summary."""
     from .cluster.dask_runner import run_on_dask  # noqa: PLC0415 - an optional extra
     from .cluster.shard_task import ShardTask  # noqa: PLC0415
-    from .cluster.targets import DirectoryTarget  # noqa: PLC0415
     from .planning.plan_slice import slice_shard  # noqa: PLC0415
 
-    (out / SHARDS_DIR).mkdir(exist_ok=True)
-    finished = DirectoryTarget(out).finished(range(meta.num_shards))
     plan = Plan(plan_dir)
-    tasks = (
-        ShardTask(shard_job(out, shard, options, schema), slice_shard(plan, shard), str(out))
-        for shard in range(meta.num_shards)
-        if shard not in finished
-    )
+    out = plan_dir.parent
+    dictionaries = load_dictionaries(out, schema) if not schema.is_v1 else None
+    job_out = out if is_url(target) else Path(target)
+
+    def task(shard: int) -> ShardTask:
+        job = shard_job(job_out, shard, options, schema)
+        job = dataclasses.replace(job, dictionaries=dictionaries)
+        return ShardTask(job, slice_shard(plan, shard), target, dict(storage_options or {}))
+
+    tasks = (task(shard) for shard in range(meta.num_shards) if shard not in finished)
     done = sum(r.planned for r in finished.values())
     with BuildProgress(meta.num_inputs, done, enabled=options.progress) as progress:
         results = list(run_on_dask(tasks, cluster, progress))
@@ -130,7 +136,7 @@ def _remove_build_files(out: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def _summary_of(out: Path, seconds: float) -> BuildSummary:
+def summary_of(out: Path, seconds: float) -> BuildSummary:
     manifest = read_manifest(out / MANIFEST_NAME)
     stats = manifest.stats
     return BuildSummary(
@@ -144,7 +150,7 @@ def _summary_of(out: Path, seconds: float) -> BuildSummary:
     )
 
 
-def _finish(
+def finish_dataset(
     out: Path, meta: PlanMeta, *, options: BuildOptions, schema: Schema, notes: dict[str, Any],
     kind: str,
 ) -> None:  # fmt: skip
@@ -201,26 +207,29 @@ def build(
     share = options.node_share
     state = check_out_dir(out, resume=options.resume or share, fingerprint=fingerprint)
     if state is OutState.COMPLETE:
-        return _summary_of(out, time.perf_counter() - started)
+        return summary_of(out, time.perf_counter() - started)
     notes: tuple[str, ...] = ()
     if share:
         local = node_plan_dir(str(out), options, Path(staging) if staging is not None else None)
         local_state = check_out_dir(local, resume=True, fingerprint=fingerprint)
-        meta = _plan(source, local, kind=kind, state=local_state, options=options,
+        meta = plan_build(source, local, kind=kind, state=local_state, options=options,
                      fingerprint=fingerprint)  # fmt: skip
         start_build_dir(out, fingerprint)
         plan_dir = local / BUILD_DIR
     else:
-        meta = _plan(source, out, kind=kind, state=state, options=options, fingerprint=fingerprint)
-        plan_dir = out / BUILD_DIR
-    schema, schema_notes = _dataset_schema(out, plan_dir, meta, options)
-    if cluster is not None:
-        notes = _run_on_cluster(
-            out, plan_dir, meta=meta, options=options, schema=schema, cluster=cluster
+        meta = plan_build(
+            source, out, kind=kind, state=state, options=options, fingerprint=fingerprint
         )
+        plan_dir = out / BUILD_DIR
+    schema, schema_notes = dataset_schema(out, plan_dir, meta, options)
+    if cluster is not None:
+        (out / SHARDS_DIR).mkdir(exist_ok=True)
+        finished = DirectoryTarget(out).finished(range(meta.num_shards))
+        notes = run_on_cluster(plan_dir, meta=meta, options=options, schema=schema,
+                               cluster=cluster, target=str(out), finished=finished)  # fmt: skip
     else:
         shards = node_shards(meta.num_shards, options)
-        _run_shards(out, plan_dir, meta=meta, options=options, schema=schema, shards=shards)
+        run_shards(out, plan_dir, meta=meta, options=options, schema=schema, shards=shards)
     if share:
         shards = node_shards(meta.num_shards, options)
         summary = _share_summary(out, meta, options, shards, time.perf_counter() - started)
@@ -228,5 +237,5 @@ def build(
         shutil.rmtree(local)  # this node's shards are finished: its plan is not needed again
         if not (options.resume and all_done):
             return summary
-    _finish(out, meta, options=options, schema=schema, notes=schema_notes, kind=kind)
-    return dataclasses.replace(_summary_of(out, time.perf_counter() - started), notes=notes)
+    finish_dataset(out, meta, options=options, schema=schema, notes=schema_notes, kind=kind)
+    return dataclasses.replace(summary_of(out, time.perf_counter() - started), notes=notes)
