@@ -6,7 +6,6 @@ skips the objects already uploaded with the right size (an upload appears whole 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import threading
@@ -20,23 +19,16 @@ from fastpack.formats import (
     read_manifest,
     shard_idx_name,
 )
-from fastpack.storage import Location, RetryPolicy, default_cache_dir
+from fastpack.storage import Location, RetryPolicy
 
 from .build import DEFAULT_OPTIONS, build
-from .build_dir import BUILD_DIR
+from .build_dir import BUILD_DIR, default_staging_dir
 from .errors import BuildError
 from .jobs.shard_record import finished_record, shard_file_name
 from .options import BuildOptions, BuildSummary
 
 POLL_SECONDS = 0.5
 _RECORD_SUFFIX = ".shard.json"
-
-
-def default_staging_dir(url: str) -> Path:
-    """Where a build to `url` is staged unless told otherwise: a directory named after the URL
-    under `$FASTPACK_CACHE_DIR` (else `~/.cache/fastpack`), so that a resume finds it."""
-    cache = default_cache_dir()
-    return cache / "staging" / hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
 
 
 class Uploader:
@@ -132,15 +124,26 @@ def build_to_url(
     storage_options: Mapping[str, Any] | None = None,
     keep_staging: bool = False,
     retry: RetryPolicy | None = None,
+    cluster: Any = None,
 ) -> BuildSummary:
     """Build `source` into the local directory `staging` and publish it at `url`.
 
     `staging` (default `default_staging_dir(url)`) holds the build and its resume state: a
     resume needs the same one. Once the dataset is published it is deleted, unless
-    `keep_staging` (it is then a local copy of the dataset). Every upload and every look at the
-    target goes through `retry` (default `RetryPolicy()`), as downloads do: a transport error is
-    retried with backoff, and after the last attempt `fastpack.storage.FetchError` names the
-    object."""
+    `keep_staging` (it is then a local copy of the dataset). With `cluster` (a Dask
+    scheduler address or `distributed.Client`) or `options.num_nodes > 1`, the shard jobs run
+    on the cluster, or this node's share of them, and upload their shards themselves. Every
+    upload and every look at the target goes through `retry` (default `RetryPolicy()`), as
+    downloads do: a transport error is retried with backoff, and after the last attempt
+    `fastpack.storage.FetchError` names the object."""
+    if cluster is not None or options.num_nodes > 1:
+        from .cluster.remote_build import build_to_store  # noqa: PLC0415
+
+        return build_to_store(
+            os.fspath(source), url, options, cluster=cluster,
+            staging=Path(staging) if staging is not None else None,
+            storage_options=storage_options, keep_staging=keep_staging, retry=retry,
+        )  # fmt: skip
     staging = Path(staging) if staging is not None else default_staging_dir(url)
     uploader = Uploader(staging, url, storage_options, resume=options.resume, retry=retry)
     uploader.check_target()

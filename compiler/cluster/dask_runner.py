@@ -127,11 +127,11 @@ class _Submitter:
     def submit(
         self, task: ShardTask, attempt: int = 1, avoid: frozenset[str] = frozenset()
     ) -> None:
-        workers = [w for w in self._client.scheduler_info()["workers"] if w not in avoid]
+        others = [w for w in self._client.nthreads() if w not in avoid] if avoid else []
+        where: dict[str, Any] = {"workers": others, "allow_other_workers": True} if others else {}
         future = self._client.submit(
             _run_on_worker, task, self._topic, pure=False,
-            key=f"fastpack-shard-{task.job.shard:06d}-{self._topic[-8:]}-{attempt}",
-            workers=workers or None, allow_other_workers=True,
+            key=f"fastpack-shard-{task.job.shard:06d}-{self._topic[-8:]}-{attempt}", **where,
         )  # fmt: skip
         self.tasks[future] = (task, attempt, avoid)
 

@@ -36,7 +36,9 @@ def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[s
     ]
 
 
-def _check_same(out: Path, what: str, stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> None:
+def check_same(
+    out: Path | str, what: str, stored: Mapping[str, Any], wanted: Mapping[str, Any]
+) -> None:
     differences = _differences({**_RECORDED_BEFORE_CHECK, **stored}, wanted)
     if differences:
         raise BuildError(
@@ -71,7 +73,7 @@ def check_out_dir(out: Path, *, resume: bool, fingerprint: Mapping[str, Any]) ->
                 f"{options}: unreadable build options (not a JSON object); remove {out} and "
                 "build again"
             )
-        _check_same(out, "the interrupted build", stored, fingerprint)
+        check_same(out, "the interrupted build", stored, fingerprint)
         return OutState.RESUME
     if manifest.exists():
         if not resume:
@@ -80,7 +82,7 @@ def check_out_dir(out: Path, *, resume: bool, fingerprint: Mapping[str, Any]) ->
                 "--resume (resume=True) to keep it as it is if it was built with these options"
             )
         wanted = {k: v for k, v in fingerprint.items() if k != "source"}
-        _check_same(out, "the dataset there", read_manifest(manifest).build, wanted)
+        check_same(out, "the dataset there", read_manifest(manifest).build, wanted)
         return OutState.COMPLETE
     if any(os.scandir(out)):
         raise BuildError(

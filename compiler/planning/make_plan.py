@@ -70,7 +70,7 @@ def make_plan(
     train = tuple(f.spec.name for f in wanted.fields if f.train_dictionary) if wanted else ()
     meta = PlanMeta(
         kind=kind,
-        root=os.path.abspath(scan.root),
+        root=scan.url if scan.url is not None else os.path.abspath(scan.root),
         containers=tuple(scan.containers),  # read after the rows: a scan may add containers
         classes=classes,
         num_inputs=inputs,

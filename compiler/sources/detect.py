@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fastpack.storage import is_url
+
 from ..errors import SourceError
 from .coco import scan_coco
 from .folder import scan_folder
+from .folder_url import scan_folder_url
 from .list_file import LIST_SUFFIXES, scan_list
 from .parquet import scan_parquet
 from .scan import SourceOptions, SourceScan
@@ -31,6 +34,7 @@ _FILE_KINDS = (
 )
 _FILE_ONLY = ("list", "coco")
 _URL_KINDS = ("auto", "wds", "tfrecord")
+_PATTERN_MARKS = ("{", "::", "${")
 _TFRECORD_NAMES = "*.tfrecord, *.tfrecords or *tfrecord*-NNNNN-of-NNNNN"
 _DIRECTORY_FILES = {"wds": ".tar", "parquet": ".parquet", "tfrecord": "TFRecord"}
 
@@ -79,14 +83,41 @@ def _detect_glob(source: str, source_format: str) -> str:
     return "tfrecord"
 
 
+def _detect_store_url(source: str, source_format: str) -> str | None:
+    """`list` or `folder` for an object-store URL (`scheme://bucket/...`, not a pattern) that
+    names a list object or an ImageFolder prefix; None for other URLs.
+
+    A URL is a list file when given with the list format, or with auto when its name ends in a
+    list suffix (`.csv`, `.tsv`, `.jsonl`); an ImageFolder prefix when given with the folder
+    format, or with auto when it ends in `/`."""
+    if not is_url(source) or any(mark in source for mark in _PATTERN_MARKS):
+        return None
+    named_list = os.path.splitext(source)[1].lower() in LIST_SUFFIXES
+    if source_format == "list" or (source_format == "auto" and named_list):
+        if not named_list:
+            raise SourceError(
+                f"{source}: a list source must be the URL of a list object ending in "
+                f"{', '.join(LIST_SUFFIXES)}"
+            )
+        return "list"
+    if source_format == "folder" or (source_format == "auto" and source.endswith("/")):
+        return "folder"
+    return None
+
+
 def _detect_url(source: str, source_format: str) -> str:
-    """`tfrecord` for URLs of TFRecord files (any URLs, with that format); otherwise `wds` for a
-    `pipe:` command, a pattern, or a URL of a `.tar` (any URL with `wds`). The local files it
-    names must exist."""
+    """`list` or `folder` for an object-store URL of a list or an ImageFolder prefix
+    (`_detect_store_url`); `tfrecord` for URLs of TFRecord files (any URLs, with that format);
+    otherwise `wds` for a `pipe:` command, a pattern, or a URL of a `.tar` (any URL with
+    `wds`). The local files it names must exist."""
+    kind = _detect_store_url(source, source_format)
+    if kind is not None:
+        return kind
     if source_format not in _URL_KINDS:
         raise SourceError(
             f"{source}: a {source_format} source must be a local path; URLs, pipe: commands and "
-            "{..} patterns are webdataset (wds) or TFRecord (tfrecord) sources"
+            "{..} patterns are webdataset (wds) or TFRecord (tfrecord) sources, or (URLs only) "
+            "list files and ImageFolder prefixes (folder)"
         )
     urls = expand(source)
     missing = [url for url in urls if is_local(url) and not os.path.isfile(local_path(url))]
@@ -111,8 +142,9 @@ def _detect_url(source: str, source_format: str) -> str:
     if source_format == "auto" and urls == [source] and not names_tars(source):
         raise SourceError(
             f"{source}: unknown source format; a URL source must name .tar files (webdataset "
-            f"shards) or TFRecord files ({_TFRECORD_NAMES}), or be given with the wds or "
-            "tfrecord format"
+            f"shards), TFRecord files ({_TFRECORD_NAMES}) or a list file "
+            f"({', '.join(LIST_SUFFIXES)}), end in / (an ImageFolder prefix), or be given with "
+            "the wds, tfrecord or folder format"
         )
     return "wds"
 
@@ -143,9 +175,10 @@ def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
     files or of TFRecord files, a `.tar`, a list file, a `.parquet` file, a TFRecord file
     (`tfrecord_files`), or a `.json` file: a COCO instances file (its content is checked when the
     scan opens it: detection does not read a file that may be hundreds of megabytes). A glob
-    (that is not itself an existing path) is TFRecord files. A `pipe:` command, a `scheme://`
-    URL, or a `{..}` pattern (that is not itself an existing path) is a webdataset source, or
-    TFRecord files when every URL names one."""
+    (that is not itself an existing path) is TFRecord files. An object-store URL is a list file
+    or an ImageFolder prefix by `_detect_store_url` (neither is read here). Otherwise a `pipe:`
+    command, a `scheme://` URL, or a `{..}` pattern (that is not itself an existing path) is a
+    webdataset source, or TFRecord files when every URL names one."""
     text = os.fspath(source)
     if is_wds_url(text):
         return _detect_url(text, source_format)
@@ -179,10 +212,11 @@ def open_source(
     """Open `source` (a `kind` source) for its scan, told `options` (the fields to store, where
     COCO images are, whether to render masks); a webdataset source copies remote shards, and a
     Parquet or COCO source spills bytes, under `work_dir`."""
+    text = os.fspath(source)
     if kind == "folder":
-        return scan_folder(Path(source))
+        return scan_folder_url(text) if is_url(text) else scan_folder(Path(text))
     if kind == "list":
-        return scan_list(Path(source), options)
+        return scan_list(text if is_url(text) else Path(text), options)
     if kind == "coco":
         return scan_coco(Path(source), work_dir, options)
     if kind == "parquet":

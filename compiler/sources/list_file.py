@@ -16,6 +16,12 @@ file), its label and, optionally, more fields (which column feeds which field: `
 
 Blank lines are skipped. Without extra columns a scan yields rows without fields, as it always
 did. A row's size is its image's file size plus those of its png, jpeg and raw fields' files.
+
+A list may also be an object at a URL (`s3://bucket/lists/train.csv`, `list_input`): it is
+read streaming, and its paths resolve against the list's URL "directory" as relative URL
+references do (`img/a.jpg`, `../img/a.jpg`, `/img/a.jpg` from the bucket's top, or a whole
+URL). Its row sizes are estimated from the first rows (`url_sizes`), not asked for one by one.
+An absolute URL in a local list is read from the store too; its size counts 0.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import re
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import SourceError
 from .labels import LabelTable
@@ -41,8 +47,10 @@ from .list_fields import (
     from_header,
     from_objects,
 )
+from .list_input import ListInput, list_input
 from .sample_fields import FieldValue, FileRef, pack_fields
 from .scan import PlanRow, SourceOptions, SourceScan
+from .url_sizes import with_estimated_sizes
 
 LIST_SUFFIXES = (".csv", ".tsv", ".jsonl")
 _HEADER = [PATH_COLUMN, LABEL_COLUMN]
@@ -52,20 +60,13 @@ Entry = tuple[int, str, str]  # (line number, path, label)
 Cells = tuple[int, list[str]]  # (line number, row)
 
 
-def _file_size(root: str, path: str) -> int:
-    try:
-        return os.stat(os.path.join(root, path)).st_size
-    except OSError:  # kept: rejected when its shard job cannot read it
-        return 0
-
-
 class _ListFile:
     """The list file open as UTF-8 text, read by line; a SourceError naming it (and the last
-    line read) for bytes that are not UTF-8."""
+    line read) for bytes that are not UTF-8, or that cannot be read (from a store)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.name = path, str(path)
-        self._file = path.open(encoding="utf-8", newline="")
+    def __init__(self, source: ListInput) -> None:
+        self.source, self.name = source, source.name
+        self._file: TextIO = source.open()
         self.line = 0
 
     def __enter__(self) -> _ListFile:
@@ -75,12 +76,14 @@ class _ListFile:
         self._file.close()
         if isinstance(exc, UnicodeDecodeError):
             raise SourceError(
-                f"{self.path}: not UTF-8 text after line {self.line} ({exc.reason})"
+                f"{self.name}: not UTF-8 text after line {self.line} ({exc.reason})"
             ) from exc
+        if isinstance(exc, OSError):
+            raise SourceError(f"{self.name}: cannot read after line {self.line}: {exc}") from exc
 
     def csv_rows(self) -> Iterator[Cells]:
         """Non-empty rows of a CSV (TSV for a `.tsv` file)."""
-        delimiter = "\t" if self.path.suffix.lower() == ".tsv" else ","
+        delimiter = "\t" if self.source.suffix == ".tsv" else ","
         reader = csv.reader(self._file, delimiter=delimiter)
         try:
             for row in reader:
@@ -134,23 +137,25 @@ def _entries(file: _ListFile) -> Iterator[Entry]:
         yield number, item["path"], str(label)
 
 
-def _simple_rows(path: Path, labels: LabelTable) -> Iterator[PlanRow]:
+def _simple_rows(source: ListInput, labels: LabelTable) -> Iterator[PlanRow]:
     """The rows of a list of images and labels alone: no fields."""
-    root = str(path.parent)
-    with _ListFile(path) as file:
-        entries = _entries(file) if path.suffix.lower() == ".jsonl" else _delimited(file)
+    with _ListFile(source) as file:
+        entries = _entries(file) if source.suffix == ".jsonl" else _delimited(file)
         for number, raw_image, raw_label in entries:
             image, label = raw_image.strip(), raw_label.strip()
             if not image or not label:
-                raise SourceError(f"{path}:{number}: empty {'path' if not image else 'label'}")
-            yield PlanRow(os.fsencode(image), labels.id(label), _file_size(root, image))
+                what = "path" if not image else "label"
+                raise SourceError(f"{source.name}:{number}: empty {what}")
+            yield PlanRow(os.fsencode(image), labels.id(label), source.file_size(image))
 
 
 class _RowMaker:
     """Turns one line's image, label and field values into its PlanRow."""
 
-    def __init__(self, path: Path, columns: ListColumns, labels: LabelTable, *, schema: bool):
-        self._root, self._name = str(path.parent), str(path)
+    def __init__(
+        self, source: ListInput, columns: ListColumns, labels: LabelTable, *, schema: bool
+    ) -> None:
+        self._source, self._name = source, source.name
         self._labels = labels
         self._schema = schema  # a build schema: absent labels are allowed
         spec = columns.label_spec
@@ -161,10 +166,10 @@ class _RowMaker:
         image = image.strip() if isinstance(image, str) else ""
         if not image:
             raise SourceError(f"{self._name}:{number}: empty path")
-        size = _file_size(self._root, image)
+        size = self._source.file_size(image)
         for value in values.values():
             if isinstance(value, FileRef):
-                size += _file_size(self._root, value.path)
+                size += self._source.file_size(value.path)
         label_id = self._label(number, label, values)
         # text with lone surrogates packs; the shard job rejects it, naming the field
         return PlanRow(os.fsencode(image), label_id, size, fields=pack_fields(values))
@@ -235,10 +240,10 @@ def _header(row: list[str]) -> list[str]:
 
 
 def _csv_field_rows(
-    path: Path, columns: ListColumns, maker: _RowMaker, *, inferred: bool
+    source: ListInput, columns: ListColumns, maker: _RowMaker, *, inferred: bool
 ) -> Iterator[PlanRow]:
-    name = str(path)
-    with _ListFile(path) as file:
+    name = source.name
+    with _ListFile(source) as file:
         rows = file.csv_rows()
         first = next(rows, None)
         if first is None:
@@ -265,12 +270,12 @@ def _csv_field_rows(
 
 
 def _jsonl_field_rows(
-    path: Path, columns: ListColumns, maker: _RowMaker, *, inferred: bool
+    source: ListInput, columns: ListColumns, maker: _RowMaker, *, inferred: bool
 ) -> Iterator[PlanRow]:
-    name = str(path)
+    name = source.name
     known = set(columns.columns)
     specs = [(spec.name, spec.type, column) for spec, column in columns.fields]
-    with _ListFile(path) as file:
+    with _ListFile(source) as file:
         for number, item, line in file.json_lines():
             if not isinstance(item, dict) or not isinstance(item.get(columns.image), str):
                 raise SourceError(
@@ -292,11 +297,11 @@ def _jsonl_field_rows(
             yield maker.row(number, item[columns.image], label, values)
 
 
-def _survey(path: Path) -> ListColumns | None:
+def _survey(source: ListInput) -> ListColumns | None:
     """The fields of a list file without a build schema (None: only images and labels)."""
-    name = str(path)
-    with _ListFile(path) as file:
-        if path.suffix.lower() == ".jsonl":
+    name = source.name
+    with _ListFile(source) as file:
+        if source.suffix == ".jsonl":
             items = [item for _, item, _ in islice(file.json_lines(), SURVEY_LINES)]
             objects = [i for i in items if isinstance(i, dict)]
             extra = any(set(o) - set(_HEADER) for o in objects)
@@ -308,25 +313,37 @@ def _survey(path: Path) -> ListColumns | None:
     return from_header(header, [row for _, row in head[1:]], name)
 
 
-def scan_list(path: Path, options: SourceOptions | None = None) -> SourceScan:
-    """Inputs in the order of the file's lines (see the module docstring)."""
-    if path.suffix.lower() not in LIST_SUFFIXES:
-        raise SourceError(f"{path}: a list file must end in {', '.join(LIST_SUFFIXES)}")
+def scan_list(path: Path | str, options: SourceOptions | None = None) -> SourceScan:
+    """Inputs in the order of the file's lines (see the module docstring); `path` may be a
+    URL."""
+    source = list_input(path)
+    if source.suffix not in LIST_SUFFIXES:
+        raise SourceError(f"{source.name}: a list file must end in {', '.join(LIST_SUFFIXES)}")
     labels = LabelTable()
     build = options.schema if options is not None else None
-    columns = from_build_schema(build, str(path)) if build is not None else _survey(path)
+    columns = from_build_schema(build, source.name) if build is not None else _survey(source)
+    rows = _rows(source, columns, labels, schema=build is not None)
+    root, url = (Path(), source.root) if isinstance(source.root, str) else (source.root, None)
+    if url is not None:
+        rows = with_estimated_sizes(rows, url)
     if columns is None:
-        return SourceScan(kind="list", root=path.parent, rows=_simple_rows(path, labels),
-                          labels=labels)  # fmt: skip
-    maker = _RowMaker(path, columns, labels, schema=build is not None)
-    if path.suffix.lower() == ".jsonl":
-        rows = _jsonl_field_rows(path, columns, maker, inferred=build is None)
-    else:
-        rows = _csv_field_rows(path, columns, maker, inferred=build is None)
+        return SourceScan(kind="list", root=root, url=url, rows=rows, labels=labels)
     spec = columns.label_spec
     if spec is None or spec.classes:
         classes = spec.classes if spec is not None else ()
-        return SourceScan(kind="list", root=path.parent, rows=rows, classes=classes,
+        return SourceScan(kind="list", root=root, url=url, rows=rows, classes=classes,
                           schema=columns.schema)  # fmt: skip
-    return SourceScan(kind="list", root=path.parent, rows=rows, labels=labels,
+    return SourceScan(kind="list", root=root, url=url, rows=rows, labels=labels,
                       schema=columns.schema)  # fmt: skip
+
+
+def _rows(
+    source: ListInput, columns: ListColumns | None, labels: LabelTable, *, schema: bool
+) -> Iterator[PlanRow]:
+    """The rows of the list, by the columns found (None: images and labels alone)."""
+    if columns is None:
+        return _simple_rows(source, labels)
+    maker = _RowMaker(source, columns, labels, schema=schema)
+    if source.suffix == ".jsonl":
+        return _jsonl_field_rows(source, columns, maker, inferred=not schema)
+    return _csv_field_rows(source, columns, maker, inferred=not schema)

@@ -38,7 +38,9 @@ class SourceScan:
     Labels are final when `labels` is None (with `classes` their names); otherwise they are ids
     of `labels`, mapped once the scan is over. `schema` is the dataset's: the image field, the
     label field, then the rest, in tar order. `containers` (paths relative to `root`, or
-    absolute) may grow while `rows` is consumed (a spill file); read it after.
+    absolute) may grow while `rows` is consumed (a spill file); read it after. A scan of a
+    source on an object store has `url`, the URL that sources are relative to, instead of
+    `root`.
     """
 
     kind: str
@@ -48,6 +50,7 @@ class SourceScan:
     labels: LabelTable | None = None
     containers: Sequence[str] = ()
     schema: Schema = V1_SCHEMA
+    url: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

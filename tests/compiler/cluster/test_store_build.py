@@ -1,0 +1,74 @@
+"""Cluster builds into a real S3 server (SeaweedFS on 127.0.0.1): through a Dask cluster, and as
+two node shares plus a finishing call; the objects are the bytes of a local build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastpack.compiler import BuildError, BuildOptions, build, build_to_url
+
+from tests.compiler._helpers import QUIET, tree_bytes
+from tests.dask_cluster import LocalDaskCluster
+from tests.s3_server import S3Server
+
+SHAPE: dict[str, Any] = {"shard_size": 6000, "max_side": 64, "shuffle_seed": 3}
+
+
+def store_bytes(server: S3Server, url: str) -> dict[str, bytes]:
+    fs = server.filesystem()
+    root = url.removeprefix("s3://")
+    return {path[len(root) + 1 :]: fs.cat_file(path) for path in sorted(fs.find(root))}
+
+
+def test_a_cluster_build_into_the_store_gives_the_local_bytes(
+    make_image_folder: Callable[..., Path], tmp_path: Path, dask_cluster: LocalDaskCluster,
+    s3_server: S3Server, s3_bucket: str,
+) -> None:  # fmt: skip
+    source = make_image_folder(classes=3, per_class=10)
+    build(source, tmp_path / "local", BuildOptions(workers=1, **SHAPE, **QUIET))
+    url = f"s3://{s3_bucket}/ds"
+    summary = build_to_url(
+        source, url, BuildOptions(**SHAPE, **QUIET), cluster=dask_cluster.address,
+        staging=tmp_path / "staging", storage_options=s3_server.storage_options,
+    )  # fmt: skip
+    assert store_bytes(s3_server, url) == tree_bytes(tmp_path / "local")  # no build files left
+    assert not (tmp_path / "staging").exists()
+    assert summary.shards == len(list((tmp_path / "local" / "shards").glob("*.tar")))
+    assert len([line for line in summary.notes if line.startswith("worker ")]) == 2
+
+
+def test_node_shares_into_the_store_then_a_finishing_call(
+    make_image_folder: Callable[..., Path], tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    source = make_image_folder(classes=2, per_class=12)
+    build(source, tmp_path / "local", BuildOptions(workers=1, **SHAPE, **QUIET))
+    url = f"s3://{s3_bucket}/ds"
+    options = s3_server.storage_options
+    for rank in (0, 1):
+        share = BuildOptions(workers=1, num_nodes=2, node_rank=rank, **SHAPE, **QUIET)
+        summary = build_to_url(source, url, share, staging=tmp_path / f"plan-{rank}",
+                               storage_options=options)  # fmt: skip
+        assert "--resume" in summary.format()
+        assert not (tmp_path / f"plan-{rank}").exists()
+    assert "fastpack.json" not in store_bytes(s3_server, url)
+    finishing = BuildOptions(workers=1, num_nodes=2, resume=True, **SHAPE, **QUIET)
+    build_to_url(source, url, finishing, staging=tmp_path / "finish", storage_options=options)
+    assert store_bytes(s3_server, url) == tree_bytes(tmp_path / "local")
+
+
+def test_a_node_share_with_other_options_is_refused_by_the_store(
+    make_image_folder: Callable[..., Path], tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    source = make_image_folder(classes=2, per_class=6)
+    url = f"s3://{s3_bucket}/ds"
+    first = BuildOptions(workers=1, num_nodes=2, node_rank=0, **SHAPE, **QUIET)
+    build_to_url(source, url, first, staging=tmp_path / "p0",
+                 storage_options=s3_server.storage_options)  # fmt: skip
+    other = BuildOptions(workers=1, num_nodes=2, node_rank=1, quality=50, **{
+        k: v for k, v in SHAPE.items()}, **QUIET)  # fmt: skip
+    with pytest.raises(BuildError, match=r"quality=90 \(now 50\)"):
+        build_to_url(source, url, other, staging=tmp_path / "p1",
+                     storage_options=s3_server.storage_options)  # fmt: skip
