@@ -75,7 +75,7 @@ class LocalDaskCluster:
     def wait_for_workers(self, count: int) -> None:
         from distributed import Client  # noqa: PLC0415
 
-        with Client(self.address, timeout=START_TIMEOUT_S) as client:
+        with Client(self.address, timeout=START_TIMEOUT_S) as client:  # type: ignore[no-untyped-call]
             client.wait_for_workers(count, timeout=START_TIMEOUT_S)
 
     def kill_worker(self, index: int) -> None:
@@ -89,9 +89,9 @@ class LocalDaskCluster:
                 proc.wait()
 
 
-def start_cluster(root: Path, workers: int = 2, prefixes: dict[int, str] | None = None) -> (
-    LocalDaskCluster
-):
+def start_cluster(
+    root: Path, workers: int = 2, prefixes: dict[int, str] | None = None
+) -> LocalDaskCluster:
     cluster = LocalDaskCluster(root)
     cluster.start_scheduler()
     for n in range(workers):

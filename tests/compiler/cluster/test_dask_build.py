@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastpack.compiler import BuildError, BuildOptions, build
@@ -14,7 +15,7 @@ from fastpack.compiler import BuildError, BuildOptions, build
 from tests.compiler._helpers import QUIET, tree_bytes
 from tests.dask_cluster import LocalDaskCluster
 
-SHAPE = {"shard_size": 6000, "max_side": 64, "shuffle_seed": 3}
+SHAPE: dict[str, Any] = {"shard_size": 6000, "max_side": 64, "shuffle_seed": 3}
 
 
 def local_build(source: Path, out: Path, **options: object) -> dict[str, bytes]:
@@ -43,7 +44,7 @@ def test_cluster_build_with_a_client_object(
 
     source = make_image_folder(classes=2, per_class=6)
     expected = local_build(source, tmp_path / "local")
-    with Client(dask_cluster.address) as client:
+    with Client(dask_cluster.address) as client:  # type: ignore[no-untyped-call]
         build(source, tmp_path / "dask", BuildOptions(**SHAPE, **QUIET), cluster=client)
         assert client.status == "running"  # the caller's client is left open
     assert tree_bytes(tmp_path / "dask") == expected
@@ -88,7 +89,8 @@ def test_a_worker_killed_mid_build_the_build_completes_identical(
     summary = build(source, out, BuildOptions(**SHAPE, check="decode", **QUIET),
                     cluster=cluster.address)  # fmt: skip
     watcher.join(5)
-    assert killed and killed[0] < summary.shards  # the worker died before the last shard
+    assert killed
+    assert killed[0] < summary.shards  # the worker died before the last shard
     assert cluster.workers[1].returncode == -9
     assert tree_bytes(out) == expected
 

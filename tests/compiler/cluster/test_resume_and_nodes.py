@@ -58,14 +58,12 @@ def test_two_node_shares_and_a_finishing_call_give_the_local_bytes(
     source = make_image_folder(classes=3, per_class=12)
     expected = local_bytes(source, tmp_path / "local")
     out = tmp_path / "nodes"
-    nodes = [
-        subprocess.Popen(
-            fastpack(str(source), str(out), "--num-nodes", "2", "--node-rank", str(rank),
-                     "--workers", "1", "--staging", str(tmp_path / f"plan-{rank}")),
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for rank in (0, 1)
-    ]
+    def share(rank: int) -> list[str]:
+        plan = str(tmp_path / f"plan-{rank}")
+        return fastpack(str(source), str(out), "--num-nodes", "2", "--node-rank", str(rank),
+                        "--workers", "1", "--staging", plan)  # fmt: skip
+
+    nodes = [subprocess.Popen(share(rank), stdout=subprocess.PIPE, text=True) for rank in (0, 1)]
     said = [node.communicate(timeout=TIMEOUT_S)[0] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0]
     assert not (out / "fastpack.json").exists()  # a share never writes the index

@@ -67,8 +67,7 @@ def test_a_node_share_with_other_options_is_refused_by_the_store(
     first = BuildOptions(workers=1, num_nodes=2, node_rank=0, **SHAPE, **QUIET)
     build_to_url(source, url, first, staging=tmp_path / "p0",
                  storage_options=s3_server.storage_options)  # fmt: skip
-    other = BuildOptions(workers=1, num_nodes=2, node_rank=1, quality=50, **{
-        k: v for k, v in SHAPE.items()}, **QUIET)  # fmt: skip
+    other = BuildOptions(workers=1, num_nodes=2, node_rank=1, quality=50, **SHAPE, **QUIET)
     with pytest.raises(BuildError, match=r"quality=90 \(now 50\)"):
         build_to_url(source, url, other, staging=tmp_path / "p1",
                      storage_options=s3_server.storage_options)  # fmt: skip

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastpack.compiler import BuildError, BuildOptions
-from fastpack.compiler.build_dir import BUILD_DIR
-from fastpack.compiler.publish import Uploader, build_to_url, default_staging_dir
+from fastpack.compiler.build_dir import BUILD_DIR, default_staging_dir
+from fastpack.compiler.publish import Uploader, build_to_url
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
