@@ -58,6 +58,7 @@ def test_two_node_shares_and_a_finishing_call_give_the_local_bytes(
     source = make_image_folder(classes=3, per_class=12)
     expected = local_bytes(source, tmp_path / "local")
     out = tmp_path / "nodes"
+
     def share(rank: int) -> list[str]:
         plan = str(tmp_path / f"plan-{rank}")
         return fastpack(str(source), str(out), "--num-nodes", "2", "--node-rank", str(rank),
