@@ -225,3 +225,14 @@ def test_torch_loader_and_image_stay_apart_from_dali() -> None:
     graph = folder_graph("reader")
     assert "dali" not in graph["torch_loader"]
     assert graph["image"] == set()  # decode and transforms need nothing else of the reader
+
+
+def test_only_the_dask_runner_imports_distributed() -> None:
+    """Dask is an optional extra: one module imports it, and only when a build names a cluster."""
+    importers = set()
+    for part in sorted(PARTS):
+        for path in modules(part):
+            names = imported_names(path.read_text("utf-8"), module_name(path), False)
+            if any(n == "distributed" or n.startswith(("distributed.", "dask")) for n in names):
+                importers.add(str(path.relative_to(ROOT)))
+    assert importers == {"compiler/cluster/dask_runner.py"}

@@ -3,6 +3,8 @@ a local build: whatever the workers, a worker killed mid-build, a worker that ca
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -108,3 +110,15 @@ def test_a_task_that_fails_on_one_worker_is_retried_on_the_other(
     assert tree_bytes(tmp_path / "dask") == expected
     lines = {line.split(":")[0]: line for line in summary.notes}
     assert len(lines) == 1, summary.notes  # only the other worker finished shards
+
+
+def test_a_local_build_does_not_import_dask(
+    make_image_folder: Callable[..., Path], tmp_path: Path
+) -> None:
+    source = make_image_folder(classes=2, per_class=3)
+    code = (
+        "import sys; from fastpack.compiler import BuildOptions, build; "
+        f"build({str(source)!r}, {str(tmp_path / 'out')!r}, BuildOptions(workers=2, progress=False)); "
+        "assert 'distributed' not in sys.modules and 'dask' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
