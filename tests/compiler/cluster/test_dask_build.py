@@ -118,7 +118,8 @@ def test_a_local_build_does_not_import_dask(
     source = make_image_folder(classes=2, per_class=3)
     code = (
         "import sys; from fastpack.compiler import BuildOptions, build; "
-        f"build({str(source)!r}, {str(tmp_path / 'out')!r}, BuildOptions(workers=2, progress=False)); "
+        f"build({str(source)!r}, {str(tmp_path / 'out')!r}, "
+        "BuildOptions(workers=2, progress=False)); "
         "assert 'distributed' not in sys.modules and 'dask' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
