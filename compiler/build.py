@@ -14,7 +14,7 @@ from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
 from fastpack.storage import is_url
 
 from .build_dir import BUILD_DIR
-from .cluster.node_share import node_plan_dir, node_shards, share_note
+from .cluster.node_share import node_plan_dir, node_shards, share_note, share_summary
 from .cluster.targets import DirectoryTarget
 from .cluster.worker_report import worker_lines
 from .errors import BuildError
@@ -166,21 +166,6 @@ def finish_dataset(
     _remove_build_files(out)
 
 
-def _share_summary(
-    out: Path, meta: PlanMeta, options: BuildOptions, shards: range, seconds: float
-) -> BuildSummary:
-    """The summary of a node's share, which leaves the index and manifest to a later call."""
-    records = [load_record(out, shard) for shard in shards]
-    finished = len(DirectoryTarget(out).finished(range(meta.num_shards)))
-    return BuildSummary(
-        inputs=sum(r.planned for r in records), samples=sum(r.samples for r in records),
-        shards=len(records), bytes=sum(r.bytes for r in records),
-        rejected=sum(len(r.rejects) for r in records),
-        converted=sum(r.converted for r in records), seconds=seconds,
-        notes=(share_note(options, finished, meta.num_shards, str(out)),),
-    )  # fmt: skip
-
-
 def build(
     source: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -205,6 +190,8 @@ def build(
     _check_apart(Path(source), out)
     fingerprint = {"source": source_id(source), "source_kind": kind, **options.shaping()}
     share = options.node_share
+    if cluster is not None and share:
+        raise BuildError("a build on a cluster takes no node share (num_nodes, node_rank)")
     state = check_out_dir(out, resume=options.resume or share, fingerprint=fingerprint)
     if state is OutState.COMPLETE:
         return summary_of(out, time.perf_counter() - started)
@@ -232,8 +219,11 @@ def build(
         run_shards(out, plan_dir, meta=meta, options=options, schema=schema, shards=shards)
     if share:
         shards = node_shards(meta.num_shards, options)
-        summary = _share_summary(out, meta, options, shards, time.perf_counter() - started)
-        all_done = len(DirectoryTarget(out).finished(range(meta.num_shards))) == meta.num_shards
+        finished = DirectoryTarget(out).finished(range(meta.num_shards))
+        note = share_note(options, len(finished), meta.num_shards, str(out))
+        records = [finished[s] for s in shards]
+        summary = share_summary(records, time.perf_counter() - started, note)
+        all_done = len(finished) == meta.num_shards
         shutil.rmtree(local)  # this node's shards are finished: its plan is not needed again
         if not (options.resume and all_done):
             return summary

@@ -6,11 +6,13 @@ in a directory of its own; the shards go to the shared output."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastpack.storage import default_cache_dir
 
-from ..options import BuildOptions
+from ..jobs.shard_record import ShardRecord
+from ..options import BuildOptions, BuildSummary
 
 
 def node_shards(num_shards: int, options: BuildOptions) -> range:
@@ -33,6 +35,8 @@ def node_plan_dir(out: str, options: BuildOptions, staging: Path | None) -> Path
 def share_note(options: BuildOptions, finished: int, num_shards: int, out: str) -> str:
     """What a node's call says once its share is done."""
     left = num_shards - finished
+    if options.node_rank is None:
+        return f"{left} of {num_shards} shards are missing; run the build again with --resume"
     if left == 0:
         return (
             f"node {options.node_rank} of {options.num_nodes}: every shard is finished; "
@@ -43,3 +47,14 @@ def share_note(options: BuildOptions, finished: int, num_shards: int, out: str) 
         f"{num_shards} shards are still to come from the other nodes; then run the build "
         "once more with --resume to write the index and manifest"
     )
+
+
+def share_summary(records: Sequence[ShardRecord], seconds: float, note: str) -> BuildSummary:
+    """The summary of a node's share (its shards' records), which leaves the index and manifest
+    to a later call."""
+    return BuildSummary(
+        inputs=sum(r.planned for r in records), samples=sum(r.samples for r in records),
+        shards=len(records), bytes=sum(r.bytes for r in records),
+        rejected=sum(len(r.rejects) for r in records),
+        converted=sum(r.converted for r in records), seconds=seconds, notes=(note,),
+    )  # fmt: skip

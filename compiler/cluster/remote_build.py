@@ -32,7 +32,7 @@ from ..errors import BuildError
 from ..options import BuildOptions, BuildSummary
 from ..output.out_dir import OPTIONS_NAME, check_out_dir, check_same
 from ..sources.detect import detect_kind, source_id
-from .node_share import node_plan_dir, node_shards, share_note
+from .node_share import node_plan_dir, node_shards, share_note, share_summary
 from .targets import UrlTarget
 
 _UPLOAD_THREADS = 4
@@ -108,6 +108,8 @@ def build_to_store(
     kind = detect_kind(source, options.source_format)
     fingerprint = {"source": source_id(source), "source_kind": kind, **options.shaping()}
     share = options.node_share
+    if cluster is not None and share:
+        raise BuildError("a build on a cluster takes no node share (num_nodes, node_rank)")
     if share:
         local = node_plan_dir(target.url, options, staging)
     else:
@@ -129,13 +131,12 @@ def build_to_store(
         todo = [s for s in node_shards(meta.num_shards, options) if s not in finished]
         run_shards(local, plan_dir, meta=meta, options=options, schema=schema, shards=todo)
         _publish_local_shards(target, local, todo)
-    done = len(target.finished(every))
-    if done < meta.num_shards or (share and not options.resume):
-        seconds = time.perf_counter() - started
+    finished = target.finished(every)
+    if len(finished) < meta.num_shards or (share and not options.resume):
         shutil.rmtree(local)  # this call's shards are in the store: its plan is not needed
-        line = share_note(options, done, meta.num_shards, target.url) if share else ""
-        return BuildSummary(inputs=0, samples=0, shards=0, bytes=0, rejected=0, converted=0,
-                            seconds=seconds, notes=(*notes, line))  # fmt: skip
+        note = share_note(options, len(finished), meta.num_shards, target.url)
+        records = [finished[s] for s in node_shards(meta.num_shards, options) if s in finished]
+        return share_summary(records, time.perf_counter() - started, note)
     target.fetch_build_files(local, every)
     finish_dataset(local, meta, options=options, schema=schema, notes=schema_notes, kind=kind)
     _publish_dataset(target, local)
