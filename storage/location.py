@@ -2,23 +2,30 @@
 
 Every call goes through one `RetryPolicy`: transport errors are retried with backoff, a missing
 object is not (it raises `FileNotFoundError`, or `DatasetNotFoundError` where a file of a
-dataset was expected). The filesystem is opened anew in each process (see `urls.filesystem`).
+dataset was expected); a listing is retried page by page. The filesystem is opened anew in each
+process (see `urls.filesystem`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastpack.formats import DatasetNotFoundError
 
+from . import listing
 from .download import download
 from .retry import RetryPolicy, retry_call
+from .stream import ChunkStream
 from .urls import filesystem, is_url
 
+T = TypeVar("T")
 DEFAULT_PART_BYTES = 32 * 2**20
+DEFAULT_CHUNK_BYTES = 8 * 2**20
 _PERMANENT = (FileNotFoundError, PermissionError)
 
 
@@ -98,6 +105,74 @@ class Location:
             return None
         return int(info["size"])
 
+    def open_stream(self, name: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> io.BufferedReader:
+        """Object `name` as a binary file read front to back, one retried ranged read of
+        `chunk_bytes` at a time; `DatasetNotFoundError` if there is none."""
+        size = self.size(name)
+        if size is None:
+            raise DatasetNotFoundError(f"{self.url_of(name)}: not found")
+        return io.BufferedReader(ChunkStream(self.iter_chunks(name, size, chunk_bytes)))
+
+    def walk(
+        self, prefix: str = "", *, start_after: str = "", page_size: int | None = None
+    ) -> Iterator[tuple[str, int]]:
+        """`(name, size)` of every object under the folder `prefix` (`""`: the whole
+        location), names relative to the location, in the store's listing order (S3: key
+        order), after the name `start_after`. On S3 page by page, `page_size` keys a request
+        (default `listing.PAGE_SIZE`), so that memory holds one page; folder markers (keys
+        ending in `/`) are left out. A missing bucket raises `FileNotFoundError`."""
+        folder = self._folder(prefix)
+        if not self._on_s3():
+            top = len(self.path(""))
+            for path, size in listing.fsspec_objects(
+                self.fs, self.path(folder).rstrip("/"), self._retried
+            ):
+                name = path[top:]
+                if name.startswith(folder) and name > start_after:
+                    yield name, size
+            return
+        key = self.fs.split_path(self.path(""))[1]  # the location's own key: "" or ending in /
+        objects = listing.s3_objects(
+            self.fs, self.path(folder), self._retried,
+            start_after=f"{key}{start_after}" if start_after else "",
+            page_size=page_size or listing.PAGE_SIZE,
+        )  # fmt: skip
+        for found, size in objects:
+            yield found[len(key) :], size
+
+    def folders(self, prefix: str = "") -> Iterator[str]:
+        """The names of the folders directly under the folder `prefix` (`""`: the location's
+        top), without the prefix or a trailing `/`: on S3 the common prefixes of a paged
+        listing with the `/` delimiter, in listing order; elsewhere sorted."""
+        folder = self._folder(prefix)
+        if self._on_s3():
+            skip = len(self.fs.split_path(self.path(folder))[1])
+            for key in listing.s3_folders(self.fs, self.path(folder), self._retried):
+                yield key[skip:].rstrip("/")
+            return
+        top = self.path(folder).rstrip("/")
+        for path in listing.fsspec_folders(self.fs, top, self._retried):
+            yield path[len(top) + 1 :]
+
+    def has_objects(self, prefix: str = "") -> bool:
+        """Whether any object lies under the folder `prefix` (one request of one key on S3)."""
+        return next(self.walk(prefix, page_size=1), None) is not None
+
+    def remove(self, name: str) -> None:
+        """Delete object `name`; one that is not there is no error."""
+        path = self.path(name)
+        self._call(f"removal of {self.url_of(name)}", lambda: _remove(self.fs, path), None)
+
+    def _folder(self, prefix: str) -> str:
+        return prefix if not prefix or prefix.endswith("/") else f"{prefix}/"
+
+    def _on_s3(self) -> bool:
+        return self.url.split("://", 1)[0] in listing.S3_PROTOCOLS
+
+    def _retried(self, what: str, call: Callable[[], T]) -> T:
+        result: T = self._call(what, call, None)
+        return result
+
     def upload(self, local: Path, name: str) -> None:
         """Put the file `local` at `name` (an object store shows it whole or not at all)."""
         self._call(
@@ -123,3 +198,8 @@ class Location:
             self.fs, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
             retry=retry or self.retry, part_bytes=part_bytes, threads=threads, tmp=tmp,
         )  # fmt: skip
+
+
+def _remove(fs: Any, path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm_file(path)

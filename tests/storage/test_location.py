@@ -1,6 +1,7 @@
 """`Location` on fsspec's in-memory filesystem (`memory://`) whose calls fail on purpose: uploads
 and reads are retried through the one `RetryPolicy`, a missing object is not, and the last
-failure is a `FetchError` naming the URL."""
+failure is a `FetchError` naming the URL. Listing and removal also run on a real S3 server
+(SeaweedFS): pages of a listing are retried one by one."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from fastpack.formats import DatasetNotFoundError
-from fastpack.storage import FetchError, Location, RetryPolicy
+from fastpack.storage import FetchError, Location, RetryPolicy, listing
+
+from tests.s3_server import S3Server
 
 from ._flaky import Flaky
 
@@ -148,3 +151,93 @@ def test_a_location_pickles_with_its_retry_policy(location: Location) -> None:
 def test_a_local_path_is_not_a_location(path: str) -> None:
     with pytest.raises(ValueError, match="is not a URL"):
         Location(path)
+
+
+# --- listing and removal, on a real S3 server (SeaweedFS) ----------------------------------
+
+
+@pytest.fixture
+def s3_location(s3_server: S3Server) -> Location:
+    """A `Location` at `ds` in a new bucket of the session's server."""
+    return Location(f"s3://{s3_server.new_bucket()}/ds", s3_server.storage_options, QUICK)
+
+
+def put(location: Location, names: list[str]) -> dict[str, int]:
+    """Objects `names` under `location`, each `name` as its bytes; their sizes by name."""
+    for name in names:
+        location.fs.pipe_file(location.path(name), name.encode())
+    return {name: len(name.encode()) for name in names}
+
+
+def test_walk_lists_every_object_page_by_page(
+    s3_location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = [f"shards/{i:06d}.tar" for i in range(23)] + ["manifest.json", "shards/sub/x.idx"]
+    sizes = put(s3_location, names)
+    s3_location.fs.pipe_file(s3_location.path("shards/empty/"), b"")  # a folder marker
+    put(Location(s3_location.url + "-other", s3_location.storage_options), ["x"])  # beside it
+    monkeypatch.setattr(listing, "PAGE_SIZE", 5)
+    calls = flaky(monkeypatch, s3_location, "call_s3", 2)  # pages are retried one by one
+    walked = list(s3_location.walk())
+    assert walked == sorted(sizes.items())
+    assert (calls.calls, calls.failed) == (2 + -(-(len(names) + 1) // 5), 2)
+    assert [n for n, _ in s3_location.walk("shards")] == sorted(n for n in names if "/" in n)
+    assert [n for n, _ in s3_location.walk("shards/", start_after="shards/000020.tar")] == [
+        "shards/000021.tar", "shards/000022.tar", "shards/sub/x.idx",
+    ]  # fmt: skip
+    assert list(s3_location.walk("nothing-here")) == []
+    assert list(s3_location.folders()) == ["shards"]
+    assert list(s3_location.folders("shards")) == ["empty", "sub"]
+    assert s3_location.has_objects("shards/sub")
+    assert not s3_location.has_objects("shards/empty")  # only a folder marker
+
+
+def test_walk_from_the_top_of_a_bucket(s3_server: S3Server) -> None:
+    bucket = s3_server.new_bucket()
+    location = Location(f"s3://{bucket}", s3_server.storage_options, QUICK)
+    sizes = put(location, ["a/1.jpg", "b.jpg"])
+    assert list(location.walk()) == sorted(sizes.items())
+    assert list(location.walk("a", start_after="a/0")) == [("a/1.jpg", 7)]
+    assert list(location.folders()) == ["a"]
+
+
+def test_walk_of_a_missing_bucket_raises(s3_server: S3Server) -> None:
+    location = Location("s3://no-such-bucket-here/ds", s3_server.storage_options, QUICK)
+    with pytest.raises(FileNotFoundError):
+        list(location.walk())
+
+
+def test_remove_deletes_one_object_and_a_missing_one_is_fine(
+    s3_location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(s3_location, ["shards/a.tar", "shards/b.tar"])
+    rm = flaky(monkeypatch, s3_location, "rm_file", 1)
+    s3_location.remove("shards/a.tar")
+    s3_location.remove("shards/a.tar")
+    s3_location.remove("never-there")
+    assert (rm.calls, rm.failed) == (4, 1)
+    assert [n for n, _ in s3_location.walk()] == ["shards/b.tar"]
+
+
+def test_walk_and_remove_on_other_filesystems(location: Location) -> None:
+    put(location, ["b/2.jpg", "a/1.jpg", "a/sub/3.jpg"])
+    assert list(location.walk()) == [
+        ("a/1.jpg", 7), ("a/sub/3.jpg", 11), ("b/2.jpg", 7), ("obj", len(DATA)),
+    ]  # fmt: skip
+    assert list(location.walk("a", start_after="a/1.jpg")) == [("a/sub/3.jpg", 11)]
+    assert list(location.folders()) == ["a", "b"]
+    location.remove("a/1.jpg")
+    location.remove("a/1.jpg")
+    assert [n for n, _ in location.walk("a")] == ["a/sub/3.jpg"]
+
+
+def test_open_stream_reads_an_object_in_chunks(
+    location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = flaky(monkeypatch, location, "cat_file", 1)
+    with location.open_stream("obj", chunk_bytes=4000) as stream:
+        assert stream.read(10) == DATA[:10]
+        assert stream.read() == DATA[10:]
+    assert (cat.calls, cat.failed) == (4, 1)  # 3 ranges, the first tried twice
+    with pytest.raises(DatasetNotFoundError, match=r"/nope: not found$"):
+        location.open_stream("nope")

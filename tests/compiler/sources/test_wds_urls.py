@@ -176,8 +176,8 @@ def test_url_detection_and_format_errors(tmp_path: Path) -> None:
     assert detect_kind("s3://bucket/train-{0..9}.tar", "auto") == "wds"
     assert detect_kind("https://host/data/train.tar", "auto") == "wds"
     assert detect_kind("s3://bucket/train-0.bin", "wds") == "wds"
-    with pytest.raises(SourceError, match=r"^s3://bucket/x\.csv: unknown source format"):
-        detect_kind("s3://bucket/x.csv", "auto")
+    with pytest.raises(SourceError, match=r"^s3://bucket/x\.txt: unknown source format"):
+        detect_kind("s3://bucket/x.txt", "auto")
     with pytest.raises(SourceError, match=r"^pipe:cat x: a folder source must be a local path"):
         detect_kind("pipe:cat x", "folder")
     with pytest.raises(SourceError, match=r"^s3://b/\$\{NO_SUCH\}\.tar: cannot expand"):
