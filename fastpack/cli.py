@@ -43,9 +43,10 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "source",
         nargs="+",
-        help="ImageFolder directory, list file, webdataset tars (a directory of .tar, a .tar, or "
-        "URLs: shards-{000000..000099}.tar, pipe:CMD, s3://..., https://...), or TFRecord "
-        "files (a directory, a file, a glob); several files or URLs are read in the order given",
+        help="ImageFolder directory (or s3://bucket/prefix/), list file (local or a URL), "
+        "webdataset tars (a directory of .tar, a .tar, or URLs: shards-{000000..000099}.tar, "
+        "pipe:CMD, s3://..., https://...), or TFRecord files (a directory, a file, a glob); "
+        "several files or URLs are read in the order given",
     )
     p.add_argument("out", help="output dataset directory, or a URL such as s3://bucket/prefix")
     p.add_argument("--workers", type=_int_at_least(1), help="build processes (default: all cores)")
