@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, REJECTS_NAME, manifest_from_text, read_manifest
-from fastpack.storage import RetryPolicy
+from fastpack.storage import RetryPolicy, is_url
 
 from ..build import (
     dataset_schema,
@@ -31,6 +31,7 @@ from ..build_dir import BUILD_DIR, default_staging_dir
 from ..errors import BuildError
 from ..options import BuildOptions, BuildSummary
 from ..output.out_dir import OPTIONS_NAME, check_out_dir, check_same
+from ..planning.plan_store import PlanMeta
 from ..sources.detect import detect_kind, source_id
 from .node_share import node_plan_dir, node_shards, share_note, share_summary
 from .targets import UrlTarget
@@ -48,6 +49,22 @@ def _check_options(target: UrlTarget, fingerprint: Mapping[str, Any], staging: P
         return
     stored = json.loads(target.location.read_bytes(name))
     check_same(target.url, "the build there", stored, fingerprint)
+
+
+def _check_reachable(meta: PlanMeta, local: Path) -> None:
+    """Refuse a source whose scan copied or spilled data into the client's staging directory
+    (remote webdataset or TFRecord files, Parquet, COCO): workers on other machines cannot
+    read it there."""
+    if is_url(meta.root):
+        return
+    staging = local.resolve()
+    for name in meta.containers:
+        if Path(meta.root, name).resolve().is_relative_to(staging):
+            raise BuildError(
+                f"{staging}: this source's scan keeps data in the staging directory "
+                f"({name}), which the cluster's workers cannot read; give --staging (staging=) "
+                "a directory on a file system every worker mounts at the same path"
+            )
 
 
 def _summary_from_store(target: UrlTarget, seconds: float) -> BuildSummary:
@@ -124,6 +141,7 @@ def build_to_store(
     finished = target.finished(every)
     notes: tuple[str, ...] = ()
     if cluster is not None:
+        _check_reachable(meta, local)
         notes = run_on_cluster(plan_dir, meta=meta, options=options, schema=schema,
                                cluster=cluster, target=target.url, finished=finished,
                                storage_options=storage_options)  # fmt: skip

@@ -71,3 +71,24 @@ def test_a_node_share_with_other_options_is_refused_by_the_store(
     with pytest.raises(BuildError, match=r"quality=90 \(now 50\)"):
         build_to_url(source, url, other, staging=tmp_path / "p1",
                      storage_options=s3_server.storage_options)  # fmt: skip
+
+
+def test_a_source_spilled_into_local_staging_is_refused_for_a_cluster(
+    tmp_path: Path, dask_cluster: LocalDaskCluster, s3_server: S3Server, s3_bucket: str
+) -> None:
+    """A Parquet source's image bytes are spilled into the plan's directory: on a cluster that
+    writes to a store, that directory is the client's, so the build stops before any task."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from tests.conftest import jpeg_bytes  # noqa: PLC0415
+
+    table = pa.table({"image": [jpeg_bytes(seed=i) for i in range(4)], "label": [0, 1, 0, 1]})
+    pq.write_table(table, tmp_path / "train.parquet")
+    with pytest.raises(BuildError, match=r"staging directory .*--staging"):
+        build_to_url(
+            tmp_path / "train.parquet", f"s3://{s3_bucket}/ds", BuildOptions(**QUIET),
+            cluster=dask_cluster.address, staging=tmp_path / "staging",
+            storage_options=s3_server.storage_options,
+        )  # fmt: skip
+    assert not s3_server.filesystem().find(f"{s3_bucket}/ds/shards")
