@@ -195,6 +195,10 @@ def build(
     state = check_out_dir(out, resume=options.resume or share, fingerprint=fingerprint)
     if state is OutState.COMPLETE:
         return summary_of(out, time.perf_counter() - started)
+    if cluster is not None:
+        from .cluster.dask_runner import check_cluster  # noqa: PLC0415 - an optional extra
+
+        check_cluster(cluster)
     notes: tuple[str, ...] = ()
     if share:
         local = node_plan_dir(str(out), options, Path(staging) if staging is not None else None)

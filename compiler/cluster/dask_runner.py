@@ -170,6 +170,25 @@ def _handle(
     raise error
 
 
+def connect(cluster: Any) -> Any:
+    """A client of `cluster` (returned as it is when it is one); BuildError naming the address
+    when no scheduler answers there."""
+    distributed = _distributed()
+    if isinstance(cluster, distributed.Client):
+        return cluster
+    try:
+        return distributed.Client(cluster, set_as_default=False)
+    except (OSError, ValueError) as e:
+        raise BuildError(f"{cluster}: cannot reach a Dask scheduler there ({e})") from e
+
+
+def check_cluster(cluster: Any) -> None:
+    """Fail early, before planning, when `cluster` is an address no scheduler answers at."""
+    client = connect(cluster)
+    if client is not cluster:
+        client.close()
+
+
 def run_on_dask(
     tasks: Iterable[ShardTask], cluster: Any, progress: Progress
 ) -> Iterator[TaskResult]:
@@ -177,8 +196,8 @@ def run_on_dask(
     result as it comes. Stops at the first error that is not retried (pending tasks are
     cancelled; running ones finish and keep their shards)."""
     distributed = _distributed()
-    own = not isinstance(cluster, distributed.Client)
-    client = distributed.Client(cluster, set_as_default=False) if own else cluster
+    client = connect(cluster)
+    own = client is not cluster
     topic = f"fastpack-progress-{uuid.uuid4().hex}"
     inbox = _Inbox()
     client.subscribe_topic(topic, inbox.receive)

@@ -127,6 +127,10 @@ def build_to_store(
     share = options.node_share
     if cluster is not None and share:
         raise BuildError("a build on a cluster takes no node share (num_nodes, node_rank)")
+    if cluster is not None:
+        from .dask_runner import check_cluster  # noqa: PLC0415 - an optional extra
+
+        check_cluster(cluster)
     if share:
         local = node_plan_dir(target.url, options, staging)
     else:

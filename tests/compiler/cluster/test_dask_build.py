@@ -123,3 +123,17 @@ def test_a_local_build_does_not_import_dask(
         "assert 'distributed' not in sys.modules and 'dask' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_an_address_without_a_scheduler_is_named_before_planning(
+    make_image_folder: Callable[..., Path], tmp_path: Path
+) -> None:
+    import dask  # noqa: PLC0415
+
+    source = make_image_folder(classes=2, per_class=2)
+    with (
+        dask.config.set({"distributed.comm.timeouts.connect": "2s"}),
+        pytest.raises(BuildError, match=r"tcp://127\.0\.0\.1:9: cannot reach a Dask scheduler"),
+    ):
+        build(source, tmp_path / "out", BuildOptions(**QUIET), cluster="tcp://127.0.0.1:9")
+    assert not (tmp_path / "out" / ".fastpack-build" / "plan.json").exists()
