@@ -79,7 +79,13 @@ from .tfrecord import (
     read_records,
     scan_records,
 )
-from .wds_index import format_wds_index, parse_wds_index, read_wds_index
+from .wds_index import (
+    format_wds_index,
+    join_wds_index,
+    parse_wds_index,
+    read_wds_index,
+    wds_index_line,
+)
 
 __all__ = [
     "ABSENT",
@@ -141,6 +147,7 @@ __all__ = [
     "file_sha256",
     "format_record_index",
     "format_wds_index",
+    "join_wds_index",
     "key_width",
     "manifest_from_text",
     "member_header",
@@ -167,5 +174,6 @@ __all__ = [
     "type_of_extension",
     "unpack_strings",
     "version_for",
+    "wds_index_line",
     "write_manifest",
 ]

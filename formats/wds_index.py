@@ -12,17 +12,24 @@ from .tar_shard import BLOCK, MemberLocation
 VERSION_TAG = "v1.2"
 
 
+def wds_index_line(members: Sequence[MemberLocation]) -> str:
+    """The index line of one sample (its members in tar order), without the newline."""
+    groups = []
+    for m in members:
+        if " " in m.name:
+            raise ShardFormatError(f"member {m.name!r}: a space would break the DALI index")
+        groups.append(f"{m.ext} {m.data_offset} {m.size} {m.name}")
+    return " ".join(groups)
+
+
+def join_wds_index(lines: Sequence[str]) -> str:
+    """The index text from each sample's line (`wds_index_line`), in tar order."""
+    return "\n".join([f"{VERSION_TAG} {len(lines)}", *lines]) + "\n"
+
+
 def format_wds_index(samples: Sequence[Sequence[MemberLocation]]) -> str:
     """The index text for a shard whose samples hold these members, in tar order."""
-    lines = [f"{VERSION_TAG} {len(samples)}"]
-    for members in samples:
-        groups = []
-        for m in members:
-            if " " in m.name:
-                raise ShardFormatError(f"member {m.name!r}: a space would break the DALI index")
-            groups.append(f"{m.ext} {m.data_offset} {m.size} {m.name}")
-        lines.append(" ".join(groups))
-    return "\n".join(lines) + "\n"
+    return join_wds_index([wds_index_line(members) for members in samples])
 
 
 def parse_wds_index(text: str, source: str) -> list[list[MemberLocation]]:

@@ -26,7 +26,7 @@ from .shard_task import ShardTask, TaskResult, run_shard_task
 
 MAX_ATTEMPTS = 3
 TASKS_PER_THREAD = 3
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.05
 REPORT_SECONDS = 0.25
 _LOG_SILENT = 0
 
@@ -210,21 +210,19 @@ def run_on_dask(
             if len(submitter.tasks) >= limit:
                 break
         while submitter.tasks:
-            try:
-                with client.as_current():
-                    distributed.wait(
-                        list(submitter.tasks), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED"
-                    )
-            except TimeoutError:
-                pass  # none finished: show the progress so far
+            # `done()` is a local check: no wait with a timeout, whose TimeoutError would keep
+            # the pending futures (and the plan rows of their tasks) alive in a cycle
             for future in [f for f in submitter.tasks if f.done()]:
                 result = _handle(future, submitter, inbox, distributed)
+                future.release()  # the scheduler forgets the task and its plan rows now
                 if result is not None:
                     yield result
                     next_task = next(todo, None)
                     if next_task is not None:
                         submitter.submit(next_task)
             progress(*inbox.take())
+            time.sleep(POLL_SECONDS)
+        progress(*inbox.take())
     finally:
         if submitter.tasks:
             client.cancel(list(submitter.tasks))

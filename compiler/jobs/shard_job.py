@@ -213,7 +213,7 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
     start, stop = plan.meta.shard_range(job.shard)
     record = ShardRecord(
         shard=job.shard,
-        samples=len(rows.keys),
+        samples=len(rows),
         planned=stop - start,
         bytes=size,
         sha256=sink.hash.hexdigest(),

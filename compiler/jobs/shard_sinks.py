@@ -13,7 +13,8 @@ from fastpack.formats import (
     Schema,
     TarShardWriter,
     format_record_index,
-    format_wds_index,
+    join_wds_index,
+    wds_index_line,
 )
 
 Members = Sequence[tuple[str, bytes]]
@@ -37,22 +38,25 @@ class ShardSink(Protocol):
 
 
 class TarSink:
+    """Keeps each sample's DALI index line, not its member objects: a shard of small images
+    holds over a hundred thousand samples."""
+
     def __init__(self, file: BinaryIO) -> None:
         self._writer = TarShardWriter(file)
-        self._members: list[list[MemberLocation]] = []
+        self._lines: list[str] = []
 
     def add(
         self, key: str, members: Members, image_size: tuple[int, int] | None
     ) -> tuple[list[MemberLocation], list[bytes]]:
         locations = self._writer.add_sample(key, members)
-        self._members.append(locations)
+        self._lines.append(wds_index_line(locations))
         return locations, [data for _, data in members]
 
     def finish(self) -> int:
         return self._writer.finish()
 
     def dali_index(self) -> str:
-        return format_wds_index(self._members)
+        return join_wds_index(self._lines)
 
 
 class RecordSink:
