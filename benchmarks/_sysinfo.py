@@ -51,9 +51,9 @@ def load() -> str:
     return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
-def versions() -> dict[str, str]:
+def versions(names: tuple[str, ...] = DISTRIBUTIONS) -> dict[str, str]:
     found = {}
-    for name in DISTRIBUTIONS:
+    for name in names:
         try:
             found[name] = version(name)
         except PackageNotFoundError:

@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +39,6 @@ DISTRIBUTIONS = ("fastpack", "numpy", "simplejpeg", "opencv-python-headless", "d
 # generously the plan, index parts, index and DALI index around them.
 BYTES_PER_SAMPLE = 2048 + 512
 GIB = 1 << 30
-
-
-def _versions() -> dict[str, str]:
-    found = {}
-    for name in DISTRIBUTIONS:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
-    return found
 
 
 def _commit() -> str:
@@ -133,7 +122,7 @@ def save(path: Path, corpus: Corpus, runs: list[dict[str, Any]]) -> None:
     merged.update({_key(r): r for r in runs})
     results = {
         "machine": _sysinfo.machine(),
-        "versions": _versions(),
+        "versions": _sysinfo.versions(DISTRIBUTIONS),
         "commit": _commit(),
         "corpus": asdict(corpus),
         "bytes_per_sample_check": BYTES_PER_SAMPLE,

@@ -21,6 +21,7 @@ from typing import Any
 import cv2
 
 from ..errors import BuildError
+from ..jobs.progress import ThrottledProgress
 from ..jobs.shard_job import Progress
 from .shard_task import ShardTask, TaskResult, run_shard_task
 
@@ -52,25 +53,15 @@ class TaskFailed(Exception):
         return f"on {self.worker}: {self.reason}"
 
 
-class _Reporter:
+class _Reporter(ThrottledProgress):
     """A task's progress, sent as an event every REPORT_SECONDS."""
 
     def __init__(self, worker: Any, topic: str, shard: int) -> None:
+        super().__init__(REPORT_SECONDS)
         self._worker, self._topic, self._shard = worker, topic, shard
-        self._pending = [0, 0]
-        self._last = time.monotonic()
 
-    def __call__(self, samples: int, nbytes: int) -> None:
-        self._pending[0] += samples
-        self._pending[1] += nbytes
-        if time.monotonic() - self._last >= REPORT_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._pending != [0, 0]:
-            self._worker.log_event(self._topic, [self._shard, *self._pending])
-        self._pending = [0, 0]
-        self._last = time.monotonic()
+    def send(self, samples: int, nbytes: int) -> None:
+        self._worker.log_event(self._topic, [self._shard, samples, nbytes])
 
 
 def _run_on_worker(task: ShardTask, topic: str) -> TaskResult:

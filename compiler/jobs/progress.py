@@ -11,6 +11,31 @@ from tqdm import tqdm
 POSTFIX_SECONDS = 0.5
 
 
+class ThrottledProgress:
+    """Adds up progress increments and passes them on (`send`) every `seconds` at most, and
+    on `flush`: for workers that report to a build process or a cluster's client."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._pending = [0, 0]
+        self._last = time.monotonic()
+
+    def __call__(self, samples: int, nbytes: int) -> None:
+        self._pending[0] += samples
+        self._pending[1] += nbytes
+        if time.monotonic() - self._last >= self._seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending != [0, 0]:
+            self.send(self._pending[0], self._pending[1])
+        self._pending = [0, 0]
+        self._last = time.monotonic()
+
+    def send(self, samples: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+
 class BuildProgress:
     """Called with increments `(inputs done, input bytes read)`; a no-op when disabled."""
 

@@ -21,6 +21,7 @@ import cv2
 
 from ..errors import BuildError
 from ..planning.plan_store import Plan
+from .progress import ThrottledProgress
 from .shard_job import Progress, ShardJob, run_shard_job
 from .shard_record import ShardRecord
 
@@ -47,26 +48,17 @@ def _quiet_single_threaded_cv2() -> Iterator[None]:
         cv2.utils.logging.setLogLevel(level)
 
 
-class _SharedProgress:
+class _SharedProgress(ThrottledProgress):
     """Adds a worker's progress to the shared counters every REPORT_SECONDS."""
 
     def __init__(self, samples: Counter, nbytes: Counter) -> None:
+        super().__init__(REPORT_SECONDS)
         self._counters = (samples, nbytes)
-        self._pending = [0, 0]
-        self._last = time.monotonic()
 
-    def __call__(self, samples: int, nbytes: int) -> None:
-        self._pending[0] += samples
-        self._pending[1] += nbytes
-        if time.monotonic() - self._last >= REPORT_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        for counter, pending in zip(self._counters, self._pending, strict=True):
+    def send(self, samples: int, nbytes: int) -> None:
+        for counter, pending in zip(self._counters, (samples, nbytes), strict=True):
             with counter.get_lock():
                 counter.value += pending
-        self._pending = [0, 0]
-        self._last = time.monotonic()
 
 
 def _exit_with_parent(parent: int) -> None:
