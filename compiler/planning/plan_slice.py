@@ -34,18 +34,31 @@ class PlanRows(Protocol):
     def fields(self, rows: npt.NDArray[np.int64]) -> list[bytes]: ...
 
 
+def _pack(strings: list[bytes]) -> tuple[Column, Column]:
+    offsets = np.zeros(len(strings) + 1, dtype="<u8")
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    return np.frombuffer(b"".join(strings), dtype=np.uint8), offsets
+
+
+def _unpack(blob: Column, offsets: Column, positions: npt.NDArray[np.intp]) -> list[bytes]:
+    starts, ends = offsets[positions].tolist(), offsets[positions + 1].tolist()
+    return [blob[a:b].tobytes() for a, b in zip(starts, ends, strict=True)]
+
+
 @dataclass(frozen=True)
 class PlanSlice:
-    """The rows of plan positions `[start, stop)`: input row numbers, columns and strings in
-    position order."""
+    """The rows of plan positions `[start, stop)`: input row numbers, columns, and strings as
+    blobs with offsets, in position order (flat arrays: cheap to pickle and to hold)."""
 
     meta: PlanMeta
     start: int
     stop: int
     rows: npt.NDArray[np.int64]
     columns: dict[str, Column]
-    source_list: list[bytes]
-    field_list: list[bytes]
+    source_blob: Column
+    source_offsets: Column
+    field_blob: Column
+    field_offsets: Column
 
     def inputs(self, start: int, stop: int) -> npt.NDArray[np.int64]:
         if (start, stop) != (self.start, self.stop):
@@ -63,10 +76,10 @@ class PlanSlice:
         return self.columns[name][self._positions(rows)]
 
     def sources(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
-        return [self.source_list[k] for k in self._positions(rows).tolist()]
+        return _unpack(self.source_blob, self.source_offsets, self._positions(rows))
 
     def fields(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
-        return [self.field_list[k] for k in self._positions(rows).tolist()]
+        return _unpack(self.field_blob, self.field_offsets, self._positions(rows))
 
 
 def slice_shard(plan: Plan, shard: int) -> PlanSlice:
@@ -76,4 +89,6 @@ def slice_shard(plan: Plan, shard: int) -> PlanSlice:
     rows = plan.inputs(start, stop)
     names = _COLUMNS if meta.containers else _COLUMNS[:2]
     columns = {name: plan.column(name, rows) for name in names}
-    return PlanSlice(meta, start, stop, rows, columns, plan.sources(rows), plan.fields(rows))
+    sources = _pack(plan.sources(rows))
+    fields = _pack(plan.fields(rows))
+    return PlanSlice(meta, start, stop, rows, columns, *sources, *fields)
