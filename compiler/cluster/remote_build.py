@@ -8,6 +8,7 @@ manifest in staging, and uploads them, the manifest last; then the build files g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -29,6 +30,7 @@ from ..build import (
 )
 from ..build_dir import BUILD_DIR, default_staging_dir
 from ..errors import BuildError
+from ..jobs.shard_record import save_record
 from ..options import BuildOptions, BuildSummary
 from ..output.out_dir import OPTIONS_NAME, check_out_dir, check_same
 from ..planning.plan_store import PlanMeta
@@ -159,11 +161,13 @@ def build_to_store(
         note = share_note(options, len(finished), meta.num_shards, target.url)
         records = [finished[s] for s in node_shards(meta.num_shards, options) if s in finished]
         return share_summary(records, time.perf_counter() - started, note)
-    target.fetch_build_files(local, every)
+    for record in finished.values():  # read already by `finished`: saved, not fetched again
+        save_record(local, record)
+    target.fetch_parts(local, every)
     finish_dataset(local, meta, options=options, schema=schema, notes=schema_notes, kind=kind)
     _publish_dataset(target, local)
     target.remove_build_files()
     summary = summary_of(local, time.perf_counter() - started)
     if not keep_staging:
         shutil.rmtree(local)
-    return BuildSummary(**{**summary.__dict__, "notes": notes})
+    return dataclasses.replace(summary, notes=notes)

@@ -84,7 +84,7 @@ def run_shard_task(task: ShardTask, scratch: Path, progress: Progress) -> TaskRe
     shard, counted = task.job.shard, _Counted(progress)
     if is_url(task.target):
         target = UrlTarget(task.target, task.storage_options)
-        record = target.finished(range(shard, shard + 1)).get(shard)
+        record = target.finished_one(shard)
         if record is None:
             out = scratch_dir(scratch, f"fastpack-shard-{shard:06d}-{uuid.uuid4().hex[:8]}")
             try:

@@ -10,7 +10,7 @@ whole shard. Records and parts live under `<target>/.fastpack-build/` until the 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,12 @@ from ..jobs.shard_record import (
     shard_file_name,
 )
 
-_RECORD_SUFFIX = ".shard.json"
 _FETCH_THREADS = 16
 
 
-def _relative(out: Path, path: Path) -> str:
-    return path.relative_to(out).as_posix()
+def _name(path_of: Callable[[Path, int], Path], shard: int) -> str:
+    """The name, relative to the dataset, of a build file of `shard` (`record_path`, ...)."""
+    return path_of(Path(), shard).as_posix()
 
 
 def shard_files(out: Path, shard: int) -> list[str]:
@@ -42,12 +42,7 @@ def shard_files(out: Path, shard: int) -> list[str]:
     name = shard_file_name(out, shard)
     if name is None:
         raise FileNotFoundError(f"{out}: shard {shard} has no file")
-    return [
-        name,
-        shard_idx_name(shard),
-        _relative(out, part_path(out, shard)),
-        _relative(out, record_path(out, shard)),
-    ]
+    return [name, shard_idx_name(shard), _name(part_path, shard), _name(record_path, shard)]
 
 
 class DirectoryTarget:
@@ -87,40 +82,39 @@ class UrlTarget:
         """The records of the shards in `shards` whose files are all in the store, the shard
         at its recorded size: two listings and one read per record."""
         sizes = self._sizes()
-        wanted = {
-            f"{BUILD_DIR}/{shard:06d}{_RECORD_SUFFIX}": shard
-            for shard in shards
-            if f"{BUILD_DIR}/{shard:06d}{_RECORD_SUFFIX}" in sizes
-        }
+        wanted = {_name(record_path, s): s for s in shards if _name(record_path, s) in sizes}
         with ThreadPoolExecutor(_FETCH_THREADS) as pool:
-            texts = dict(zip(wanted, pool.map(self.location.read_bytes, wanted), strict=True))
-        found = {}
-        for name, shard in wanted.items():
-            record = parse_record(texts[name].decode("utf-8"), self.location.url_of(name), self.url)
-            if self._complete(sizes, record):
-                found[shard] = record
-        return found
+            records = dict(zip(wanted.values(), pool.map(self._record, wanted), strict=True))
+        return {s: r for s, r in records.items() if self._complete(sizes.get, r)}
+
+    def finished_one(self, shard: int) -> ShardRecord | None:
+        """Shard `shard`'s record if its files are all in the store: a few requests of one
+        object each, where `finished` would list every shard."""
+        name = _name(record_path, shard)
+        if self.location.size(name) is None:
+            return None
+        record = self._record(name)
+        return record if self._complete(self.location.size, record) else None
+
+    def _record(self, name: str) -> ShardRecord:
+        text = self.location.read_bytes(name).decode("utf-8")
+        return parse_record(text, self.location.url_of(name), self.url)
 
     @staticmethod
-    def _complete(sizes: Mapping[str, int], record: ShardRecord) -> bool:
+    def _complete(size_of: Callable[[str], int | None], record: ShardRecord) -> bool:
         shard = record.shard
-        part = f"{BUILD_DIR}/{part_path('', shard).name}"
-        data = [shard_name(shard, f) for f in SHARD_FORMATS]
-        whole = any(sizes.get(name) == record.bytes for name in data)
-        return whole and shard_idx_name(shard) in sizes and part in sizes
+        whole = any(size_of(shard_name(shard, f)) == record.bytes for f in SHARD_FORMATS)
+        others = (shard_idx_name(shard), _name(part_path, shard))
+        return whole and all(size_of(name) is not None for name in others)
 
     def publish(self, out: Path, shard: int) -> None:
         """Upload finished shard `shard` from the local directory `out`, the record last."""
         for name in shard_files(out, shard):
             self.location.upload(out / name, name)
 
-    def fetch_build_files(self, staging: Path, shards: range) -> None:
-        """Download every shard's record and index part into `staging`'s build directory."""
-        names = [
-            _relative(staging, path)
-            for shard in shards
-            for path in (record_path(staging, shard), part_path(staging, shard))
-        ]
+    def fetch_parts(self, staging: Path, shards: range) -> None:
+        """Download every shard's index part into `staging`'s build directory."""
+        names = [_name(part_path, shard) for shard in shards]
 
         def fetch(name: str) -> None:
             (staging / name).write_bytes(self.location.read_bytes(name))
