@@ -18,10 +18,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
-
 from ..errors import BuildError
 from ..jobs.progress import ThrottledProgress
+from ..jobs.runner import quiet_single_threaded_cv2
 from ..jobs.shard_job import Progress
 from .shard_task import ShardTask, TaskResult, run_shard_task
 
@@ -29,7 +28,6 @@ MAX_ATTEMPTS = 3
 TASKS_PER_THREAD = 3
 POLL_SECONDS = 0.05
 REPORT_SECONDS = 0.25
-_LOG_SILENT = 0
 
 
 def _distributed() -> Any:
@@ -67,11 +65,11 @@ class _Reporter(ThrottledProgress):
 def _run_on_worker(task: ShardTask, topic: str) -> TaskResult:
     """The task as a worker runs it."""
     worker = _distributed().get_worker()
-    cv2.setNumThreads(1)  # one task per worker thread: decode threads would oversubscribe
-    cv2.utils.logging.setLogLevel(_LOG_SILENT)
     reporter = _Reporter(worker, topic, task.job.shard)
     try:
-        result = run_shard_task(task, Path(worker.local_directory), reporter)
+        # one task per worker thread: OpenCV's own threads would oversubscribe the cores
+        with quiet_single_threaded_cv2():
+            result = run_shard_task(task, Path(worker.local_directory), reporter)
     except BuildError:
         raise  # the build's own verdict (a strict reject): the same on any worker
     except Exception as e:

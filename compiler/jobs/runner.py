@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def _quiet_single_threaded_cv2() -> Iterator[None]:
+def quiet_single_threaded_cv2() -> Iterator[None]:
+    """OpenCV on one thread, its log silent (undecodable inputs are rejects), then as it was."""
     threads, level = cv2.getNumThreads(), cv2.utils.logging.getLogLevel()
     cv2.setNumThreads(1)
     cv2.utils.logging.setLogLevel(_LOG_SILENT)
@@ -92,7 +93,7 @@ def _work(job: ShardJob) -> ShardRecord:
 
 def _run_here(jobs: Sequence[ShardJob], plan_dir: Path, progress: Progress) -> None:
     plan = Plan(plan_dir)
-    with _quiet_single_threaded_cv2():
+    with quiet_single_threaded_cv2():
         for job in jobs:
             run_shard_job(job, plan, progress)
 
@@ -102,7 +103,7 @@ def _run_pool(jobs: Sequence[ShardJob], plan_dir: Path, workers: int, progress: 
     samples, nbytes = context.Value("q", 0), context.Value("q", 0)
     reported = (0, 0)
     with (
-        _quiet_single_threaded_cv2(),
+        quiet_single_threaded_cv2(),
         ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
