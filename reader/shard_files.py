@@ -1,8 +1,10 @@
 """Shard files opened for reading: the one layer between every reader and a local shard.
 
-A shard is read in place, memory-mapped (`io="mmap"`) or with one `pread` per payload
-(`io="pread"`, which suits network file systems such as NFS or Lustre, where page faults on a
-map are slow). Either way no copy is made and no lock is taken. One rule for every reader: a
+A shard is read in place, memory-mapped (`io="mmap"`) or with `pread` (`io="pread"`, for
+network file systems such as NFS, Lustre or sshfs, where a page fault on a map is a round trip
+for a few pages and the readers issue their reads many at a time instead). `io="auto"` (every
+reader's default) picks `pread` on a network or FUSE file system and `mmap` elsewhere
+(`resolve_io`, `file_system`). Either way no lock is taken. One rule for every reader: a
 missing shard is a `DatasetNotFoundError`, a shard shorter than the manifest records (an empty
 one included) a `TruncatedFileError`, each naming the file.
 """
@@ -17,8 +19,12 @@ from typing import Literal, Protocol
 
 from fastpack.formats import DatasetNotFoundError, TruncatedFileError
 
+from .file_system import on_remote_file_system
+
 IoMethod = Literal["mmap", "pread"]
+IoChoice = Literal["auto", "mmap", "pread"]
 IO_METHODS: tuple[IoMethod, ...] = ("mmap", "pread")
+IO_CHOICES: tuple[IoChoice, ...] = ("auto", *IO_METHODS)
 
 
 class ShardFile(Protocol):
@@ -39,11 +45,20 @@ class ShardFile(Protocol):
     def close(self) -> None: ...
 
 
-def check_io(io: str) -> IoMethod:
-    """`io` as an `IoMethod`; a ValueError for any other value (the one rule every reader uses)."""
-    if io not in IO_METHODS:
-        raise ValueError(f"io must be one of {IO_METHODS}, got {io!r}")
-    return io
+def check_io(io: str) -> IoChoice:
+    """`io` as an `IoChoice`; a ValueError for any other value (the one rule every reader uses)."""
+    if io not in IO_CHOICES:
+        raise ValueError(f"io must be one of {IO_CHOICES}, got {io!r}")
+    return io  # type: ignore[return-value]
+
+
+def resolve_io(io: str, path: str | os.PathLike[str]) -> IoMethod:
+    """The read method for shards under `path`: `io` itself, or for `"auto"` `pread` on a
+    network or FUSE file system and `mmap` elsewhere."""
+    choice = check_io(io)
+    if choice != "auto":
+        return choice
+    return "pread" if on_remote_file_system(path) else "mmap"
 
 
 def _open(path: Path, expected_size: int, what: str) -> tuple[int, int]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
+    ABSENT,
     AbsentFieldError,
     CorruptIndexError,
     DatasetFiles,
@@ -49,7 +50,8 @@ from ..image.batch import decode_same_size
 from ..image.decode import Image, decode
 from ..image.draws import sample_draws
 from ..image.transforms import Transform
-from ..shard_files import IoMethod, check_io
+from ..shard_files import IoChoice, IoMethod, resolve_io
+from .range_reads import Request
 from .shard_reader import ShardReader
 
 INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per batch is cheap
@@ -109,9 +111,12 @@ class Dataset(ClosesOnExit):
     variable-length arrays come as `Padded(values (B, L, ...), lengths (B,) int64)`, padded
     with `pad_value` after each sample's rows, length -1 for an absent member.
 
-    `io="mmap"` (default) maps each shard; `io="pread"` reads each payload with one `pread` call
-    and maps nothing, which is often faster on network file systems (NFS, Lustre), where page
-    faults on a map turn into many small reads. Both read in place, without copies or locks.
+    `io="mmap"` maps each shard and reads in place. `io="pread"` maps nothing: `__getitems__`
+    reads the payloads of its batch with many `pread` calls at once (sorted, neighbours joined),
+    and starts on the next batch that `make_loader`'s sampler will give this worker before it
+    decodes this one (`map_style.range_reads`): a network file system's round trips then
+    overlap each other and the decoding. `io="auto"` (default) is `pread` on a network or FUSE
+    file system (NFS, Lustre, sshfs, ...) and `mmap` elsewhere; `self.io` is the method chosen.
 
     Random transforms draw from `sample_draws(seed, epoch, [index], n)`. Call `set_epoch(e)`
     before each epoch. DataLoader workers copy the dataset when they start; with
@@ -136,12 +141,12 @@ class Dataset(ClosesOnExit):
         pad: bool = False,
         pad_value: float = 0,
         drop_empty_boxes: bool = True,
-        io: IoMethod = "mmap",
+        io: IoChoice = "auto",
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
-        self.io: IoMethod = check_io(io)
         self.path = Path(path)
+        self.io: IoMethod = resolve_io(io, self.path)
         self.transform = transform
         self.seed = int(seed)
         self.pad, self.pad_value = bool(pad), float(pad_value)
@@ -294,6 +299,7 @@ class Dataset(ClosesOnExit):
         rows = [_check_index(int(i), state) for i in indices]
         labels = state.labels[rows]
         transform = self.transform
+        self._load(state, rows, indices, (self._image(),))
         if transform is None:
             try:
                 return self._decode_batch(state, rows), labels
@@ -313,6 +319,23 @@ class Dataset(ClosesOnExit):
         finally:
             state.release(len(rows))
         return images, labels
+
+    def _load(
+        self, state: _Opened, rows: list[int], batch: Sequence[int], fields: Sequence[str]
+    ) -> None:
+        """With `io="pread"`: read the members of `fields` of samples `rows` all at once, and
+        start on those of the batch this process reads next (`batch.ahead`, from
+        `make_loader`'s sampler). A member that cannot be read is left to the read that names
+        what is wrong."""
+        if self.io != "pread":
+            return
+        ahead: list[Request] = []
+        try:  # a hint: what cannot be read ahead is read when its own batch comes
+            rows_ahead = [int(i) for i in getattr(batch, "ahead", None) or ()]
+            ahead = _requests(state, [i for i in rows_ahead if 0 <= i < len(state.labels)], fields)
+        except FastpackError:
+            ahead = []
+        state.shards.load(_requests(state, rows, fields), ahead)
 
     def _new_batch(self, shape: tuple[int, ...]) -> Image:
         if self.batch_allocator is None:
@@ -405,6 +428,7 @@ class Dataset(ClosesOnExit):
         epoch = int(getattr(indices, "epoch", self.epoch))
         rows = [_check_index(int(i), state) for i in indices]
         decoder = self._decoder(state)
+        self._load(state, rows, indices, self.fields)
         try:
             columns = decoder.decode_batch(
                 rows, lambda i: self._members(state, i), self._draws(rows, epoch),
@@ -428,6 +452,23 @@ class Dataset(ClosesOnExit):
         """A decoder's ValueError as a ShardFormatError that names the sample."""
         name = _member_name(state.files, i, self._image())
         return ShardFormatError(f"{name} does not decode: {error}")
+
+
+def _requests(state: _Opened, rows: list[int], fields: Sequence[str]) -> list[Request]:
+    """The byte ranges `(shard, offset, size)` of the members of `fields` of samples `rows`
+    that the index places inside their shards (the others are read, and fail, one by one)."""
+    index, shards = state.index, state.shards
+    if not rows:
+        return []
+    numbers = index.shard[rows].tolist()
+    count = len(state.files.manifest.shards)
+    requests: list[Request] = []
+    for field in dict.fromkeys(f for f in fields if f in index.fields):
+        offsets, sizes = index.offsets(field)[rows].tolist(), index.sizes(field)[rows].tolist()
+        for shard, offset, size in zip(numbers, offsets, sizes, strict=True):
+            if offset != ABSENT and shard < count and offset + size <= shards.size(shard):
+                requests.append((shard, offset, size))
+    return requests
 
 
 def _member_name(files: DatasetFiles, i: int, field: str) -> str:

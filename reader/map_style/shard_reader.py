@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fastpack.formats import MANIFEST_NAME, DatasetFiles
 
 from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
+from .range_reads import RangeReads, Request
 
 
 class ShardReader:
@@ -14,7 +17,9 @@ class ShardReader:
     the page cache, so forked workers share them. Pages a process has touched count towards its
     PSS until `release` drops them from its page tables (`MADV_DONTNEED`): without it, workers
     that read a whole epoch would report the whole dataset as theirs. With `io="pread"` each
-    payload is one `pread` call on a descriptor kept open per shard. `close` closes them all.
+    payload is one `pread` call on a descriptor kept open per shard, and `load` reads a batch's
+    payloads many at a time, and the next batch's ahead (`RangeReads`), for `read` to serve.
+    `close` closes them all.
     """
 
     def __init__(self, files: DatasetFiles, io: IoMethod) -> None:
@@ -22,6 +27,7 @@ class ShardReader:
         self._io: IoMethod = io
         self._open: dict[int, ShardFile] = {}
         self._touched: set[int] = set()
+        self._ranges = RangeReads(self._read_range) if io == "pread" else None
 
     def _shard(self, shard: int) -> ShardFile:
         opened = self._open.get(shard)
@@ -39,7 +45,25 @@ class ShardReader:
     def read(self, shard: int, offset: int, size: int) -> memoryview | bytes:
         """`size` bytes at `offset` of shard `shard`; the range must be checked already."""
         self._touched.add(shard)
+        if self._ranges is not None:
+            loaded = self._ranges.get(shard, offset, size)
+            if loaded is not None:
+                return loaded
         return self._shard(shard).read(offset, size)
+
+    def load(self, requests: list[Request], ahead: Iterable[Request] = ()) -> None:
+        """With `io="pread"`: read the byte ranges `requests` (`(shard, offset, size)`, checked
+        already) all at once, for `read` to serve until the next `load`, and start reading
+        `ahead` (checked too) behind them. With `io="mmap"`: nothing (the map reads in place)."""
+        if self._ranges is None:
+            return
+        ahead = list(ahead)
+        for shard in {shard for shard, _, _ in (*requests, *ahead)}:
+            self._shard(shard)  # opened here, not by two reading threads at once
+        self._ranges.load(requests, ahead)
+
+    def _read_range(self, shard: int, offset: int, size: int) -> bytes:
+        return bytes(self._open[shard].read(offset, size))
 
     def release(self) -> None:
         """Unmap the pages read since the last call from this process."""
@@ -57,3 +81,5 @@ class ShardReader:
             opened.close()
         self._open.clear()
         self._touched.clear()
+        if self._ranges is not None:
+            self._ranges.clear()

@@ -66,12 +66,13 @@ def make_torch_loader(
     from .batch_slots import BatchSlots  # noqa: PLC0415 - imports torch
     from .dataloader import FastpackLoader, SharedBatches, StreamingLoader  # noqa: PLC0415
 
-    read, options, generator_seed = _batching(
-        dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last
-    )
-    streaming = isinstance(read, StreamingDataset)
     if num_workers is None:
         num_workers = min(8, os.cpu_count() or 1)
+    read, options, generator_seed = _batching(
+        dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
+        workers=num_workers,
+    )  # fmt: skip
+    streaming = isinstance(read, StreamingDataset)
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
     generator = torch.Generator()
@@ -109,14 +110,17 @@ def _batching(
     shuffle: bool | None,
     seed: int | None,
     drop_last: bool | None,
+    workers: int,
 ) -> tuple[Dataset | StreamingDataset, dict[str, Any], int]:
     """The dataset the DataLoader reads, its batching options and its generator's seed: a
-    `Dataset` through an `EpochBatchSampler`, a `StreamingDataset` as a copy that batches."""
+    `Dataset` through an `EpochBatchSampler` (which tells each batch of a `pread` dataset the
+    one its worker reads next), a `StreamingDataset` as a copy that batches."""
     if isinstance(dataset, StreamingDataset):
         batched = batched_copy(dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
         return batched, {"batch_size": None}, dataset.seed
     seed = 0 if seed is None else seed
     sampler = EpochBatchSampler(
-        dataset, batch_size, shuffle=shuffle is not False, drop_last=bool(drop_last), seed=seed
-    )
+        dataset, batch_size, shuffle=shuffle is not False, drop_last=bool(drop_last), seed=seed,
+        ahead_stride=max(1, workers) if dataset.io == "pread" else 0,
+    )  # fmt: skip
     return dataset, {"batch_sampler": sampler}, seed

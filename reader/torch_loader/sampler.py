@@ -10,6 +10,7 @@ gets the same number of batches, so no rank waits for a batch another never send
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
@@ -22,14 +23,17 @@ _CHUNK_SAMPLES = 8192  # samples per permutation evaluation (64 KiB of indices)
 
 
 class EpochBatch(list[int]):
-    """A list of sample indices tagged with an epoch."""
+    """A list of sample indices tagged with an epoch, and with the indices of the batch that
+    the same DataLoader worker reads next (`ahead`, None when unknown): a worker reading from a
+    network file system starts on them while it decodes this one."""
 
-    def __init__(self, indices: Iterable[int], epoch: int) -> None:
+    def __init__(self, indices: Iterable[int], epoch: int, ahead: list[int] | None = None) -> None:
         super().__init__(indices)
         self.epoch = epoch
+        self.ahead = ahead
 
-    def __reduce__(self) -> tuple[type[EpochBatch], tuple[list[int], int]]:
-        return EpochBatch, (list(self), self.epoch)
+    def __reduce__(self) -> tuple[type[EpochBatch], tuple[list[int], int, list[int] | None]]:
+        return EpochBatch, (list(self), self.epoch, self.ahead)
 
 
 class EpochSource(Protocol):
@@ -53,6 +57,10 @@ class EpochBatchSampler:
     first samples, or `floor(N / world_size)` with `drop_last` (which also drops a last partial
     batch). `rank` and `world_size` default to torch.distributed's when a process group is
     initialized, else to the RANK and WORLD_SIZE environment variables, else to (0, 1).
+
+    `ahead_stride` k > 0 tags each batch with the batch k places later (`EpochBatch.ahead`):
+    with k = the DataLoader's worker count, which hands batches to its workers in turn, that
+    is the batch the same worker reads next.
     """
 
     def __init__(
@@ -65,6 +73,7 @@ class EpochBatchSampler:
         seed: int = 0,
         rank: int | None = None,
         world_size: int | None = None,
+        ahead_stride: int = 0,
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -76,6 +85,9 @@ class EpochBatchSampler:
         self.drop_last = drop_last
         self.seed = seed
         self.rank, self.world_size = resolve_rank(rank, world_size)
+        if ahead_stride < 0:
+            raise ValueError(f"ahead_stride must be >= 0, got {ahead_stride}")
+        self.ahead_stride = ahead_stride
 
     def samples_per_rank(self) -> int:
         n, world = len(self.dataset), self.world_size
@@ -110,6 +122,20 @@ class EpochBatchSampler:
         return self._samples(epoch, (self.rank + ks * self.world_size) % n)
 
     def __iter__(self) -> Iterator[EpochBatch]:
+        stride = self.ahead_stride
+        if stride == 0:
+            yield from self._batches()
+            return
+        waiting: deque[EpochBatch] = deque()
+        for batch in self._batches():
+            waiting.append(batch)
+            if len(waiting) > stride:
+                first = waiting.popleft()
+                first.ahead = list(batch)
+                yield first
+        yield from waiting
+
+    def _batches(self) -> Iterator[EpochBatch]:
         epoch = self.dataset.epoch
         total, b = self.samples_per_rank(), self.batch_size
         per_chunk = max(1, _CHUNK_SAMPLES // b)  # batches evaluated together: fewer numpy calls
