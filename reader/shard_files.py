@@ -114,6 +114,17 @@ class PreadShard:
             )
         return data
 
+    def read_into(self, buffer: bytearray, offset: int, limit: int) -> int:
+        """Read up to `limit` bytes at `offset` into `buffer` (as many as fit); the count read,
+        0 at the end of the file or once the shard is closed."""
+        fd = self._fd
+        if fd < 0:
+            return 0
+        try:
+            return os.preadv(fd, [memoryview(buffer)[: min(len(buffer), limit)]], offset)
+        except OSError:
+            return 0  # closed under a reader ahead: its data is no longer wanted
+
     def release(self) -> None:
         """Nothing is mapped."""
 

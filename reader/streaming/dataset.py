@@ -11,8 +11,10 @@ Remote shards are fetched whole by background threads (ranged GETs in parallel f
 `prefetch` shards ahead of need, into `cache_dir`; the manifest is fetched when the dataset is
 constructed, the index a shard's rows at a time before a stream opens the shard (`IndexRows`:
 no O(N) download before the first sample), into a cache shared with the DataLoader workers and
-the other processes of the node. Local datasets are read in place (no copy, no lock), with
-`io="pread"` for file systems where maps are slow (NFS).
+the other processes of the node. Local datasets are read in place (no copy, no lock); on a
+network file system (`io="auto"` chooses `pread` there) the chunks of the current and the next
+window are read ahead, whole and in order, into the page cache (`ReadAhead`), or, given a
+`cache_dir`, copied whole into the node's cache like a URL's shards (`MountOrigin`).
 
 The dataset holds the manifest and the index map; each iteration opens the shards it reads and
 closes them when it ends, is closed, or is garbage-collected half-way.
@@ -56,14 +58,17 @@ from ..fields import (
     image_field,
     plan_columns,
 )
+from ..file_system import on_remote_file_system
 from ..image.transforms import Transform
 from ..ranks import resolve_rank
 from ..remote import IndexRows, dictionaries, read_manifest_bytes
-from ..shard_files import IoMethod, check_io
+from ..shard_files import IoChoice, IoMethod, check_io, resolve_io
 from .cache import ShardCache
 from .epoch import SharedEpoch
-from .plan import Stream, StreamPlan, rank_span, split_span, stream_plan
+from .origins import MountOrigin, ShardOrigin, UrlOrigin
+from .plan import Chunk, Stream, StreamPlan, rank_span, split_span, stream_plan
 from .prefetch import PrefetchDepth
+from .readahead import ReadAhead
 from .reading import Allocate, Span, WindowReader, sample_decoder
 from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
@@ -111,6 +116,12 @@ class StreamingDataset(ClosesOnExit, _Base):
     `batch_size`, which is what torchdata's `StatefulDataLoader` saves and restores per worker;
     a resumed run must use the same world size and worker count.
 
+    A local `path` is read in place. On a network or FUSE file system (NFS, Lustre, sshfs, ...)
+    the chunks a stream is about to read are read ahead, whole and in order, by background
+    threads (`ReadAhead`); given `cache_dir`, its shards are copied whole into that directory
+    instead, in large sequential reads, and read there, cached and evicted as a URL's are. A
+    `cache_dir` for a path on a local disk is not used.
+
     `cache_limit` bounds the bytes of shards in the node's cache directory (shared by the
     `LOCAL_WORLD_SIZE` ranks of a node, torchrun's variable; else one). First comes each stream's
     working set, `(shuffle_window + prefetch) x largest shard` (`prefetch` None: one window with
@@ -145,7 +156,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_limit: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
-        io: IoMethod = "mmap",
+        io: IoChoice = "auto",
         fetch: FetchOptions | None = None,
         field: str | None = None,
         fields: Sequence[str] | None = None,
@@ -167,7 +178,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         self.drop_last = drop_last
         self.pad, self.pad_value = bool(pad), float(pad_value)
         self.drop_empty_boxes = bool(drop_empty_boxes)
-        self.io: IoMethod = check_io(io)
+        check_io(io)  # before any fetch
         self.fetch = fetch or FetchOptions()
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.batch_size = batch_size
@@ -177,12 +188,21 @@ class StreamingDataset(ClosesOnExit, _Base):
         self.batch_allocator: Allocate | None = None
         self._location: Location | None = None
         self._index_rows: IndexRows | None = None  # a remote index, fetched shard by shard
+        self._origin: ShardOrigin | None = None  # where shards are fetched from into the cache
+        self._cache_root: Path | None = None  # where they are cached
+        self._remote_fs = False  # a path read in place from a network file system
         if is_url(self.path):
             self._location = Location(self.path, storage_options, self.fetch.retry)
             self.root = self._fetch_metadata(Path(cache_dir or default_cache_dir()))
+            self._origin, self._cache_root = UrlOrigin(self._location), self.root
         else:
             self.root = Path(self.path)
+            self._remote_fs = on_remote_file_system(self.root)
         self.manifest: Manifest = read_manifest(self.root / MANIFEST_NAME)
+        if self._remote_fs and cache_dir is not None:
+            self._origin = MountOrigin(self.root)
+            self._cache_root = self._mount_cache(Path(cache_dir))
+        self.io: IoMethod = resolve_io(io, self._cache_root or self.root)
         schema = self.manifest.schema
         self.field: str | None = image_field(schema, field, self.path)
         self.fields: tuple[str, ...] = choose_fields(schema, fields, self.field, self.path)
@@ -217,7 +237,7 @@ class StreamingDataset(ClosesOnExit, _Base):
                                  f"expected {expected}")  # fmt: skip
 
     def _check_cache_limit(self) -> None:
-        if self.cache_limit is None or self._location is None:
+        if self.cache_limit is None or self._origin is None:
             return
         largest = max((s.bytes for s in self.manifest.shards), default=0)
         needed = (self.shuffle_window + self.ahead_limit) * largest
@@ -231,8 +251,8 @@ class StreamingDataset(ClosesOnExit, _Base):
     def resident_shards(self, workers: int) -> list[npt.NDArray[np.int64]] | None:
         """The shards each rank keeps in its node's cache for good when its streams are
         `workers` DataLoader workers (0: the main process), None without a bounded cache of a
-        remote dataset (see `residency`)."""
-        if self._location is None or self.cache_limit is None:
+        dataset fetched into a cache (see `residency`)."""
+        if self._origin is None or self.cache_limit is None:
             return None
         if self._resident is None or self._resident[0] != workers:
             sizes = np.array([s.bytes for s in self.manifest.shards], dtype=np.int64)
@@ -275,6 +295,17 @@ class StreamingDataset(ClosesOnExit, _Base):
             tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
             tmp.write_bytes(text)
             os.replace(tmp, root / MANIFEST_NAME)
+        ShardCache(root, self.cache_limit).remove_stale_downloads()
+        return root
+
+    def _mount_cache(self, cache_dir: Path) -> Path:
+        """The cache directory of this mounted dataset's shards, named after its real path and
+        its manifest (a rebuilt dataset gets a fresh one); downloads left by processes that
+        ended are removed."""
+        text = (self.root / MANIFEST_NAME).read_bytes()
+        where = os.path.realpath(self.root).encode()
+        root = cache_dir / hashlib.sha256(where + b"\n" + text).hexdigest()[:16]
+        root.mkdir(parents=True, exist_ok=True)
         ShardCache(root, self.cache_limit).remove_stale_downloads()
         return root
 
@@ -393,7 +424,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         plan = self.plan(stream)
         self._stream, self._position = stream, start
         first, skip = plan.locate(start)
-        source = self._source([c.shard for w in plan.windows[first:] for c in w])
+        source = self._source([c for w in plan.windows[first:] for c in w])
         try:
             windows = self._windows(plan, first, skip, source)
             if self.batch_size is None:
@@ -490,10 +521,17 @@ class StreamingDataset(ClosesOnExit, _Base):
         rows = list(range(len(samples)))  # a stream's batch has no sample numbers to name
         return collate(self.layout, samples, rows, f"{self.path} batch", self.pad_value)
 
-    def _source(self, shards: list[int]) -> ShardSource:
-        if self._location is None:
-            return LocalShards(self.root, self.manifest, shards, self.io)
-        cache = ShardCache(self.root, self.cache_limit)
+    def _source(self, chunks: list[Chunk]) -> ShardSource:
+        shards = [c.shard for c in chunks]
+        if self._origin is None or self._cache_root is None:
+            readahead = None
+            if self._remote_fs and self.io == "pread":
+                readahead = ReadAhead(
+                    self._byte_spans(chunks), depth=2 * self.shuffle_window,
+                    threads=self.shuffle_window,
+                )  # fmt: skip
+            return LocalShards(self.root, self.manifest, shards, self.io, readahead)
+        cache = ShardCache(self._cache_root, self.cache_limit)
         resident = self.resident_shards(_worker_info()[1]) or []
         keep = [self.manifest.shards[s].name for shards in resident for s in shards.tolist()]
         depth = PrefetchDepth(
@@ -502,10 +540,29 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._index_rows is not None:  # the first window's rows (one shard) beside its download
             self._index_rows.fetch_ahead(shards[:1])
         return RemoteShards(
-            self._location, self.manifest, cache, shards, depth=depth, io=self.io,
+            self._origin, self.manifest, cache, shards, depth=depth, io=self.io,
             options=self.fetch, keep=keep,
             before_open=None if self._index_rows is None else self._index_rows.ensure,
         )  # fmt: skip
+
+    def _byte_spans(self, chunks: list[Chunk]) -> list[tuple[int, int]]:
+        """The bytes of each chunk's samples in its shard, `[start, stop)`: from its first
+        sample's first member to its last sample's last (headers before a member are cut off:
+        read ahead, they are only a hint)."""
+        index = self._opened()[0].index
+        spans = []
+        for chunk in chunks:
+            ends = [chunk.start, chunk.stop - 1]
+            starts, stops = [], []
+            for field in index.fields:
+                offsets = index.offsets(field)[ends].astype(np.int64)
+                present = offsets != np.int64(-1)  # ABSENT, as a signed value
+                if present[0]:
+                    starts.append(int(offsets[0]))
+                if present[1]:
+                    stops.append(int(offsets[1]) + int(index.sizes(field)[chunk.stop - 1]))
+            spans.append((min(starts, default=0), max(stops, default=0)))
+        return spans
 
     def _opened(self) -> tuple[DatasetFiles, Labels]:
         """The dataset files and a plain view of the labels, opened once per process."""

@@ -1,5 +1,6 @@
-"""Where a stream's shards come from: in place on a local (or NFS) file system, or fetched whole
-from a URL into the node's shard cache by background threads, ahead of need."""
+"""Where a stream's shards come from: in place on a local or network file system (whose chunks
+are read ahead, whole and in order, by `ReadAhead`), or fetched whole into the node's shard cache
+by background threads, ahead of need, from a URL or from a mounted file system (`origins`)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,19 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
-from fastpack.storage import FetchError, Location, RetryPolicy
+from fastpack.storage import FetchError, RetryPolicy
 
 from ..errors import ShardUnavailableError
 from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
 from .cache import ShardCache
 from .prefetch import PrefetchDepth
+from .readahead import ReadAhead
+
+if TYPE_CHECKING:
+    from .origins import ShardOrigin
 
 _EVICTED_RETRIES = 3  # a shard evicted by another stream between download and open
 
@@ -33,13 +38,23 @@ class ShardSource(Protocol):
 
 
 class LocalShards:
-    """Shards read in place (no copy, no lock), opened when needed."""
+    """Shards read in place (no copy, no lock), opened when needed. With `readahead` (on a
+    network file system) the chunks from a position being opened to `readahead.depth` positions
+    past it are opened too and read ahead, in order, into the page cache."""
 
-    def __init__(self, root: Path, manifest: Manifest, shards: Sequence[int], io: IoMethod) -> None:
+    def __init__(
+        self,
+        root: Path,
+        manifest: Manifest,
+        shards: Sequence[int],
+        io: IoMethod,
+        readahead: ReadAhead | None = None,
+    ) -> None:
         self._root, self._manifest, self._shards, self._io = root, manifest, shards, io
+        self._readahead = readahead
         self._open: dict[int, ShardFile] = {}
 
-    def get(self, position: int) -> ShardFile:
+    def _opened(self, position: int) -> ShardFile:
         if position not in self._open:
             shard = self._shards[position]
             info = self._manifest.shards[shard]
@@ -47,12 +62,24 @@ class LocalShards:
             self._open[position] = open_shard(self._root / info.name, info.bytes, self._io, what)
         return self._open[position]
 
+    def get(self, position: int) -> ShardFile:
+        opened = self._opened(position)
+        if self._readahead is not None:
+            stop = min(len(self._shards), position + self._readahead.depth)
+            for ahead in range(position, stop):
+                self._readahead.start(ahead, self._opened(ahead))
+        return opened
+
     def release(self, position: int) -> None:
+        if self._readahead is not None:
+            self._readahead.cancel(position)
         opened = self._open.pop(position, None)
         if opened is not None:
             opened.close()
 
     def close(self) -> None:
+        if self._readahead is not None:
+            self._readahead.close()
         for position in list(self._open):
             self.release(position)
 
@@ -71,12 +98,13 @@ class FetchOptions:
 
 
 class RemoteShards:
-    """Shards fetched whole into `cache`, `depth.depth` chunk positions in advance of the
-    reader; `keep` names shards this stream never evicts (the node's resident shards)."""
+    """Shards fetched whole from `origin` (a URL, a mounted file system) into `cache`,
+    `depth.depth` chunk positions in advance of the reader; `keep` names shards this stream
+    never evicts (the node's resident shards)."""
 
     def __init__(
         self,
-        location: Location,
+        origin: ShardOrigin,
         manifest: Manifest,
         cache: ShardCache,
         shards: Sequence[int],
@@ -87,7 +115,7 @@ class RemoteShards:
         before_open: Callable[[int], None] | None = None,
         keep: Collection[str] = (),
     ) -> None:
-        self._location, self._manifest, self._cache = location, manifest, cache
+        self._origin, self._manifest, self._cache = origin, manifest, cache
         self._before_open = before_open or (lambda shard: None)  # e.g. fetch its index rows
         self._shards, self._depth, self._io, self._options = shards, depth, io, options
         self._keep = list(keep)
@@ -130,7 +158,7 @@ class RemoteShards:
                 self._depth.downloaded(time.perf_counter() - start)
             self._before_open(shard)
             try:
-                what = listed_in(shard, self._location.url_of(MANIFEST_NAME))
+                what = self._origin.describe(shard)
                 return open_shard(path, info.bytes, self._io, f"{what}, cached")
             except FileNotFoundError:
                 continue
@@ -140,17 +168,15 @@ class RemoteShards:
         )
 
     def _fetch(self, shard: int) -> Path:
-        info, options = self._manifest.shards[shard], self._options
+        info = self._manifest.shards[shard]
         tmp = self._cache.reserve(info.name, info.bytes, self._needed())
         dest = self._cache.path(info.name)
         try:
-            self._location.download(
-                info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
-                part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp,
-            )  # fmt: skip
+            self._origin.fetch(info, dest, tmp, self._options)
         except FetchError as e:
-            what = listed_in(shard, self._location.url_of(MANIFEST_NAME))
-            raise ShardUnavailableError(f"{what}: {e}") from e
+            raise ShardUnavailableError(f"{self._origin.describe(shard)}: {e}") from e
+        finally:
+            tmp.unlink(missing_ok=True)  # a failed fetch leaves nothing behind
         return dest
 
     def release(self, position: int) -> None:

@@ -116,7 +116,9 @@ def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> Non
         assert bytes(pread.read_bytes(i)) == bytes(mapped.read_bytes(i))
     rows = list(range(len(mapped)))
     np.testing.assert_array_equal(pread.__getitems__(rows)[0], mapped.__getitems__(rows)[0])
-    with pytest.raises(ValueError, match=r"io must be one of \('mmap', 'pread'\), got 'aio'"):
+    with pytest.raises(
+        ValueError, match=r"io must be one of \('auto', 'mmap', 'pread'\), got 'aio'"
+    ):
         Dataset(built.path, io="aio")  # type: ignore[arg-type]
 
 

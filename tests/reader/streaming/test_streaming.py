@@ -177,7 +177,7 @@ def test_pread_reads_what_mmap_reads(built: Path) -> None:
     ("options", "message"),
     [
         ({"shuffle_window": 0}, "shuffle_window=0: expected >= 1"),
-        ({"io": "aio"}, r"io must be one of \('mmap', 'pread'\), got 'aio'"),
+        ({"io": "aio"}, r"io must be one of \('auto', 'mmap', 'pread'\), got 'aio'"),
         ({"rank": 2, "world_size": 2}, r"rank must be in \[0, 2\), got 2"),
         ({"seed": -1}, "seed=-1"),
     ],

@@ -1,0 +1,89 @@
+"""Copying one file whole from a mounted (network) file system to local disk: large sequential
+reads of several parts at once, each part retried on its own, an atomic rename at the end.
+
+A network file system delivers a file fastest to a few sequential readers, each reading large
+blocks: the client's readahead keeps requests in flight. `copy_file` reads `threads` parts of
+`part_bytes` at once, each in blocks of `BLOCK_BYTES`, and writes them at their offsets in a
+file that has its full size from the start. The copy appears under its name only when every
+byte is in it. The source is checked for size, not checksummed: it is a file system, read as
+the readers read it in place.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from fastpack.formats import DatasetNotFoundError, TruncatedFileError
+
+from .download import temp_name
+from .retry import RetryPolicy, retry_call
+
+BLOCK_BYTES = 4 * 2**20
+PART_BYTES = 32 * 2**20
+_PERMANENT = (FileNotFoundError, PermissionError, TruncatedFileError)
+
+
+def _copy_part(source: Path, fd_out: int, start: int, stop: int) -> None:
+    fd_in = os.open(source, os.O_RDONLY)
+    try:
+        buffer = bytearray(min(BLOCK_BYTES, stop - start))
+        offset = start
+        while offset < stop:
+            view = memoryview(buffer)[: min(len(buffer), stop - offset)]
+            n = os.preadv(fd_in, [view], offset)
+            if n == 0:
+                raise TruncatedFileError(
+                    f"{source}: ended at {offset} bytes while copying bytes [{start}, {stop})"
+                )
+            os.pwrite(fd_out, view[:n], offset)
+            offset += n
+    finally:
+        os.close(fd_in)
+
+
+def copy_file(
+    source: Path,
+    dest: Path,
+    *,
+    size: int,
+    tmp: Path | None = None,
+    retry: RetryPolicy | None = None,
+    part_bytes: int = PART_BYTES,
+    threads: int = 4,
+) -> None:
+    """Copy the first `size` bytes of `source` (which must have at least that many) to `dest`.
+
+    `tmp` is the unfinished copy (default: a private name beside `dest`); it is removed if the
+    copy fails. A missing source raises `DatasetNotFoundError`, a shorter one
+    `TruncatedFileError`, each naming it; other errors of a part are retried by `retry`
+    (then `FetchError`)."""
+    policy = retry or RetryPolicy()
+    tmp = tmp or temp_name(dest)
+    try:
+        found = os.stat(source).st_size
+    except FileNotFoundError as e:
+        raise DatasetNotFoundError(f"{source}: not found") from e
+    if found < size:
+        raise TruncatedFileError(f"{source}: has {found} bytes, expected {size}")
+    parts = [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
+    fd_out = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.ftruncate(fd_out, size)
+
+        def copy(part: tuple[int, int]) -> None:
+            retry_call(
+                lambda: _copy_part(source, fd_out, *part), f"{source} bytes {part}", policy,
+                permanent=_PERMANENT,
+            )  # fmt: skip
+
+        with ThreadPoolExecutor(max(1, min(threads, len(parts)))) as pool:
+            for _ in pool.map(copy, parts):
+                pass
+    except BaseException:
+        os.close(fd_out)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd_out)
+    os.replace(tmp, dest)
