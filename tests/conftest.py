@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import simplejpeg
 
-pytest_plugins = ["tests.s3_server", "tests.shaping_proxy", "tests.dask_cluster"]
+pytest_plugins = [
+    "tests.s3_server", "tests.shaping_proxy", "tests.dask_cluster", "tests.network_fs",
+]  # fmt: skip
 
 
 def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:

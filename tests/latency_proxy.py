@@ -11,7 +11,7 @@ protocol.
 `LatencyProxy` runs it in a process of its own (`python tests/latency_proxy.py`): a process that
 reads the mount through a memory map faults its pages in while holding its GIL, so a proxy thread
 in that process could never send the bytes the fault waits for. Use it as a context manager;
-`bytes_to_clients` is read when it stops.
+`bytes_to_clients()` asks it how many bytes the server has sent through it so far.
 """
 
 from __future__ import annotations
@@ -167,8 +167,7 @@ class _Forwarder:
 
 class LatencyProxy:
     """A `_Forwarder` in a child process: 127.0.0.1:`port` to `upstream`, every chunk the server
-    sends held `delay_s`, all of them paced to `rate_bytes_per_s` (None: unlimited).
-    `bytes_to_clients` is what the server sent through it, known once it has stopped."""
+    sends held `delay_s`, all of them paced to `rate_bytes_per_s` (None: unlimited)."""
 
     def __init__(
         self,
@@ -179,8 +178,17 @@ class LatencyProxy:
     ) -> None:
         self.upstream, self.delay_s, self.rate_bytes_per_s = upstream, delay_s, rate_bytes_per_s
         self.port = 0
-        self.bytes_to_clients = 0
+        self._sent = 0  # the count when it stopped
         self._process: subprocess.Popen[str] | None = None
+
+    def bytes_to_clients(self) -> int:
+        """Bytes the server has sent through the proxy so far (all of them once it stopped)."""
+        process = self._process
+        if process is None or process.stdin is None or process.stdout is None:
+            return self._sent
+        process.stdin.write("count\n")
+        process.stdin.flush()
+        return int(process.stdout.readline())
 
     def start(self) -> None:
         host, port = self.upstream
@@ -200,8 +208,8 @@ class LatencyProxy:
         if process is None:
             return
         out, _ = process.communicate("stop\n", timeout=30)  # it prints its byte count and ends
-        with contextlib.suppress(ValueError):
-            self.bytes_to_clients = int(out.split()[-1])
+        with contextlib.suppress(ValueError, IndexError):
+            self._sent = int(out.split()[-1])
 
     def __enter__(self) -> LatencyProxy:
         self.start()
@@ -217,15 +225,16 @@ class LatencyProxy:
 
 
 def _serve_until_told(argv: list[str]) -> None:
-    """The child process: print the port, forward until a line (or EOF) on stdin, print the
-    bytes sent to clients."""
+    """The child process: print the port, then forward; on each `count` line on stdin print
+    the bytes sent to clients so far; on any other line (or EOF) print them and end."""
     host, port, delay, rate = argv
     forwarder = _Forwarder(
         (host, int(port)), delay_s=float(delay), rate_bytes_per_s=float(rate) if rate else None
     )
     forwarder.start()
     print(forwarder.port, flush=True)
-    sys.stdin.readline()
+    while sys.stdin.readline().strip() == "count":
+        print(forwarder.bytes_to_clients, flush=True)
     forwarder.stop()
     print(forwarder.bytes_to_clients, flush=True)
 

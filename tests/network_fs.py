@@ -23,7 +23,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -149,14 +148,34 @@ def mounted(
             _unmount(mountpoint)
 
 
-@dataclass(frozen=True)
 class NetworkFs:
-    """A directory on this machine (`exported`) and the same directory through sshfs
-    (`mount`), whose round trip `proxy.delay_s` adds to."""
+    """A directory on this machine (`exported`) and the same directory through sshfs (`mount`),
+    through `proxy`. `remount` mounts it again through a new proxy: a cold page cache, and the
+    round trip `delay_s` added."""
 
-    exported: Path
-    mount: Path
-    proxy: LatencyProxy
+    def __init__(self, server: SshServer, exported: Path, mount: Path) -> None:
+        self.server, self.exported, self.mount = server, exported, mount
+        self._mounted: contextlib.AbstractContextManager[LatencyProxy] | None = None
+        self._proxy: LatencyProxy | None = None
+
+    @property
+    def proxy(self) -> LatencyProxy:
+        if self._proxy is None:
+            raise RuntimeError(f"{self.mount} is not mounted")
+        return self._proxy
+
+    def remount(self, *, delay_s: float = 0.0, rate_bytes_per_s: float | None = None) -> None:
+        self.unmount()
+        self._mounted = mounted(
+            self.server, self.exported, self.mount, delay_s=delay_s,
+            rate_bytes_per_s=rate_bytes_per_s,
+        )  # fmt: skip
+        self._proxy = self._mounted.__enter__()
+
+    def unmount(self) -> None:
+        done, self._mounted, self._proxy = self._mounted, None, None
+        if done is not None:
+            done.__exit__(None, None, None)
 
 
 def _require_tools() -> None:
@@ -178,9 +197,13 @@ def ssh_server() -> Iterator[SshServer]:
 
 @pytest.fixture
 def network_fs(ssh_server: SshServer, tmp_path: Path) -> Iterator[NetworkFs]:
-    """`tmp_path / "exported"` mounted fresh at `tmp_path / "mount"` (no added delay: a test
-    sets `proxy.delay_s` for latency)."""
+    """`tmp_path / "exported"` mounted fresh at `tmp_path / "mount"`, with no added delay (a
+    test remounts it for one)."""
     exported = tmp_path / "exported"
     exported.mkdir()
-    with mounted(ssh_server, exported, tmp_path / "mount") as proxy:
-        yield NetworkFs(exported, tmp_path / "mount", proxy)
+    mount = NetworkFs(ssh_server, exported, tmp_path / "mount")
+    mount.remount()
+    try:
+        yield mount
+    finally:
+        mount.unmount()
