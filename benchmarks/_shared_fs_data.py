@@ -13,6 +13,7 @@ from fastpack.formats import MANIFEST_NAME, read_manifest
 
 from .peers._base import imagefolder_root, list_imagefolder
 
+
 @dataclass(frozen=True, kw_only=True)
 class DatasetFacts:
     """What the report needs to know about the built dataset."""
@@ -55,9 +56,9 @@ def build_dataset(corpus: Path, copies: int, shard_size: int, workdir: Path) -> 
     out = workdir / f"dataset-x{copies}-{shard_size}"
     stamp = out.with_suffix(".json")
     settings = {"corpus": str(corpus.resolve()), "copies": copies, "shard_size": shard_size}
-    if (out / MANIFEST_NAME).exists() and stamp.exists():
-        if json.loads(stamp.read_text()) == settings:
-            return out
+    built = (out / MANIFEST_NAME).exists() and stamp.exists()
+    if built and json.loads(stamp.read_text()) == settings:
+        return out
     from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
 
     tree = repeat_corpus(corpus, copies, workdir / f"corpus-x{copies}")
@@ -85,4 +86,3 @@ def dataset_facts(path: Path) -> DatasetFacts:
 
 def facts_dict(facts: DatasetFacts) -> dict[str, object]:
     return {**asdict(facts), "mean_sample_bytes": round(facts.mean_sample_bytes, 1)}
-

@@ -1,5 +1,6 @@
 """One loader configuration of the shared-file-system benchmark in a fresh process: build the
-dataset and loader over `--path`, run `--epochs` epochs, print `RESULT <json>`.
+dataset and loader over `--path`, run `--epochs` epochs, print `RESULT <json>`. Every library is
+imported before the clock starts.
 
 Run by `shared_fs_bench` (which manages the mount); usable by hand:
 `python -m benchmarks._shared_fs_run --config fastpack-auto --path /mnt/dataset`
@@ -15,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import torch  # noqa: F401 - imported before any timing, as every loader here needs it
+from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset, make_loader
 
 from ._parallel import cpu_seconds
 from ._run_peer import check_batch
 from .peers._base import Batch
+from .peers._crop import simplejpeg_decode_crop
+from .peers._wds import make_loader as wds_loader
 
 CONFIGS = (
     "fastpack-auto",
@@ -46,14 +50,9 @@ class _Epochs:
 def open_loader(args: argparse.Namespace) -> tuple[_Epochs, str]:
     """The configuration's loader over `args.path`, and how it reads the shards."""
     if args.config == "webdataset":
-        from .peers._crop import simplejpeg_decode_crop  # noqa: PLC0415
-        from .peers._wds import make_loader as wds_loader  # noqa: PLC0415
-
         shards = Path(args.path) / "shards"
-        loader = wds_loader(shards, simplejpeg_decode_crop, args.batch_size, args.workers, 0)
-        return _Epochs(loader.iterable), "webdataset tar streams"
-    from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset, make_loader  # noqa: PLC0415
-
+        peer = wds_loader(shards, simplejpeg_decode_crop, args.batch_size, args.workers, 0)
+        return _Epochs(peer.iterable), "webdataset tar streams"
     crop = RandomResizedCrop(SIZE)
     dataset: Dataset | StreamingDataset
     if args.config.startswith("fastpack-"):

@@ -35,6 +35,7 @@ from fastpack.sizes import parse_size
 
 from . import _sysinfo
 from ._shared_fs_capability import parallel_read
+from ._shared_fs_cpu import cpu_seconds_of, file_system_processes
 from ._shared_fs_data import DatasetFacts, build_dataset, dataset_facts, facts_dict
 from ._shared_fs_report import markdown
 from ._shared_fs_run import CONFIGS
@@ -42,7 +43,9 @@ from .reader_bench import warm_page_cache
 
 REPO = Path(__file__).resolve().parents[1]
 Record = dict[str, Any]
-MOUNT_ERRORS = (OSError, subprocess.SubprocessError, RuntimeError)  # a mount that failed
+MIN_WORKER_BATCHES = 40  # per worker and epoch, for an epoch that is more than its start
+# A mount, or a read through it, that failed: recorded as a failed run; the next one goes on.
+MOUNT_ERRORS = (OSError, subprocess.SubprocessError, RuntimeError)
 
 
 @dataclass
@@ -55,22 +58,35 @@ class Bench:
     facts: DatasetFacts
     report: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def mountpoint(self) -> Path:
+        return Path(self.args.workdir) / "mnt"
+
     @contextlib.contextmanager
     def mount(self, delay_ms: float) -> Iterator[Any]:
-        """A fresh sshfs mount of the dataset (cold client cache); yields the proxy, whose
-        `bytes_to_clients` is set once this exits."""
+        """A fresh sshfs mount of the dataset (cold client cache); yields its proxy."""
         from tests.network_fs import mounted  # noqa: PLC0415 - run from the repository root
 
         rate = None if self.args.rate is None else self.args.rate * 1e6
-        mountpoint = self.args.workdir / "mnt"
         with mounted(
-            self.server, self.dataset, mountpoint, delay_s=delay_ms / 1000, rate_bytes_per_s=rate
+            self.server,
+            self.dataset,
+            self.mountpoint,
+            delay_s=delay_ms / 1000,
+            rate_bytes_per_s=rate,
         ) as proxy:
             yield proxy
 
     def add(self, kind: str, record: Record) -> None:
         self.report[kind].append(record)
         self.args.out_json.write_text(json.dumps(self.report, indent=1))
+
+
+def proxy_bytes(proxy: Any) -> int:
+    """What the server sent through `proxy` (a `LatencyProxy` that has stopped): a method of
+    the proxy or, in older versions of it, an attribute."""
+    count = proxy.bytes_to_clients
+    return int(count() if callable(count) else count)
 
 
 def launch(
@@ -90,13 +106,16 @@ def launch(
     with log.open("w") as err:
         process = subprocess.Popen(
             command, cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True,
-            start_new_session=True,  # its own process group: a timeout ends its workers too
+            start_new_session=True,  # its own process group, to end with its workers
         )  # fmt: skip
         try:
             stdout, _ = process.communicate(timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        except BaseException as error:  # a timeout, Ctrl-C, SIGTERM: end its workers too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
+            if not isinstance(error, subprocess.TimeoutExpired):
+                raise
             return {"error": f"timed out after {args.timeout:.0f} s; see {log}"}
     record: Record = {"wall_s": time.perf_counter() - started, "tree_cpu_s": _children_cpu() - cpu}
     for line in stdout.splitlines():
@@ -127,19 +146,23 @@ def run_local(bench: Bench, round_: int) -> None:
 def run_capability(bench: Bench, round_: int, delay_ms: float) -> None:
     """`--workers` threads, each reading a different shard whole, on a fresh mount."""
     names = bench.facts.shard_names[: bench.args.workers]
-    paths = [bench.args.workdir / "mnt" / name for name in names]
+    paths = [bench.mountpoint / name for name in names]
     record: Record = {"round": round_, "delay_ms": delay_ms, "readers": len(paths)}
     try:
         with bench.mount(delay_ms) as proxy:
+            pids = file_system_processes(bench.mountpoint)
+            fs_cpu = cpu_seconds_of(pids)
             read, seconds = parallel_read(paths)
+            fs_cpu = cpu_seconds_of(pids) - fs_cpu
     except MOUNT_ERRORS as error:
-        bench.add("capability", {**record, "error": f"mount: {error}"})
+        bench.add("capability", {**record, "error": f"{type(error).__name__}: {error}"})
         _say(f"round {round_} {delay_ms:g} ms capability: failed: {error}")
         return
     rate = read / seconds
     record |= {
         "bytes": read, "seconds": seconds, "bytes_per_s": rate,
-        "proxy_bytes": proxy.bytes_to_clients, "images_per_s": rate / bench.facts.mean_sample_bytes,
+        "proxy_bytes": proxy_bytes(proxy), "fs_cpu_s": fs_cpu,
+        "images_per_s": rate / bench.facts.mean_sample_bytes,
     }  # fmt: skip
     bench.add("capability", record)
     _say(f"round {round_} {delay_ms:g} ms capability: {rate / 1e6:.1f} MB/s, "
@@ -154,10 +177,13 @@ def run_config(bench: Bench, round_: int, delay_ms: float, config: str) -> None:
     log = bench.args.workdir / "logs" / f"r{round_}-{delay_ms:g}ms-{config}.log"
     try:
         with bench.mount(delay_ms) as proxy:
-            record = launch(bench, config, bench.args.workdir / "mnt", log, cache)
-        record["proxy_bytes"] = proxy.bytes_to_clients
+            pids = file_system_processes(bench.mountpoint)
+            fs_cpu = cpu_seconds_of(pids)
+            record = launch(bench, config, bench.mountpoint, log, cache)
+            record["fs_cpu_s"] = cpu_seconds_of(pids) - fs_cpu
+        record["proxy_bytes"] = proxy_bytes(proxy)
     except MOUNT_ERRORS as error:
-        record = {"error": f"mount: {error}"}
+        record = {"error": f"{type(error).__name__}: {error}"}
     finally:
         if cache is not None:
             shutil.rmtree(cache, ignore_errors=True)
@@ -200,11 +226,17 @@ def new_report(args: argparse.Namespace, facts: DatasetFacts, argv: list[str]) -
         "corpus": _sysinfo.corpus(args.corpus),
         "dataset": facts_dict(facts),
         "settings": {
-            "copies": args.copies, "workers": args.workers, "batch_size": args.batch_size,
-            "shard_size": args.shard_size, "delays_ms": args.delays, "rounds": args.rounds,
-            "rate_mb_per_s": args.rate, "configs": args.configs,
-            "second_epoch": args.second_epoch, "cipher": CIPHER,
-        },  # fmt: skip
+            "copies": args.copies,
+            "workers": args.workers,
+            "batch_size": args.batch_size,
+            "shard_size": args.shard_size,
+            "delays_ms": args.delays,
+            "rounds": args.rounds,
+            "rate_mb_per_s": args.rate,
+            "configs": args.configs,
+            "second_epoch": args.second_epoch,
+            "cipher": CIPHER,
+        },
         "loads": [_sysinfo.load()],
         "local": [],
         "capability": [],
@@ -266,9 +298,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"a sshfs mount needs {', '.join(missing)}")
         _stop_on_sigterm()
         args.workdir.mkdir(parents=True, exist_ok=True)
-        _unmount_stale(args.workdir / "mnt")
+        _unmount_stale(args.workdir / "mnt")  # Bench.mountpoint
         dataset = build_dataset(args.corpus, args.copies, args.shard_size, args.workdir)
         facts = dataset_facts(dataset)
+        if facts.samples < args.workers * args.batch_size * MIN_WORKER_BATCHES:
+            _say(f"warning: {facts.samples} samples give each worker fewer than "
+                 f"{MIN_WORKER_BATCHES} batches: more --copies for steady-state rates")  # fmt: skip
         with SshServer(args.workdir / "sshd") as server:
             bench = Bench(args, server, dataset, facts, new_report(args, facts, argv))
             run_rounds(bench)

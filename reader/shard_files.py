@@ -49,7 +49,7 @@ def check_io(io: str) -> IoChoice:
     """`io` as an `IoChoice`; a ValueError for any other value (the one rule every reader uses)."""
     if io not in IO_CHOICES:
         raise ValueError(f"io must be one of {IO_CHOICES}, got {io!r}")
-    return io  # type: ignore[return-value]
+    return io
 
 
 def resolve_io(io: str, path: str | os.PathLike[str]) -> IoMethod:
@@ -113,6 +113,12 @@ class PreadShard:
                 f"{self._path}: {size} bytes at offset {offset} asked, {len(data)} read"
             )
         return data
+
+    def advise_random(self) -> None:
+        """Tell the kernel that reads come in random order: no readahead around each one
+        (which on a network file system would fetch bytes nobody asked for)."""
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_RANDOM)
 
     def read_into(self, buffer: bytearray, offset: int, limit: int) -> int:
         """Read up to `limit` bytes at `offset` into `buffer` (as many as fit); the count read,

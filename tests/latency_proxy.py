@@ -90,22 +90,23 @@ class _Client(asyncio.Protocol):
         self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self.transport.pause_reading()  # until the server's side is connected
-        asyncio.get_running_loop().create_task(self._connect())
+        if not isinstance(transport, asyncio.Transport):
+            raise TypeError(f"a stream transport expected, got {transport!r}")
+        self.transport = transport
+        transport.pause_reading()  # until the server's side is connected
+        asyncio.get_running_loop().create_task(self._connect(transport))
 
-    async def _connect(self) -> None:
-        assert self.transport is not None
+    async def _connect(self, client: asyncio.Transport) -> None:
         loop = asyncio.get_running_loop()
         try:
             _, upstream = await loop.create_connection(
-                lambda: _Upstream(self.forwarder, self.transport), *self.forwarder.upstream
-            )  # type: ignore[arg-type]
+                lambda: _Upstream(self.forwarder, client), *self.forwarder.upstream
+            )
         except OSError:
-            self.transport.close()
+            client.close()
             return
         self.upstream = upstream
-        self.transport.resume_reading()
+        client.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         if self.upstream is not None and self.upstream.transport is not None:

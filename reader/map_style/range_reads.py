@@ -68,7 +68,7 @@ class RangeReads:
         start reading `ahead` (the next batch's) behind them without waiting for it. Ranges
         already read ahead are not read again. The first failed read raises its error."""
         ranges = joined(requests)
-        futures = [self._ahead.pop(r, None) or self._submit(r) for r in ranges]
+        futures = [self._ahead.pop(r) if r in self._ahead else self._submit(r) for r in ranges]
         self._ahead = {r: self._ahead.get(r) or self._submit(r) for r in joined(ahead)}
         self._starts, self._loaded = {}, {}
         for (shard, start, _), future in zip(ranges, futures, strict=True):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from fastpack.formats import MANIFEST_NAME, DatasetFiles
 
-from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
+from ..shard_files import IoMethod, PreadShard, ShardFile, listed_in, open_shard
 from .range_reads import RangeReads, Request
 
 
@@ -36,6 +36,8 @@ class ShardReader:
             expected = self._files.manifest.shards[shard].bytes
             path = self._files.shard_path(shard)
             opened = self._open[shard] = open_shard(path, expected, self._io, what)
+            if isinstance(opened, PreadShard):
+                opened.advise_random()  # no readahead around each payload: only its bytes
         return opened
 
     def size(self, shard: int) -> int:

@@ -151,3 +151,19 @@ def test_a_missing_shard_on_the_mount_is_named(
         list(streaming)
     with pytest.raises(DatasetNotFoundError, match=rf"{shard.name}: shard 0 listed in"):
         list(StreamingDataset(mounted_dataset, shuffle=False))
+
+
+def test_dali_reads_the_mount_without_maps_and_matches_the_local_disk(
+    network_fs: NetworkFs, mounted_dataset: Path
+) -> None:
+    batches = []
+    for path in (mounted_dataset, local(network_fs, mounted_dataset)):
+        dataset = Dataset(path, transform=CenterCrop(32))
+        loader = make_loader(dataset, batch_size=5, shuffle=False, num_workers=2, decoder="dali")
+        assert loader.options.dont_use_mmap is (path == mounted_dataset)  # type: ignore[union-attr]
+        batches.append([(np.asarray(x).copy(), np.asarray(y).copy()) for x, y in loader])
+        loader.close()  # type: ignore[union-attr]
+    assert len(batches[0]) == len(batches[1]) == 6
+    for (x0, y0), (x1, y1) in zip(*batches, strict=True):
+        np.testing.assert_array_equal(x0, x1)
+        np.testing.assert_array_equal(y0, y1)
