@@ -27,6 +27,8 @@ class DatasetInfo:
 
     path: str
     manifest: Manifest
+    file_system: str = ""  # the type of the file system of a local path ("" for a URL)
+    io: str = ""  # how `Dataset(path)` reads its shards there ("" for a URL)
 
     @property
     def total_bytes(self) -> int:
@@ -47,6 +49,8 @@ class DatasetInfo:
             "total_bytes": self.total_bytes,
             "build": dict(m.build),
             "stats": dict(m.stats),
+            "file_system": self.file_system,
+            "io": self.io,
         }
 
     def format(self) -> str:
@@ -61,8 +65,18 @@ class DatasetInfo:
             f"bytes     {self.total_bytes} ({format_size(self.total_bytes)})",
             f"build     {_format_mapping(_build_summary(m.build))}",
             f"stats     {_format_mapping(m.stats)}",
+            f"storage   {self._storage()}",
         ]
         return "\n".join(lines)
+
+    def _storage(self) -> str:
+        if not self.io:
+            return "object store: StreamingDataset fetches whole shards into a local cache"
+        how = {
+            "pread": "network file system: Dataset reads with pread, a batch's reads at once",
+            "mmap": "local: Dataset maps the shards",
+        }[self.io]
+        return f"{self.file_system or 'unknown file system'} ({how})"
 
 
 def _shard_names(manifest: Manifest) -> str:
@@ -127,6 +141,8 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     """Read the manifest of the dataset directory or URL `path`; raises `FastpackError`
     subclasses."""
     from .reader import read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
+    from .reader.file_system import file_system_type  # noqa: PLC0415
+    from .reader.shard_files import resolve_io  # noqa: PLC0415
     from .storage import is_url  # noqa: PLC0415
 
     if is_url(path):
@@ -134,4 +150,7 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     root = Path(path)
     if not root.is_dir():
         raise DatasetNotFoundError(f"{root}: dataset directory not found")
-    return DatasetInfo(path=str(root), manifest=read_manifest(root / MANIFEST_NAME))
+    return DatasetInfo(
+        path=str(root), manifest=read_manifest(root / MANIFEST_NAME),
+        file_system=file_system_type(root), io=resolve_io("auto", root),
+    )  # fmt: skip

@@ -68,7 +68,7 @@ from .epoch import SharedEpoch
 from .origins import MountOrigin, ShardOrigin, UrlOrigin
 from .plan import Chunk, Stream, StreamPlan, rank_span, split_span, stream_plan
 from .prefetch import PrefetchDepth
-from .readahead import ReadAhead
+from .readahead import ReadAhead, chunk_spans
 from .reading import Allocate, Span, WindowReader, sample_decoder
 from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
@@ -527,7 +527,7 @@ class StreamingDataset(ClosesOnExit, _Base):
             readahead = None
             if self._remote_fs and self.io == "pread":
                 readahead = ReadAhead(
-                    self._byte_spans(chunks), depth=2 * self.shuffle_window,
+                    chunk_spans(self._opened()[0].index, chunks), depth=2 * self.shuffle_window,
                     threads=self.shuffle_window,
                 )  # fmt: skip
             return LocalShards(self.root, self.manifest, shards, self.io, readahead)
@@ -544,25 +544,6 @@ class StreamingDataset(ClosesOnExit, _Base):
             options=self.fetch, keep=keep,
             before_open=None if self._index_rows is None else self._index_rows.ensure,
         )  # fmt: skip
-
-    def _byte_spans(self, chunks: list[Chunk]) -> list[tuple[int, int]]:
-        """The bytes of each chunk's samples in its shard, `[start, stop)`: from its first
-        sample's first member to its last sample's last (headers before a member are cut off:
-        read ahead, they are only a hint)."""
-        index = self._opened()[0].index
-        spans = []
-        for chunk in chunks:
-            ends = [chunk.start, chunk.stop - 1]
-            starts, stops = [], []
-            for field in index.fields:
-                offsets = index.offsets(field)[ends].astype(np.int64)
-                present = offsets != np.int64(-1)  # ABSENT, as a signed value
-                if present[0]:
-                    starts.append(int(offsets[0]))
-                if present[1]:
-                    stops.append(int(offsets[1]) + int(index.sizes(field)[chunk.stop - 1]))
-            spans.append((min(starts, default=0), max(stops, default=0)))
-        return spans
 
     def _opened(self) -> tuple[DatasetFiles, Labels]:
         """The dataset files and a plain view of the labels, opened once per process."""

@@ -17,9 +17,31 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import numpy as np
+from fastpack.formats import ABSENT, Index
+
 from ..shard_files import PreadShard, ShardFile
+from .plan import Chunk
 
 BLOCK_BYTES = 4 * 2**20
+
+
+def chunk_spans(index: Index, chunks: Sequence[Chunk]) -> list[tuple[int, int]]:
+    """The bytes of each chunk's samples in its shard, `[start, stop)`: from its first sample's
+    first member to its last sample's last (the header before the first member is left out:
+    what is read ahead is a hint)."""
+    spans = []
+    for chunk in chunks:
+        ends = [chunk.start, chunk.stop - 1]
+        starts, stops = [], []
+        for field in index.fields:
+            offsets, sizes = index.offsets(field)[ends], index.sizes(field)[ends]
+            if offsets[0] != np.uint64(ABSENT):
+                starts.append(int(offsets[0]))
+            if offsets[1] != np.uint64(ABSENT):
+                stops.append(int(offsets[1]) + int(sizes[1]))
+        spans.append((min(starts, default=0), max(stops, default=0)))
+    return spans
 
 
 class ReadAhead:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fastpack.compiler import BuildOptions
 from fastpack.formats import DatasetFiles, read_manifest
+from fastpack.reader.file_system import file_system_type, is_remote
 
 from tests.compiler._helpers import with_noise_in_scan
 from tests.conftest import jpeg_bytes
@@ -61,6 +62,9 @@ def test_info(built: tuple[Path, Path], run: Run) -> None:
     assert f"classes   {len(CLASSES)}: {', '.join(CLASSES)}" in out
     total = sum(s.bytes for s in manifest.shards) + manifest.index.bytes
     assert f"bytes     {total} " in out
+    kind = file_system_type(built[1])
+    how = "network file system" if is_remote(kind) else "local: Dataset maps the shards"
+    assert f"storage   {kind} ({how}" in out
 
 
 def test_info_json(built: tuple[Path, Path], run: Run) -> None:
@@ -73,6 +77,8 @@ def test_info_json(built: tuple[Path, Path], run: Run) -> None:
     assert info["shards"] == len(manifest.shards)
     assert info["build"] == dict(manifest.build)
     assert info["stats"] == dict(manifest.stats)
+    assert info["file_system"] == file_system_type(built[1])
+    assert info["io"] == ("pread" if is_remote(info["file_system"]) else "mmap")
 
 
 def test_verify_a_good_dataset(built: tuple[Path, Path], run: Run) -> None:

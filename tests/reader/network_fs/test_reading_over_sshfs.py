@@ -167,3 +167,11 @@ def test_dali_reads_the_mount_without_maps_and_matches_the_local_disk(
     for (x0, y0), (x1, y1) in zip(*batches, strict=True):
         np.testing.assert_array_equal(x0, x1)
         np.testing.assert_array_equal(y0, y1)
+
+
+def test_info_names_the_mounts_file_system_and_read_method(mounted_dataset: Path) -> None:
+    from fastpack.info import dataset_info  # noqa: PLC0415 - the CLI's module
+
+    info = dataset_info(mounted_dataset)
+    assert (info.file_system, info.io) == ("fuse.sshfs", "pread")
+    assert "storage   fuse.sshfs (network file system: Dataset reads with pread" in info.format()
