@@ -138,12 +138,14 @@ def _handle(
     """The result of a finished future, or None where its task was submitted again."""
     task, attempt, avoid = submitter.tasks.pop(future)
     shard = task.job.shard
-    if future.status == "finished":
+    # A task whose worker died is run again by the scheduler: its future may be back to pending
+    # when it is handed over here. `exception()` waits for the end of that run.
+    error = None if future.status == "finished" else future.exception()
+    if error is None and future.status == "finished":
         result: TaskResult = future.result()
         inbox.settle(shard, result.record.planned)
         return result
     inbox.settle(shard, 0)
-    error = future.exception()
     if isinstance(error, TaskFailed):
         if attempt >= MAX_ATTEMPTS:
             raise _failed(shard, attempt, error)
