@@ -62,6 +62,7 @@ from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..ranks import local_device_id, resolve_rank
+from ..shard_files import resolve_io
 from .fields import FieldBatch, output_names, plan_fields
 from .labels import parse_labels, record_labels
 from .malloc import fix_mmap_threshold
@@ -343,7 +344,7 @@ def make_dali_loader(
     std: Sequence[float] = IMAGENET_STD,
     initial_fill: int = 1024,
     prefetch_queue_depth: int = 2,
-    dont_use_mmap: bool = False,
+    dont_use_mmap: bool | None = None,
     malloc_mmap_threshold: int | None = 256 * 1024,
     flip_prob: float = 0.5,
     field: str = "jpg",
@@ -365,7 +366,8 @@ def make_dali_loader(
     DALI's thread count; `seed` fixes shuffling and augmentation. `device="gpu"` decodes on GPU
     `device_id` (default: LOCAL_RANK) and returns float32 NCHW normalized by `mean` and `std`
     (0..1 scale, as `to_float`); benchmarks/GPU.md checks it against the CPU path.
-    `dont_use_mmap` reads the tars with plain file I/O (often better on network file systems).
+    `dont_use_mmap` reads the tars with plain file I/O instead of maps; None (default): on a
+    network or FUSE file system (where a page fault is a round trip), as `Dataset(io="auto")`.
     `malloc_mmap_threshold` keeps host memory flat (see the module docstring, like sharding and
     the last-batch policy).
     `fields` names extra fields of the samples to return beside images and labels: each batch is
@@ -404,7 +406,9 @@ def make_dali_loader(
         num_shards=shards,
         initial_fill=initial_fill,
         prefetch_queue_depth=prefetch_queue_depth,
-        dont_use_mmap=dont_use_mmap,
+        dont_use_mmap=(
+            resolve_io("auto", ds.root) == "pread" if dont_use_mmap is None else dont_use_mmap
+        ),
         scale=scale,
         ratio=ratio,
         mean=tuple(mean),

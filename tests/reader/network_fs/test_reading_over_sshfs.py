@@ -175,3 +175,18 @@ def test_info_names_the_mounts_file_system_and_read_method(mounted_dataset: Path
     info = dataset_info(mounted_dataset)
     assert (info.file_system, info.io) == ("fuse.sshfs", "pread")
     assert "storage   fuse.sshfs (network file system: Dataset reads with pread" in info.format()
+
+
+def test_make_dali_loader_reads_a_mount_without_maps_unless_told(
+    network_fs: NetworkFs, mounted_dataset: Path
+) -> None:
+    from fastpack.reader import make_dali_loader  # noqa: PLC0415 - imports DALI
+
+    for path, told, expected in (
+        (mounted_dataset, None, True),
+        (local(network_fs, mounted_dataset), None, False),
+        (mounted_dataset, False, False),
+    ):
+        loader = make_dali_loader(path, batch_size=5, train=False, dont_use_mmap=told)
+        assert loader.options.dont_use_mmap is expected
+        loader.close()
