@@ -57,16 +57,22 @@ class RangeReads:
         self._loaded: dict[int, list[tuple[int, bytes]]] = {}  # per shard: (start, data)
 
     def _submit(self, request: Request) -> Future[bytes]:
-        if self._pool is None or self._pid != os.getpid():
+        if self._pool is None:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="fastpack-read")
             self._pid = os.getpid()
-            self._ahead.clear()  # futures of the parent's pool never complete here
         return self._pool.submit(self._read, *request)
+
+    def _forget_the_parents(self) -> None:
+        """In a forked process: drop the parent's pool and the reads it had under way, whose
+        futures would never complete here (their threads did not fork)."""
+        if self._pool is not None and self._pid != os.getpid():
+            self._pool, self._ahead = None, {}
 
     def load(self, requests: Iterable[Request], ahead: Iterable[Request] = ()) -> None:
         """Read `requests` (all at once) and keep them for `get` in place of the last batch's;
         start reading `ahead` (the next batch's) behind them without waiting for it. Ranges
         already read ahead are not read again. The first failed read raises its error."""
+        self._forget_the_parents()
         ranges = joined(requests)
         futures = [self._ahead.pop(r) if r in self._ahead else self._submit(r) for r in ranges]
         self._ahead = {r: self._ahead.get(r) or self._submit(r) for r in joined(ahead)}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -82,15 +84,34 @@ def test_a_failed_read_raises_when_its_batch_is_loaded(shards: list[Path]) -> No
 
 
 def test_a_forked_process_reads_with_a_pool_of_its_own(shards: list[Path]) -> None:
-    reads = RangeReads(_Recorder(shards), threads=2)
+    started, release = threading.Event(), threading.Event()
+    recorder = _Recorder(shards)
+
+    def read(shard: int, offset: int, size: int) -> bytes:
+        if offset == 10:  # the read ahead stays under way in the parent until the fork is done
+            started.set()
+            release.wait(10)
+        return recorder(shard, offset, size)
+
+    reads = RangeReads(read, threads=2)
     reads.load([(0, 0, 10)], ahead=[(0, 10, 10)])
+    assert started.wait(10)
     pid = os.fork()
-    if pid == 0:  # the child: the parent's pool threads do not exist here
+    if pid == 0:  # the child: the parent's pool threads, and its read ahead, do not exist here
+        code = 2
         try:
+            release.set()  # the child's own reads of that range must not wait
             reads.load([(0, 10, 10)])
             got = reads.get(0, 10, 10)
-            os._exit(0 if got is not None and bytes(got) == shards[0].read_bytes()[10:20] else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+            code = 0 if got is not None and bytes(got) == shards[0].read_bytes()[10:20] else 1
+        finally:
+            os._exit(code)
+    release.set()
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked process waited for a read of its parent's pool")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
