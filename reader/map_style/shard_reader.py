@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from fastpack.formats import MANIFEST_NAME, DatasetFiles
@@ -27,7 +28,10 @@ class ShardReader:
         self._io: IoMethod = io
         self._open: dict[int, ShardFile] = {}
         self._touched: set[int] = set()
-        self._ranges = RangeReads(self._read_range) if io == "pread" else None
+        # A function of the dict, not a method of this reader: no cycle keeps a closed reader's
+        # index map alive until the next garbage collection.
+        read = functools.partial(_read_range, self._open)
+        self._ranges = RangeReads(read) if io == "pread" else None
 
     def _shard(self, shard: int) -> ShardFile:
         opened = self._open.get(shard)
@@ -64,9 +68,6 @@ class ShardReader:
             self._shard(shard)  # opened here, not by two reading threads at once
         self._ranges.load(requests, ahead)
 
-    def _read_range(self, shard: int, offset: int, size: int) -> bytes:
-        return bytes(self._open[shard].read(offset, size))
-
     def release(self) -> None:
         """Unmap the pages read since the last call from this process."""
         for shard in self._touched:
@@ -85,3 +86,8 @@ class ShardReader:
         self._touched.clear()
         if self._ranges is not None:
             self._ranges.clear()
+
+
+def _read_range(opened: dict[int, ShardFile], shard: int, offset: int, size: int) -> bytes:
+    """`size` bytes at `offset` of shard `shard`, opened already (by `ShardReader.load`)."""
+    return bytes(opened[shard].read(offset, size))
