@@ -45,6 +45,8 @@ def test_the_map_style_loader_reads_the_mount_as_the_local_disk(
     for dataset in (on_mount, on_disk):
         dataset.transform = CenterCrop(32)
         loader = make_loader(dataset, batch_size=4, num_workers=2, seed=3)
+        stride = loader.batch_sampler.ahead_stride  # type: ignore[union-attr]
+        assert stride == (2 if dataset is on_mount else 0)  # a worker's next batch, 2 places on
         batches.append([(np.asarray(x).copy(), np.asarray(y).copy()) for x, y in loader])
     assert len(batches[0]) == len(batches[1]) == 8
     for (x0, y0), (x1, y1) in zip(*batches, strict=True):

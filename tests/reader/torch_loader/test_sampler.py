@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 
 import pytest
@@ -66,3 +67,18 @@ def test_one_rank_reads_the_whole_order() -> None:
     sampler = EpochBatchSampler(Source(10), 4, seed=2, rank=0, world_size=1)
     assert [i for b in batches(sampler) for i in b] == sampler.order(0).tolist()
     assert [len(b) for b in batches(sampler)] == [4, 4, 2]
+
+
+@pytest.mark.parametrize("stride", [1, 3])
+def test_each_batch_names_the_one_its_worker_reads_next(stride: int) -> None:
+    plain = list(EpochBatchSampler(Source(100), 8, seed=2))
+    tagged = list(EpochBatchSampler(Source(100), 8, seed=2, ahead_stride=stride))
+    assert [list(b) for b in tagged] == [list(b) for b in plain]  # the order is unchanged
+    for k, batch in enumerate(tagged):
+        expected = list(tagged[k + stride]) if k + stride < len(tagged) else None
+        assert batch.ahead == expected
+    assert all(b.ahead is None for b in plain)
+    again = pickle.loads(pickle.dumps(tagged[0]))  # as a batch travels to a worker
+    assert (list(again), again.epoch, again.ahead) == (list(tagged[0]), 0, tagged[0].ahead)
+    with pytest.raises(ValueError, match="ahead_stride must be >= 0, got -1"):
+        EpochBatchSampler(Source(100), 8, ahead_stride=-1)
