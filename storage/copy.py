@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastpack.formats import DatasetNotFoundError, TruncatedFileError
 
-from .download import temp_name
+from .download import byte_ranges, temp_name
 from .retry import RetryPolicy, retry_call
 
 BLOCK_BYTES = 4 * 2**20
@@ -67,7 +67,7 @@ def copy_file(
         raise DatasetNotFoundError(f"{source}: not found") from e
     if found < size:
         raise TruncatedFileError(f"{source}: has {found} bytes, expected {size}")
-    parts = [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
+    parts = byte_ranges(size, part_bytes)
     fd_out = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.ftruncate(fd_out, size)

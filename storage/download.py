@@ -29,7 +29,8 @@ def final_name(part_name: str) -> str:
     return part_name[1:].rsplit(".", 3)[0]
 
 
-def _ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
+def byte_ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
+    """`[start, stop)` of each part of `part_bytes` (the last may be shorter) of `size` bytes."""
     return [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
 
 
@@ -63,7 +64,7 @@ def _fetch_into(
             permanent=(FileNotFoundError, PermissionError),
         )  # fmt: skip
 
-    spans = _ranges(size, part_bytes)
+    spans = byte_ranges(size, part_bytes)
     if len(spans) <= 1 or threads <= 1:
         for span in spans:
             fetch(span)
