@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastpack.formats import FastpackError, ShardFormatError
 from fastpack.storage import FetchError
+from fastpack.storage import MissingDependencyError as MissingDependencyError
 
 
 class SharedMemoryError(FastpackError, MemoryError):
@@ -18,10 +19,6 @@ class DaliReadError(ShardFormatError, RuntimeError):
     """DALI stopped reading a dataset's shards: a damaged tar, `.idx` or image (the message keeps
     DALI's words, which say which). A `ShardFormatError`, as the other readers raise for a
     payload that does not decode."""
-
-
-class MissingDependencyError(FastpackError, ModuleNotFoundError):
-    """An optional dependency that the requested reader needs is not installed."""
 
 
 class ShardUnavailableError(FetchError):

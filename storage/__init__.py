@@ -3,7 +3,7 @@ directory; the one place that talks to file systems and object stores. Both the 
 the reader use it; it uses neither."""
 
 from .cache_dir import CACHE_ENV, default_cache_dir
-from .errors import FetchError
+from .errors import FetchError, MissingDependencyError
 from .location import Location
 from .retry import RetryPolicy
 from .urls import is_url
@@ -11,6 +11,7 @@ from .urls import is_url
 __all__ = [
     "CACHE_ENV",
     "FetchError",
+    "MissingDependencyError",
     "Location",
     "RetryPolicy",
     "default_cache_dir",

@@ -1,17 +1,19 @@
-"""Downloading one object whole: parallel ranged GETs, retries, a SHA-256 check, atomic rename."""
+"""Downloading one object whole: parallel ranged GETs written as they arrive, retries, a SHA-256
+of the bytes while they are in memory, atomic rename."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, file_sha256
+from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
 
+from .object_reads import ObjectReads
 from .retry import RetryPolicy, log, retry_call
 
 
@@ -38,29 +40,63 @@ def byte_ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
 class _Target:
     """One object being fetched into the open file `fd`."""
 
-    fs: Any
+    reads: ObjectReads
     path: str
     url: str
     fd: int
 
 
-def _fetch_range(target: _Target, start: int, end: int) -> None:
-    data = target.fs.cat_file(target.path, start=start, end=end)
-    if len(data) != end - start:
+class InOrderDigest:
+    """A SHA-256 of an object whose parts arrive in any order: each finished part is hashed
+    once every part before it is, from the buffers it arrived in (no second read of the file).
+    Parts waiting for an earlier one stay in memory until then."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self._next = 0
+        self._waiting: dict[int, list[memoryview]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, start: int, buffers: list[memoryview]) -> None:
+        with self._lock:
+            self._waiting[start] = buffers
+            while self._next in self._waiting:
+                for buffer in self._waiting.pop(self._next):
+                    self._hash.update(buffer)
+                    self._next += len(buffer)
+
+    def hexdigest(self, size: int) -> str:
+        """The digest of the first `size` bytes; a gap before them is an error of the caller."""
+        if self._next != size:
+            raise AssertionError(f"hashed {self._next} of {size} bytes")
+        return self._hash.hexdigest()
+
+
+def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -> None:
+    """Bytes `[start, end)` written at their offset as they arrive, then handed to `digest`."""
+    buffers: list[memoryview] = []
+    offset = start
+    for buffer in target.reads.chunks(target.path, start, end):
+        os.pwrite(target.fd, buffer, offset)
+        offset += len(buffer)
+        buffers.append(buffer)
+    if offset != end:
         raise IncompleteReadError(
-            f"{target.url}: bytes [{start}, {end}) came back as {len(data)} bytes"
+            f"{target.url}: bytes [{start}, {end}) came back as {offset - start} bytes"
         )
-    os.pwrite(target.fd, data, start)
+    digest.add(start, buffers)
 
 
 def _fetch_into(
     target: _Target, size: int, *, part_bytes: int, threads: int, retry: RetryPolicy
-) -> None:
-    """Every range of the object into its file, each range retried on its own."""
+) -> str:
+    """Every range of the object into its file, each range retried on its own; the SHA-256 of
+    the bytes written."""
+    digest = InOrderDigest()
 
     def fetch(span: tuple[int, int]) -> None:
         retry_call(
-            lambda: _fetch_range(target, *span), target.url, retry,
+            lambda: _fetch_range(target, *span, digest), target.url, retry,
             permanent=(FileNotFoundError, PermissionError),
         )  # fmt: skip
 
@@ -68,14 +104,15 @@ def _fetch_into(
     if len(spans) <= 1 or threads <= 1:
         for span in spans:
             fetch(span)
-        return
-    with ThreadPoolExecutor(min(threads, len(spans))) as pool:
-        for _ in pool.map(fetch, spans):
-            pass
+    else:
+        with ThreadPoolExecutor(min(threads, len(spans))) as pool:
+            for _ in pool.map(fetch, spans):
+                pass
+    return digest.hexdigest(size)
 
 
 def download(
-    fs: Any,
+    reads: ObjectReads,
     path: str,
     dest: Path,
     *,
@@ -100,13 +137,14 @@ def download(
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 os.ftruncate(fd, size)
-                target = _Target(fs, path, url, fd)
-                _fetch_into(target, size, part_bytes=part_bytes, threads=threads, retry=retry)
+                target = _Target(reads, path, url, fd)
+                found = _fetch_into(
+                    target, size, part_bytes=part_bytes, threads=threads, retry=retry
+                )
             except FileNotFoundError as e:
                 raise DatasetNotFoundError(f"{url}: not found ({e})") from e
             finally:
                 os.close(fd)
-            found = file_sha256(tmp)
             if found == sha256:
                 os.replace(tmp, dest)
                 return

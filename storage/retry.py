@@ -1,12 +1,13 @@
 """Retrying remote calls with exponential backoff and full jitter.
 
-fastpack's `RetryPolicy` is the one retry layer that counts: for S3 the filesystem is made with
-s3fs's own retry loop off and botocore's at one attempt (`urls.filesystem`), so a throttled
-(503 SlowDown), cut or reset call is tried `attempts` times in all, each attempt one HTTP request
-per S3 operation; two where the connection closes before the response begins (aiohttp sends an
-idempotent request once more then, RFC 9112 9.3.1). Where `config_kwargs` sets botocore's
-`retries`, botocore also retries inside each attempt, as set there. A missing object (404) is
-never retried.
+fastpack's `RetryPolicy` is the one retry layer that counts: on S3, reads go through obstore with
+its retries off (`object_reads`), and the other calls through s3fs with its own retry loop off and
+botocore's at one attempt (`urls.filesystem`), so a throttled (503 SlowDown), cut or reset call is
+tried `attempts` times in all, each attempt one HTTP request per S3 operation (for s3fs's calls,
+two where the connection closes before the response begins: aiohttp sends an idempotent request
+once more then, RFC 9112 9.3.1). Where `config_kwargs` sets botocore's `retries`, both clients
+also retry inside each attempt, as many times as set there. A missing object (404) and a missing
+package are never retried.
 """
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ def retry_call(
     policy: RetryPolicy,
     permanent: tuple[type[BaseException], ...] = (),
 ) -> T:
-    """`call()`, tried again after any exception but those in `permanent`; after the last
-    attempt a `FetchError` names `what` and the last error."""
+    """`call()`, tried again after any exception but those in `permanent` and an `ImportError`
+    (a missing package does not come back); after the last attempt a `FetchError` names `what`
+    and the last error."""
     for failure in range(policy.attempts):
         try:
             return call()
-        except permanent:
+        except (*permanent, ImportError):
             raise
         except Exception as e:
             if failure + 1 == policy.attempts:

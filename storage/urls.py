@@ -3,7 +3,8 @@
 Endpoint and credentials come from fsspec's usual sources: the environment (`AWS_ACCESS_KEY_ID`,
 `AWS_SECRET_ACCESS_KEY`, `AWS_ENDPOINT_URL`, ...), fsspec's configuration, or `storage_options`
 (for s3fs e.g. `{"key": ..., "secret": ..., "client_kwargs": {"endpoint_url": ...}}`).
-fsspec is imported on first use: install `fastpack[s3]`.
+fsspec is imported on first use: install `fastpack[s3]` (a missing package raises
+`MissingDependencyError` at once, naming it).
 
 Retries are fastpack's (`retry.RetryPolicy`): an S3 filesystem is made with s3fs's own retry
 loop at one attempt and, unless `config_kwargs` sets `retries`, botocore's at one attempt too.
@@ -15,6 +16,9 @@ import functools
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from .errors import MissingDependencyError
+from .missing import import_optional
 
 # One filesystem per process and set of options, never freed before the process ends: an
 # fsspec filesystem finalized early in a DataLoader worker closes its connections from the wrong
@@ -30,22 +34,35 @@ def is_url(path: str | os.PathLike[str]) -> bool:
     return "://" in text and not text.startswith("file://")
 
 
-def _import_fsspec() -> Any:
-    try:
-        import fsspec  # noqa: PLC0415 - an optional dependency, imported on first use
-    except ImportError as e:  # pragma: no cover - depends on the installation
-        raise ImportError("datasets at URLs need fsspec: pip install 'fastpack[s3]'") from e
-    return fsspec
+def _import_fsspec(url: str) -> Any:
+    return import_optional("fsspec", "s3", f"URLs such as {url}")
+
+
+def _missing_implementation(url: str, protocol: str, error: ImportError) -> MissingDependencyError:
+    """fsspec's word that the package of `protocol` is missing, as fastpack's: the `s3` extra
+    for S3, otherwise the package fsspec names."""
+    if protocol in _S3_PROTOCOLS:
+        return MissingDependencyError(
+            f"{url}: S3 URLs need s3fs and obstore, not installed here ({error}): "
+            'pip install "fastpack[s3]"'
+        )
+    return MissingDependencyError(
+        f"{url}: {protocol}:// URLs need a package that is not installed: {error}"
+    )
 
 
 def filesystem(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
     """`(filesystem, path)` for `url`, the path without its scheme and trailing slash; the
     filesystem is shared by this process's URLs with the same scheme and options."""
-    fsspec = _import_fsspec()
+    fsspec = _import_fsspec(url)
     protocol = url.split("://", 1)[0]
     key = (os.getpid(), f"{protocol} {sorted(storage_options.items())!r}")
     if key not in _FILESYSTEMS:
-        fs = fsspec.core.url_to_fs(f"{protocol}://", **_options(protocol, storage_options))[0]
+        try:
+            options = _options(protocol, storage_options)
+            fs = fsspec.core.url_to_fs(f"{protocol}://", **options)[0]
+        except ImportError as e:
+            raise _missing_implementation(url, protocol, e) from e
         if protocol in _S3_PROTOCOLS:
             fs.retries = 1  # s3fs's retry loop (not an option): one attempt
         _FILESYSTEMS[key] = fs
