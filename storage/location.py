@@ -18,8 +18,14 @@ from typing import Any, TypeVar
 from fastpack.formats import DatasetNotFoundError
 
 from . import listing
-from .download import download
-from .object_reads import FsspecReads, ObjectReads, ObstoreS3Reads, obstore_fits
+from .download import IncompleteReadError, download
+from .object_reads import (
+    FsspecReads,
+    ObstoreS3Reads,
+    RangeChunks,
+    native_allowed,
+    obstore_fits,
+)
 from .retry import RetryPolicy, retry_call
 from .stream import ChunkStream
 from .urls import filesystem, is_url
@@ -45,7 +51,7 @@ class Location:
         self.storage_options = dict(storage_options or {})
         self.retry = retry or RetryPolicy()
         self._fs: Any = None
-        self._reads: ObjectReads | None = None
+        self._reads: FsspecReads | None = None
         self._root = ""
         self._pid = -1
 
@@ -65,14 +71,20 @@ class Location:
         return self._fs
 
     @property
-    def reads(self) -> ObjectReads:
-        """The client that reads this location's objects: obstore on S3 (a fraction of s3fs's
-        CPU per byte), where the options allow; the fsspec filesystem elsewhere."""
+    def reads(self) -> FsspecReads:
+        """The client of this location's reads: its fsspec filesystem."""
         fs = self.fs
         if self._reads is None:
-            on_s3 = self._on_s3() and obstore_fits(self.storage_options)
-            self._reads = ObstoreS3Reads(self.storage_options) if on_s3 else FsspecReads(fs)
+            self._reads = FsspecReads(fs)
         return self._reads
+
+    def bulk_reads(self) -> RangeChunks:
+        """The client of whole downloads: on S3 obstore (a fraction of s3fs's CPU per byte)
+        where the options allow and this process may use it (`object_reads.native_allowed`);
+        otherwise `reads`."""
+        if self._on_s3() and obstore_fits(self.storage_options) and native_allowed():
+            return ObstoreS3Reads.of_process(self.storage_options)
+        return self.reads
 
     def path(self, name: str) -> str:
         """The filesystem path of `name`."""
@@ -106,9 +118,17 @@ class Location:
 
     def iter_chunks(self, name: str, size: int, chunk_bytes: int) -> Iterator[bytes]:
         """Object `name` as consecutive chunks of up to `chunk_bytes`, `size` bytes in all: one
-        ranged, retried read each, so that memory stays bounded by one chunk."""
+        ranged, retried read each, so that memory stays bounded by one chunk. A chunk of another
+        length (a server that ignores byte ranges) raises `IncompleteReadError`."""
         for start in range(0, size, chunk_bytes):
-            yield self.read_range(name, start, min(start + chunk_bytes, size))
+            end = min(start + chunk_bytes, size)
+            chunk = self.read_range(name, start, end)
+            if len(chunk) != end - start:
+                raise IncompleteReadError(
+                    f"{self.url_of(name)}: bytes [{start}, {end}) came back as {len(chunk)} "
+                    "bytes (does the server answer byte ranges?)"
+                )
+            yield chunk
 
     def size(self, name: str) -> int | None:
         """The size of object `name`, None if there is none."""
@@ -207,10 +227,13 @@ class Location:
         part_bytes: int = DEFAULT_PART_BYTES,
         threads: int = 4,
         tmp: Path | None = None,
+        bulk: bool = False,
     ) -> None:
-        """Fetch `name` whole into `dest`, checked against `size` and `sha256`."""
+        """Fetch `name` whole into `dest`, checked against `size` and `sha256`; `bulk` where
+        many such downloads follow (a dataset's shards): through `bulk_reads`."""
+        reads = self.bulk_reads() if bulk else self.reads
         download(
-            self.reads, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
+            reads, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
             retry=retry or self.retry, part_bytes=part_bytes, threads=threads, tmp=tmp,
         )  # fmt: skip
 

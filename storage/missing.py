@@ -8,7 +8,9 @@ from types import ModuleType
 from .errors import MissingDependencyError
 
 
-def import_optional(module: str, extra: str, needed_for: str = "datasets at s3:// URLs") -> ModuleType:
+def import_optional(
+    module: str, extra: str, needed_for: str = "datasets at s3:// URLs"
+) -> ModuleType:
     """The module `module`; `MissingDependencyError` naming `pip install "fastpack[extra]"` if
     it (or a package it imports) is not installed."""
     try:

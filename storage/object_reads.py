@@ -1,11 +1,15 @@
 """Reading objects: whole, by byte range, or as a stream of buffers over a range.
 
-Two clients behind one interface. S3 goes through obstore (Rust `object_store`): a GET's body
-arrives in buffers that Python never copies, read without the GIL; measured on 2 cores against
-SeaweedFS, 0.6-1.0 ms of CPU per MiB where s3fs (aiohttp) took 1.5-1.8 and pyarrow 1.0-2.2
-(benchmarks/STREAMING.md). Other schemes, and S3 with options obstore has no equivalent for, go
-through the fsspec filesystem.
+Two clients behind one interface. Every scheme has its fsspec filesystem. For S3, downloads of
+whole objects (a dataset's shards) may go through obstore (Rust `object_store`) instead: a GET's
+body arrives in buffers that Python never copies, read without the GIL; measured on 2 cores
+against SeaweedFS, 0.6-1.0 ms of CPU per MiB where s3fs (aiohttp) took 1.5-1.8 and pyarrow
+1.0-2.2 (benchmarks/STREAMING.md).
 
+obstore's runtime (tokio) does not survive a fork: a process forked from one that has used it
+hangs on its first request. So it is used only in a process none of whose ancestors used it
+(`native_allowed`), and only for bulk downloads, which happen in the DataLoader's workers: the
+trainer reads a dataset's manifest and index through s3fs and forks its workers untouched.
 obstore's own retries are off: `RetryPolicy` (retry.py) is the one retry layer.
 """
 
@@ -14,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from .missing import import_optional
 
@@ -28,24 +32,16 @@ _CONFIG_KWARGS = frozenset({"connect_timeout", "read_timeout", "retries"})
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 
 
-class ObjectReads(Protocol):
-    """Reads of objects named by filesystem paths (`bucket/key` on S3)."""
-
-    def read(self, path: str) -> bytes: ...
-
-    def read_range(self, path: str, start: int, end: int) -> bytes: ...
+class RangeChunks(Protocol):
+    """Ranges of objects named by filesystem paths (`bucket/key` on S3), what downloads read."""
 
     def chunks(self, path: str, start: int, end: int) -> Iterator[memoryview]:
         """Bytes `[start, end)` as consecutive buffers (fewer bytes at the object's end)."""
         ...
 
-    def size(self, path: str) -> int:
-        """The object's size; `FileNotFoundError` if there is none."""
-        ...
-
 
 class FsspecReads:
-    """`ObjectReads` through an fsspec filesystem: one `cat_file` per range."""
+    """Reads through an fsspec filesystem: one `cat_file` per range."""
 
     def __init__(self, fs: Any) -> None:
         self.fs = fs
@@ -62,37 +58,52 @@ class FsspecReads:
         yield memoryview(self.read_range(path, start, end))
 
     def size(self, path: str) -> int:
+        """The object's size; `FileNotFoundError` if there is none."""
         return int(self.fs.info(path)["size"])
 
 
+# The process that started obstore's runtime (0: none yet); a forked child inherits the value.
+_NATIVE_PID = 0
+
+
+def native_allowed() -> bool:
+    """Whether this process may use obstore: it started its runtime, or no ancestor did."""
+    return _NATIVE_PID in (0, os.getpid())
+
+
 class ObstoreS3Reads:
-    """`ObjectReads` of S3 through obstore, one store per bucket and process (a store's runtime
-    does not survive a fork)."""
+    """`RangeChunks` of S3 through obstore, one store per bucket, in one process (see
+    `native_allowed`)."""
 
     CHUNK_BYTES = 1 << 20  # a stream's buffers: small enough to be written while in the CPU cache
+    _of_process: ClassVar[dict[tuple[int, str], ObstoreS3Reads]] = {}
 
     def __init__(self, storage_options: Mapping[str, Any]) -> None:
         self._obstore = import_optional("obstore", "s3")
         self._config = _obstore_config(storage_options)
-        self._stores: dict[tuple[int, str], Any] = {}
+        self._stores: dict[str, Any] = {}
+        self._pid = os.getpid()
+
+    @classmethod
+    def of_process(cls, storage_options: Mapping[str, Any]) -> ObstoreS3Reads:
+        """The reads of this process for these options, made once."""
+        slot = (os.getpid(), repr(sorted(storage_options.items())))
+        if slot not in cls._of_process:
+            cls._of_process[slot] = cls(storage_options)
+        return cls._of_process[slot]
 
     def _store(self, path: str) -> tuple[Any, str]:
+        global _NATIVE_PID  # noqa: PLW0603 - one per process, by design
+        if not native_allowed() or self._pid != os.getpid():
+            raise RuntimeError(f"obstore in process {os.getpid()}, forked after it started")
         bucket, _, key = path.partition("/")
-        slot = (os.getpid(), bucket)
-        store = self._stores.get(slot)
+        store = self._stores.get(bucket)
         if store is None:
             from obstore.store import S3Store  # noqa: PLC0415 - with obstore, on first use
 
-            store = self._stores[slot] = S3Store(bucket, **self._config)
+            _NATIVE_PID = os.getpid()
+            store = self._stores[bucket] = S3Store(bucket, **self._config)
         return store, key
-
-    def read(self, path: str) -> bytes:
-        store, key = self._store(path)
-        with _errors(path):
-            return bytes(self._obstore.get(store, key).bytes())
-
-    def read_range(self, path: str, start: int, end: int) -> bytes:
-        return b"".join(self.chunks(path, start, end))
 
     def chunks(self, path: str, start: int, end: int) -> Iterator[memoryview]:
         if end <= start:
@@ -102,11 +113,6 @@ class ObstoreS3Reads:
             result = self._obstore.get(store, key, options={"range": (start, end)})
             for buffer in result.stream(min_chunk_size=self.CHUNK_BYTES):
                 yield memoryview(buffer)
-
-    def size(self, path: str) -> int:
-        store, key = self._store(path)
-        with _errors(path):
-            return int(self._obstore.head(store, key)["size"])
 
 
 class _errors:
@@ -194,4 +200,3 @@ def _retry_config(botocore_retries: Mapping[str, Any] | None) -> dict[str, Any]:
     if extra <= 0:
         return {"max_retries": 0, "retry_timeout": timedelta(0)}
     return {"max_retries": extra, "retry_timeout": timedelta(minutes=3)}
-

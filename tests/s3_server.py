@@ -135,6 +135,13 @@ class S3Server:
         self._proc = None
 
     @property
+    def pid(self) -> int:
+        """The running server's process id."""
+        if self._proc is None:
+            raise RuntimeError("the server is not running")
+        return self._proc.pid
+
+    @property
     def storage_options(self) -> dict[str, Any]:
         """fsspec/s3fs options for this server; few retries so that an outage shows quickly."""
         return {

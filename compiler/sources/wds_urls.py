@@ -2,11 +2,12 @@
 
 Expansion is `webdataset.shardlists.expand_urls`, what `webdataset.WebDataset` does with a string:
 `::` separates URLs, `${NAME}` takes `$WDS_NAME`, and braces expand (`shards-{000000..000099}.tar`,
-`{a,b}`). A shard is a local path (or `file:` URL), a `pipe:` command, or a remote URL. Remote
-shards are opened by `webdataset.gopen.gopen` where it has a handler for the scheme (`pipe:`,
-`http(s)://` through curl, `gs://` through gsutil, ...), and through `fastpack.storage` (fsspec)
-for the other `scheme://` URLs (`s3://`, `az://`, ...). webdataset is imported on first use: it
-imports torch when installed.
+`{a,b}`). A shard is a local path (or `file:` URL), a `pipe:` command, or a remote URL. A `pipe:`
+command runs through `webdataset.gopen.gopen` (the user's own command). Every `scheme://` URL
+(`s3://`, `http(s)://`, `gs://`, `az://`, ...) is read through `fastpack.storage`, range by range
+under its one retry policy; none shells out to a system tool (webdataset's own handlers use curl
+and gsutil). A scheme whose fsspec package is missing is refused at once, naming the package.
+webdataset is imported on first use: it imports torch when installed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from fastpack.storage import Location
+from fastpack.storage import Location, MissingDependencyError
 
 from ..errors import SourceError
 
@@ -29,7 +30,6 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _PATTERN_MARKS = ("{", "::", "${")
 _CHUNK_BYTES = 8 << 20
 _EXIT_WAIT_S = 10.0
-_CURL_HTTP_ERROR = 22
 
 
 def scheme(url: str) -> str:
@@ -85,16 +85,9 @@ def names_tars(url: str) -> bool:
     return scheme(url) == "pipe" or urlparse(url).path.lower().endswith(".tar")
 
 
-def _exit_error(url: str, pipe: Any, status: int) -> SourceError:
-    args = pipe.args[0][0] if pipe.args and pipe.args[0] else ""
-    program = args[0] if isinstance(args, list | tuple) and args else "the command"
+def _exit_error(url: str, status: int) -> SourceError:
     ended = f"exited with status {status}" if status > 0 else f"was killed by signal {-status}"
-    if scheme(url) == "pipe":
-        return SourceError(f"{url}: the command {ended}")
-    hint = ""
-    if program == "curl" and status == _CURL_HTTP_ERROR:
-        hint = " (the server answered with an HTTP error, such as 404 not found)"
-    return SourceError(f"{url}: cannot download: {program} {ended}{hint}")
+    return SourceError(f"{url}: the command {ended}")
 
 
 def _close_pipe(url: str, pipe: Any, failure: BaseException | None) -> None:
@@ -114,7 +107,7 @@ def _close_pipe(url: str, pipe: Any, failure: BaseException | None) -> None:
         return
     if failure is not None and status == -signal.SIGPIPE:
         return
-    raise _exit_error(url, pipe, status) from failure
+    raise _exit_error(url, status) from failure
 
 
 @contextmanager
@@ -152,6 +145,10 @@ class _Chunks:
         return bytes(data)
 
 
+class MissingSourcePackageError(SourceError, ImportError):
+    """A source URL's scheme needs a package that is not installed (the message names it)."""
+
+
 @contextmanager
 def _storage_open(url: str) -> Iterator[Read]:
     prefix, _, name = url.rpartition("/")
@@ -160,7 +157,9 @@ def _storage_open(url: str) -> Iterator[Read]:
     try:
         location = Location(prefix)
         size = location.size(name)
-    except (OSError, ValueError, ImportError) as e:
+    except MissingDependencyError as e:
+        raise MissingSourcePackageError(f"{url}: cannot open: {e}") from e
+    except (OSError, ValueError) as e:
         raise SourceError(f"{url}: cannot open: {e}") from e
     if size is None:
         raise SourceError(f"{url}: not found")
@@ -171,9 +170,7 @@ def _storage_open(url: str) -> Iterator[Read]:
 def open_remote(url: str) -> Iterator[Read]:
     """`read(n)` over the bytes of the remote shard `url`, streaming. SourceError naming `url`
     when it cannot be opened or read, or when its command or download fails."""
-    from webdataset.gopen import gopen_schemes  # noqa: PLC0415 - imports torch
-
-    opener = _gopen if scheme(url) in gopen_schemes else _storage_open
+    opener = _gopen if scheme(url) == "pipe" else _storage_open
     try:
         with opener(url) as read:
             yield read

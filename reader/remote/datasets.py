@@ -83,7 +83,7 @@ def fetch_dataset(
     for name, size, sha256 in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         location.download(name, out / name, size=size, sha256=sha256, retry=retry,
-                          threads=threads)  # fmt: skip
+                          threads=threads, bulk=True)  # fmt: skip
     for shard in manifest.shards:
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
     _copy_optional(location, REJECTS_NAME, out, retry)

@@ -41,7 +41,7 @@ class UrlOrigin:
     def fetch(self, info: ShardInfo, dest: Path, tmp: Path, options: FetchOptions) -> None:
         self.location.download(
             info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
-            part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp,
+            part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp, bulk=True,
         )  # fmt: skip
 
 

@@ -16,7 +16,6 @@ from fastpack.compiler.publish import build_to_url
 from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.reader import Dataset, fetch_dataset, verify_dataset, verify_remote
 from fastpack.storage import FetchError, RetryPolicy
-from fastpack.storage.object_reads import ObstoreS3Reads
 from fastpack.storage.urls import filesystem
 
 from tests.s3_server import S3Server
@@ -37,20 +36,13 @@ def flaky_fs(
     return wrapper
 
 
-def flaky_s3_reads(monkeypatch: pytest.MonkeyPatch, method: str, failures: int) -> Flaky:
-    """Make `<method>` of every S3 read client (obstore) fail its first `failures` calls."""
-    wrapper = Flaky(getattr(ObstoreS3Reads, method), failures)
-    monkeypatch.setattr(ObstoreS3Reads, method, lambda self, *a: wrapper(self, *a))
-    return wrapper
-
-
 def test_a_build_whose_first_uploads_fail_still_publishes(
     make_image_folder: Callable[..., Path], s3_server: S3Server, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
     url = f"s3://{s3_server.new_bucket()}/ds"
     put = flaky_fs(monkeypatch, s3_server, url, "put_file", 2)
-    info = flaky_s3_reads(monkeypatch, "size", 1)  # the look for an existing dataset
+    info = flaky_fs(monkeypatch, s3_server, url, "info", 1)  # the look for an existing dataset
     source = make_image_folder(classes=3, per_class=12, size=40)
     with caplog.at_level(logging.WARNING, logger="fastpack.storage"):
         summary = build_to_url(

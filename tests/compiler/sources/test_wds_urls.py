@@ -4,9 +4,11 @@ grouping, and the errors."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import re
+import sys
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -20,8 +22,10 @@ from fastpack.compiler.build_dir import BUILD_DIR
 from fastpack.compiler.jobs.inputs import InputReader
 from fastpack.compiler.planning.make_plan import make_plan
 from fastpack.compiler.planning.plan_store import Plan
+from fastpack.compiler.sources import wds_urls
 from fastpack.compiler.sources.detect import detect_kind
 from fastpack.compiler.sources.wds import samples
+from fastpack.compiler.sources.wds_urls import MissingSourcePackageError
 
 from fastpack.cli import main
 from tests.compiler._helpers import read_dataset, tree_bytes
@@ -268,11 +272,31 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def http_root(shards: Path) -> Iterator[str]:
-    """An http server on 127.0.0.1 that serves the shards directory."""
-    handler = functools.partial(_QuietHandler, directory=str(shards))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+class _RangeHandler(_QuietHandler):
+    """Answers `Range: bytes=a-b` with 206 and those bytes, as object stores and CDNs do."""
+
+    def do_GET(self) -> None:
+        asked = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        path = Path(self.translate_path(self.path))
+        if asked is None or not path.is_file():
+            super().do_GET()
+            return
+        data = path.read_bytes()
+        start = int(asked.group(1))
+        end = min(int(asked.group(2) or len(data) - 1), len(data) - 1)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        self.send_header("Content-Length", str(end + 1 - start))
+        self.end_headers()
+        self.wfile.write(data[start : end + 1])
+
+
+@contextlib.contextmanager
+def serving(shards: Path, handler: type[http.server.SimpleHTTPRequestHandler]) -> Iterator[str]:
+    """An http server on 127.0.0.1 that serves the shards directory with `handler`."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(shards))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -283,17 +307,47 @@ def http_root(shards: Path) -> Iterator[str]:
         server.server_close()
 
 
-def test_http_brace_pattern(
-    http_root: str, from_directory: dict[str, bytes], tmp_path: Path
-) -> None:
+@pytest.fixture
+def http_root(shards: Path) -> Iterator[str]:
+    with serving(shards, _RangeHandler) as root:
+        yield root
+
+
+def test_http_brace_pattern_without_any_system_tool(
+    http_root: str, from_directory: dict[str, bytes], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """http shards are read through fastpack's storage (fsspec, ranged GETs), not curl: the
+    build works with nothing on PATH."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     out = tmp_path / "from-http"
     build(f"{http_root}/{PATTERN}", out, OPTIONS)
     assert tree_bytes(out) == from_directory
     missing = f"{http_root}/missing.tar"
-    with pytest.raises(
-        SourceError, match=rf"^{missing}: cannot download: curl exited with status 22"
-    ):
+    with pytest.raises(SourceError, match=rf"^{missing}: not found$"):
         build(missing, tmp_path / "out2", OPTIONS)
+
+
+def test_a_server_that_ignores_byte_ranges_is_an_error_naming_the_shard(
+    shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole body where a range was asked for would be read as the wrong bytes: refused."""
+    monkeypatch.setattr(wds_urls, "_CHUNK_BYTES", 1000)  # several ranges per shard
+    with serving(shards, _QuietHandler) as root, pytest.raises(
+        SourceError,
+        match=rf"^{root}/shards-000000.tar: cannot read: .*does the server answer byte ranges",
+    ):  # fmt: skip
+        build(f"{root}/{PATTERN}", tmp_path / "out", OPTIONS)
+
+
+def test_a_gs_url_without_gcsfs_is_refused_at_once_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No gsutil: gs:// goes through fsspec's gcsfs, and without it the build stops at once."""
+    monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if not installed
+    with pytest.raises(MissingSourcePackageError, match=r"^gs://b/shards/a.tar: .*gcsfs") as e:
+        build("gs://b/shards/a.tar", tmp_path / "out", OPTIONS)
+    assert isinstance(e.value, SourceError | ImportError)
 
 
 def test_s3_brace_pattern(
