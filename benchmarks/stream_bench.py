@@ -109,11 +109,11 @@ def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
     return rate, first
 
 
-def build_local(source: Path, out: Path, shard_mib: int) -> Path:
+def build_local(source: Path, out: Path, shard_mib: int, workers: int) -> Path:
     from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
 
     if not (out / MANIFEST_NAME).exists():
-        options = BuildOptions(workers=2, progress=False, shard_size=shard_mib * 2**20)
+        options = BuildOptions(workers=workers, progress=False, shard_size=shard_mib * 2**20)
         print(build(source, out, options).format(), file=sys.stderr)
     return out
 
@@ -283,6 +283,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--slow-delay-ms", type=float, default=100.0)
     p.add_argument("--rate-mbs", type=float, default=50.0, help="MB/s per connection")
     p.add_argument("--limit-fraction", type=float, default=0.4, help="of the dataset's bytes")
+    p.add_argument("--build-workers", type=int, default=2)
     p.add_argument("--repeat", type=int, default=1, help="link each photo this many times")
     p.add_argument(
         "--rows",
@@ -301,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     source = repeated_source(args.source, args.repeat, args.work)
     name = f"ds-{source.parent.name}-{args.shard_mib}m"
-    local = build_local(source, args.work / name, args.shard_mib)
+    local = build_local(source, args.work / name, args.shard_mib, args.build_workers)
     root = Path(tempfile.mkdtemp(prefix="seaweedfs-", dir=args.work))
     server = S3Server(root)
     server.start()

@@ -1,68 +1,72 @@
 """A missing optional package is named at once, with the extra that installs it, and is never
-retried (the packages are hidden from the import system, as if not installed)."""
+retried. Each case runs in a fresh interpreter whose import system hides the packages, as if they
+were not installed (a package imported once stays registered with fsspec in this process)."""
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import re
+import subprocess
 import sys
-import uuid
-from pathlib import Path
+import textwrap
 
 import pytest
-from fastpack.storage import Location, MissingDependencyError
-from fastpack.storage.urls import filesystem
-
-from fastpack.cli import main
 
 EXTRA = 'pip install "fastpack[s3]"'
 
 
-def fresh_options() -> dict[str, str]:
-    """Options no earlier test used: the filesystem is made anew, not taken from the cache."""
-    return {"key": uuid.uuid4().hex, "secret": "x"}
+def run_without(packages: list[str], code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a new Python that cannot import `packages`."""
+    hide = f"import sys\nfor name in {packages!r}:\n    sys.modules[name] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", hide + textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("package", ["fsspec", "s3fs", "aiobotocore"])
-def test_a_missing_package_names_the_s3_extra(
-    package: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, package, None)
-    if package == "aiobotocore":
-        monkeypatch.setitem(sys.modules, "aiobotocore.session", None)
-    with pytest.raises(MissingDependencyError, match=re.escape(EXTRA)) as e:
-        filesystem("s3://bucket/ds", fresh_options())
-    assert isinstance(e.value, ModuleNotFoundError)  # what callers catch for a missing module
+def test_a_missing_package_names_the_s3_extra(package: str) -> None:
+    done = run_without([package], """
+        from fastpack.storage import MissingDependencyError
+        from fastpack.storage.urls import filesystem
+        try:
+            filesystem("s3://bucket/ds", {})
+        except MissingDependencyError as e:
+            assert isinstance(e, ModuleNotFoundError)
+            print(e)
+        """)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert EXTRA in done.stdout
+    assert package in done.stdout
 
 
-def test_info_on_an_s3_url_without_the_extra_fails_at_once(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+def test_info_on_an_s3_url_without_the_extra_fails_at_once() -> None:
     """The error a new user meets after `pip install fastpack[torch]`: one line, no retries."""
-    monkeypatch.setitem(sys.modules, "s3fs", None)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", uuid.uuid4().hex)  # a filesystem not cached yet
-    with caplog.at_level(logging.WARNING, logger="fastpack.storage"):
-        assert main(["info", "s3://bucket/ds"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("fastpack: error: ")
-    assert EXTRA in err
-    assert "s3fs" in err
-    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+    done = run_without(["s3fs"], """
+        import logging
+        from fastpack.cli import main
+        logging.basicConfig(level=logging.WARNING)
+        raise SystemExit(main(["info", "s3://bucket/ds"]))
+        """)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("fastpack: error: s3://bucket/ds")
+    assert EXTRA in done.stderr
+    assert "s3fs" in done.stderr
+    assert "retrying" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
-def test_a_bulk_download_without_obstore_names_the_extra_and_is_not_retried(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
-    monkeypatch.setitem(sys.modules, "obstore", None)
-    location = Location("s3://bucket/ds", fresh_options())
-    with (
-        caplog.at_level(logging.WARNING, logger="fastpack.storage"),
-        pytest.raises(MissingDependencyError, match=rf"'obstore'.*{re.escape(EXTRA)}"),
-    ):
-        location.download(
-            "a.tar", tmp_path / "a.tar", size=1, sha256=hashlib.sha256(b"a").hexdigest(), bulk=True
-        )
-    assert not caplog.records
+def test_a_bulk_download_without_obstore_names_the_extra_and_is_not_retried() -> None:
+    done = run_without(["obstore"], """
+        import logging
+        from pathlib import Path
+        from fastpack.storage import Location, MissingDependencyError
+        logging.basicConfig(level=logging.WARNING)
+        location = Location("s3://bucket/ds", {"key": "k", "secret": "s"})
+        try:
+            location.download("a.tar", Path("a.tar"), size=1, sha256="0" * 64, bulk=True)
+        except MissingDependencyError as e:
+            print(e)
+        """)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "'obstore'" in done.stdout
+    assert EXTRA in done.stdout
+    assert "retrying" not in done.stderr

@@ -4,12 +4,15 @@ it across ranks and workers, a bounded cache, an outage mid-epoch, and the failu
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -335,3 +338,44 @@ def test_cache_limit_below_one_stream_is_refused(
     with pytest.raises(ValueError, match=r"cache_limit=1000 bytes is below one stream's working"):
         StreamingDataset(url, cache_limit=1000, cache_dir=tmp_path / "cache",
                          storage_options=s3_server.storage_options)  # fmt: skip
+
+
+def _stream_in_a_clean_process(
+    url: str, options: dict[str, object], cache: Path, log: Path, answer: Any
+) -> None:
+    """Run in a spawned process (whose ancestors never ran obstore): an epoch through two forked
+    workers; every obstore read appends its process id to `log`. Puts the samples seen."""
+    from fastpack.storage.object_reads import ObstoreS3Reads  # noqa: PLC0415
+
+    chunks = ObstoreS3Reads.chunks
+
+    def logged(self: ObstoreS3Reads, path: str, start: int, end: int) -> Any:
+        with log.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return chunks(self, path, start, end)
+
+    ObstoreS3Reads.chunks = logged  # type: ignore[method-assign]
+    dataset = StreamingDataset(url, cache_dir=cache, storage_options=options)
+    loader = DataLoader(dataset, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    seen = sum(1 for _ in loader)
+    if log.exists() and str(os.getpid()) in log.read_text().split():
+        raise AssertionError("the trainer itself ran obstore")
+    answer.put(seen)
+
+
+def test_workers_fetch_shards_through_obstore_when_the_trainer_never_ran_it(
+    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+) -> None:
+    """The trainer reads the manifest and index through s3fs, so that its forked workers may
+    run obstore (whose runtime would not survive the fork); each worker does."""
+    url = _publish(built, s3_server, s3_bucket, tmp_path)
+    log = tmp_path / "obstore-pids"
+    context = multiprocessing.get_context("spawn")
+    answer = context.SimpleQueue()
+    args = (url, s3_server.storage_options, tmp_path / "cache", log, answer)
+    process = context.Process(target=_stream_in_a_clean_process, args=args)
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
+    assert answer.get() == read_manifest(built / MANIFEST_NAME).num_samples
+    assert len(set(log.read_text().split())) == 2  # both workers, and only they
