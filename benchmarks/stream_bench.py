@@ -40,6 +40,7 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
+from ._fetch_cpu import fetch_cpu
 from ._sysinfo import fastpack_commit, load, machine, versions
 
 BATCH = 64
@@ -198,6 +199,7 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
             proxy.set_delay(config.delay_s)
             timed_epoch(config.make(0), args.workers)
         loads = [load()]
+        fetch_only: dict[str, list[dict[str, float]]] = {"obstore": [], "s3fs": []}
         for epoch in range(args.epochs):
             reference = 0.0
             for config in runs:
@@ -217,6 +219,13 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
                       f"{config.fetched[-1] / 2**20:.1f} MiB, CPU {config.cpu_s[-1]:.2f} s "
                       f"(server + proxy {config.server_cpu_s[-1]:.2f} s)",
                       file=sys.stderr)  # fmt: skip
+            if args.rows == "fetch":
+                proxy.set_delay(args.delay_ms / 1000)
+                for client, bulk in (("obstore", True), ("s3fs", False)):
+                    fetch_only[client].append(fetch_cpu(
+                        url, storage, args.work, bulk=bulk, shards_at_once=2 * args.workers
+                    ))  # fmt: skip
+                    print(f"fetch only, {client}: {fetch_only[client][-1]}", file=sys.stderr)
             loads.append(load())
     return {
         "machine": machine(), "versions": versions(), "commit": fastpack_commit(Path.cwd()),
@@ -229,11 +238,12 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
         "rows": [{"name": c.name, "rates": c.rates, "ratios": c.ratios, "fetched": c.fetched,
                   "first_batch_s": c.first_batch_s, "cpu_s": c.cpu_s,
                   "server_and_proxy_cpu_s": c.server_cpu_s} for c in runs],
-        "fetch_cpu_ms_per_mib": fetch_cpu(runs),
+        "fetch_cpu_ms_per_mib": cold_minus_warm(runs),
+        "fetch_only": fetch_only,
     }  # fmt: skip
 
 
-def fetch_cpu(runs: list[Config]) -> list[float]:
+def cold_minus_warm(runs: list[Config]) -> list[float]:
     """Per round: (cold epoch CPU - warm epoch CPU) / MiB the cold epoch fetched, in ms, for
     the trainer and its workers; empty without both rows."""
     cold = next((c for c in runs if "cold cache" in c.name), None)
@@ -269,6 +279,11 @@ def table(report: dict[str, Any]) -> str:
         values = " / ".join(f"{v:.2f}" for v in per_round)
         median = statistics.median(per_round)
         lines.append(f"\nfetch CPU per MiB (cold - warm): {values} ms (median {median:.2f})")
+    for client, rounds in report.get("fetch_only", {}).items():
+        if rounds:
+            values = " / ".join(f"{r['cpu_ms_per_mib']:.2f}" for r in rounds)
+            median = statistics.median(r["cpu_ms_per_mib"] for r in rounds)
+            lines.append(f"fetch only, {client}: {values} ms of CPU per MiB (median {median:.2f})")
     return "\n".join(lines)
 
 
