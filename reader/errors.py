@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from fastpack.formats import FastpackError, ShardFormatError
-from fastpack.storage import FetchError
-from fastpack.storage import MissingDependencyError as MissingDependencyError
+from fastpack.storage import FetchError, MissingDependencyError
+
+__all__ = [
+    "DaliReadError",
+    "MissingDependencyError",  # defined with storage, raised by the reader too
+    "MissingFieldError",
+    "ShardUnavailableError",
+    "SharedMemoryError",
+]
 
 
 class SharedMemoryError(FastpackError, MemoryError):

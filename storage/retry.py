@@ -59,10 +59,11 @@ def retry_call(
     """`call()`, tried again after any exception but those in `permanent` and an `ImportError`
     (a missing package does not come back); after the last attempt a `FetchError` names `what`
     and the last error."""
+    never: tuple[type[BaseException], ...] = (*permanent, ImportError)
     for failure in range(policy.attempts):
         try:
             return call()
-        except (*permanent, ImportError):
+        except never:
             raise
         except Exception as e:
             if failure + 1 == policy.attempts:
