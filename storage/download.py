@@ -47,23 +47,38 @@ class _Target:
 
 
 class InOrderDigest:
-    """A SHA-256 of an object whose parts arrive in any order: each finished part is hashed
-    once every part before it is, from the buffers it arrived in (no second read of the file).
-    Parts waiting for an earlier one stay in memory until then."""
+    """A SHA-256 of an object whose ranges arrive in any order, from the buffers they arrive in
+    (no second read of the file). A buffer that starts at or before the first byte not hashed
+    yet is hashed at once (what is already hashed is skipped: a retried range sends its start
+    again) and then dropped; one further on waits in memory until the bytes before it are in.
+    With the object in one range, every buffer is hashed as it arrives."""
 
     def __init__(self) -> None:
         self._hash = hashlib.sha256()
         self._next = 0
-        self._waiting: dict[int, list[memoryview]] = {}
+        self._waiting: dict[int, memoryview] = {}
         self._lock = threading.Lock()
 
-    def add(self, start: int, buffers: list[memoryview]) -> None:
+    def add(self, offset: int, buffer: memoryview) -> None:
+        """The bytes of the object at `[offset, offset + len(buffer))`."""
         with self._lock:
-            self._waiting[start] = buffers
-            while self._next in self._waiting:
-                for buffer in self._waiting.pop(self._next):
-                    self._hash.update(buffer)
-                    self._next += len(buffer)
+            if offset > self._next:
+                held = self._waiting.get(offset)
+                if held is None or len(held) < len(buffer):  # a retry may cut it shorter
+                    self._waiting[offset] = buffer
+                return
+            self._take(offset, buffer)
+            while self._waiting:
+                first = min(self._waiting)
+                if first > self._next:
+                    break
+                self._take(first, self._waiting.pop(first))
+
+    def _take(self, offset: int, buffer: memoryview) -> None:
+        skip = self._next - offset
+        if skip < len(buffer):
+            self._hash.update(buffer[skip:])
+            self._next = offset + len(buffer)
 
     def hexdigest(self, size: int) -> str:
         """The digest of the first `size` bytes; a gap before them is an error of the caller."""
@@ -73,18 +88,16 @@ class InOrderDigest:
 
 
 def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -> None:
-    """Bytes `[start, end)` written at their offset as they arrive, then handed to `digest`."""
-    buffers: list[memoryview] = []
+    """Bytes `[start, end)` written at their offset and handed to `digest` as they arrive."""
     offset = start
     for buffer in target.reads.chunks(target.path, start, end):
         os.pwrite(target.fd, buffer, offset)
+        digest.add(offset, buffer)
         offset += len(buffer)
-        buffers.append(buffer)
     if offset != end:
         raise IncompleteReadError(
             f"{target.url}: bytes [{start}, {end}) came back as {offset - start} bytes"
         )
-    digest.add(start, buffers)
 
 
 def _fetch_into(

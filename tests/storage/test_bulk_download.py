@@ -6,6 +6,7 @@ hanging. Against a real S3 server (SeaweedFS on 127.0.0.1) through `ShapingProxy
 from __future__ import annotations
 
 import hashlib
+import itertools
 import multiprocessing
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
 from fastpack.storage import FetchError, Location, RetryPolicy
+from fastpack.storage.download import InOrderDigest
 from fastpack.storage.object_reads import FsspecReads, ObstoreS3Reads, native_allowed
 
 from tests.s3_server import S3Server
@@ -109,3 +111,23 @@ def test_a_process_forked_after_obstore_ran_downloads_through_s3fs(
     assert child.exitcode == 0
     assert answer.get() == (False, FsspecReads.__name__, True)
     assert native_allowed()  # the parent goes on with obstore
+
+
+def test_the_digest_of_ranges_in_any_order_and_sent_again_is_that_of_the_object() -> None:
+    """Parts finish in any order, a retried part sends its start again (cut elsewhere)."""
+    rng = np.random.default_rng(3)
+    data = rng.bytes(100_000)
+    pieces = []
+    for start in range(0, len(data), 10_000):
+        cuts = sorted({start, *rng.integers(start, start + 10_000, 3).tolist(), start + 10_000})
+        pieces += [(a, data[a:b]) for a, b in itertools.pairwise(cuts)]
+    resent = [(a, data[a : a + 5_000]) for a, _ in pieces[::4]]  # a failed attempt's start
+    order = rng.permutation(len(pieces) + len(resent))
+    everything = pieces + resent
+    digest = InOrderDigest()
+    for i in order:
+        offset, chunk = everything[i]
+        digest.add(offset, memoryview(chunk))
+    assert digest.hexdigest(len(data)) == hashlib.sha256(data).hexdigest()
+    with pytest.raises(AssertionError, match="hashed 100000 of 100001 bytes"):
+        digest.hexdigest(len(data) + 1)
