@@ -3,7 +3,7 @@
 formats/SPEC.md is the normative description; each module here implements one artifact.
 """
 
-from .checksum import file_sha256
+from .checksum import crc32c_extend, file_crc32c, file_sha256
 from .dataset_files import DatasetFiles
 from .errors import (
     AbsentFieldError,
@@ -139,11 +139,13 @@ __all__ = [
     "WrittenSample",
     "Zstd",
     "check_key",
+    "crc32c_extend",
     "decode_value",
     "dictionary_name",
     "encode_example",
     "encode_value",
     "feature_name",
+    "file_crc32c",
     "file_sha256",
     "format_record_index",
     "format_wds_index",

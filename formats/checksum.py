@@ -1,9 +1,15 @@
-"""The checksums the manifest records: SHA-256 of whole files (formats/SPEC.md section 2)."""
+"""The checksums the manifest records (formats/SPEC.md section 2): SHA-256 of whole files, and
+CRC-32C (Castagnoli, unmasked) of each shard, what downloads check (google-crc32c: hardware
+accelerated, about a fifth of SHA-256's CPU per byte)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
+
+import google_crc32c
+import numpy as np
 
 _CHUNK = 8 << 20
 
@@ -15,3 +21,18 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def crc32c_extend(crc: int, data: Any) -> int:
+    """CRC-32C of the bytes so far (`crc`, 0 at the start) and then the buffer `data`."""
+    view = np.frombuffer(data, np.uint8)  # google-crc32c takes an array, not every buffer
+    return int(google_crc32c.extend(crc, view)) if view.size else crc
+
+
+def file_crc32c(path: str | os.PathLike[str]) -> int:
+    """CRC-32C of a file, read in 8 MiB chunks."""
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            crc = crc32c_extend(crc, chunk)
+    return crc

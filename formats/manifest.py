@@ -27,6 +27,7 @@ class ShardInfo:
     samples: int
     bytes: int
     sha256: str
+    crc32c: int | None = None  # OPTIONAL (2.3): what downloads check, cheaper than SHA-256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +71,9 @@ class Manifest:
             data["schema"] = self.schema.to_json()
         if self.shard_format == "tar":
             del data["shard_format"]  # tar datasets are byte-identical to those written before it
+        for shard in data["shards"]:
+            if shard["crc32c"] is None:
+                del shard["crc32c"]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -117,7 +121,19 @@ def _parse_shard(data: Any, where: str) -> ShardInfo:
         samples=_require(data, "samples", int, where),
         bytes=_require(data, "bytes", int, where),
         sha256=_require(data, "sha256", str, where),
+        crc32c=_optional_crc32c(data, where),
     )
+
+
+def _optional_crc32c(data: dict[str, Any], where: str) -> int | None:
+    value = data.get("crc32c")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32:
+        raise ManifestError(
+            f"{where}: key 'crc32c' should be an unsigned 32-bit int, found {value!r}"
+        )
+    return value
 
 
 def parse_manifest(data: Any, source: str) -> Manifest:

@@ -228,13 +228,16 @@ class Location:
         threads: int = 4,
         tmp: Path | None = None,
         bulk: bool = False,
+        crc32c: int | None = None,
     ) -> None:
-        """Fetch `name` whole into `dest`, checked against `size` and `sha256`; `bulk` where
-        many such downloads follow (a dataset's shards): through `bulk_reads`."""
+        """Fetch `name` whole into `dest`, checked against `size` and `crc32c` where given, else
+        `sha256`; `bulk` where many such downloads follow (a dataset's shards): through
+        `bulk_reads`."""
         reads = self.bulk_reads() if bulk else self.reads
         download(
             reads, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
             retry=retry or self.retry, part_bytes=part_bytes, threads=threads, tmp=tmp,
+            crc32c=crc32c,
         )  # fmt: skip
 
 

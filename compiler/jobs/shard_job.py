@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import DEFAULT_FIELDS, Schema, sample_key, shard_idx_name, shard_name
+from fastpack.formats import (
+    DEFAULT_FIELDS,
+    Schema,
+    crc32c_extend,
+    sample_key,
+    shard_idx_name,
+    shard_name,
+)
 
 from ..build_dir import temp_path
 from ..errors import BuildError
@@ -55,18 +62,21 @@ class ShardJob:
 
 
 class _Sha256Sink(io.RawIOBase):
-    """A raw file that hashes every byte written through it."""
+    """A raw file that hashes every byte written through it: SHA-256 and CRC-32C."""
 
     def __init__(self, file: io.FileIO) -> None:
         self._file = file
         self.hash = hashlib.sha256()
+        self.crc32c = 0
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: ReadableBuffer) -> int:
         n = self._file.write(data) or 0
-        self.hash.update(memoryview(data)[:n])
+        written = memoryview(data).cast("B")[:n]
+        self.hash.update(written)
+        self.crc32c = crc32c_extend(self.crc32c, written)
         return n
 
 
@@ -217,6 +227,7 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
         planned=stop - start,
         bytes=size,
         sha256=sink.hash.hexdigest(),
+        crc32c=sink.crc32c,
         converted=rows.converted,
         payload_bytes=int(sum(part.sizes[f].sum() for f in names)),
         key_bytes=len(part.key_blob),

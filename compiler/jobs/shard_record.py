@@ -34,6 +34,7 @@ class ShardRecord:
     key_bytes: int
     source_bytes: int
     rejects: tuple[RejectLine, ...]  # in plan order
+    crc32c: int | None = None  # None in records of builds before it was written
 
 
 def record_path(out: Path, shard: int) -> Path:

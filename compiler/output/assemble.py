@@ -79,7 +79,7 @@ def write_dataset_manifest(
     write_rejects(out, records)
     shards = tuple(
         ShardInfo(name=shard_name(r.shard, shard_format), index_name=shard_idx_name(r.shard),
-                  samples=r.samples, bytes=r.bytes, sha256=r.sha256)
+                  samples=r.samples, bytes=r.bytes, sha256=r.sha256, crc32c=r.crc32c)
         for r in records
     )  # fmt: skip
     samples = sum(r.samples for r in records)

@@ -77,13 +77,15 @@ def fetch_dataset(
     manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
-    files = [(manifest.index.name, manifest.index.bytes, manifest.index.sha256)]
-    files += [(d.name, d.bytes, d.sha256) for d in dictionaries(manifest)]
-    files += [(s.name, s.bytes, s.sha256) for s in manifest.shards]
-    for name, size, sha256 in files:
+    files: list[tuple[str, int, str, int | None]] = [
+        (manifest.index.name, manifest.index.bytes, manifest.index.sha256, None)
+    ]
+    files += [(d.name, d.bytes, d.sha256, None) for d in dictionaries(manifest)]
+    files += [(s.name, s.bytes, s.sha256, s.crc32c) for s in manifest.shards]
+    for name, size, sha256, crc32c in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         location.download(name, out / name, size=size, sha256=sha256, retry=retry,
-                          threads=threads, bulk=True)  # fmt: skip
+                          threads=threads, bulk=True, crc32c=crc32c)  # fmt: skip
     for shard in manifest.shards:
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
     _copy_optional(location, REJECTS_NAME, out, retry)

@@ -42,6 +42,7 @@ class UrlOrigin:
         self.location.download(
             info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
             part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp, bulk=True,
+            crc32c=info.crc32c,
         )  # fmt: skip
 
 

@@ -9,10 +9,13 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+import google_crc32c
 import pytest
 from fastpack.compiler import BuildOptions, BuildSummary, build
 from fastpack.formats import (
     DatasetFiles,
+    file_crc32c,
+    file_sha256,
     key_width,
     read_manifest,
     read_wds_index,
@@ -144,6 +147,10 @@ def test_manifest_records_the_build_but_not_the_machine(
     }  # fmt: skip
     assert summary.shards == len(manifest.shards) == -(-10 // per_shard)
     assert summary.bytes == sum(s.bytes for s in manifest.shards)
+    for shard in manifest.shards:  # both checksums of each shard, computed as it was written
+        assert shard.sha256 == file_sha256(out / shard.name)
+        assert shard.crc32c == file_crc32c(out / shard.name)
+        assert shard.crc32c == google_crc32c.value((out / shard.name).read_bytes())
     assert not (out / ".fastpack-build").exists()
     assert sorted(p.name for p in out.iterdir()) == ["fastpack.json", "index.fpx", "shards"]
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -126,3 +127,24 @@ def test_shard_format_tfrecord_round_trips_and_tar_is_left_out() -> None:
 def test_bad_shard_formats(text: str, message: str) -> None:
     with pytest.raises(ManifestError, match=message):
         manifest_from_text(text, "m.json")
+
+
+def test_a_shard_s_crc32c_round_trips_and_is_left_out_when_absent() -> None:
+    with_crc = dataclasses.replace(
+        _manifest(),
+        shards=tuple(dataclasses.replace(s, crc32c=0xFFFFFFFF - i)
+                     for i, s in enumerate(_manifest().shards)),
+    )  # fmt: skip
+    data = json.loads(with_crc.to_json())
+    assert [s["crc32c"] for s in data["shards"]] == [0xFFFFFFFF, 0xFFFFFFFE]
+    assert manifest_from_text(with_crc.to_json(), "m.json") == with_crc
+    assert all("crc32c" not in s for s in json.loads(_manifest().to_json())["shards"])
+    assert manifest_from_text(_manifest().to_json(), "m.json").shards[0].crc32c is None
+
+
+@pytest.mark.parametrize("value", [-1, 2**32, "12", 1.5, True])
+def test_a_crc32c_that_is_not_an_unsigned_32_bit_int_is_refused(value: object) -> None:
+    data = json.loads(_manifest().to_json())
+    data["shards"][1]["crc32c"] = value
+    with pytest.raises(ManifestError, match=r"^m.json: shards\[1\]: key 'crc32c' should be"):
+        manifest_from_text(json.dumps(data), "m.json")

@@ -10,6 +10,7 @@ import itertools
 import multiprocessing
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 import pytest
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
@@ -131,3 +132,24 @@ def test_the_digest_of_ranges_in_any_order_and_sent_again_is_that_of_the_object(
     assert digest.hexdigest(len(data)) == hashlib.sha256(data).hexdigest()
     with pytest.raises(AssertionError, match="hashed 100000 of 100001 bytes"):
         digest.hexdigest(len(data) + 1)
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_crc32c_from_the_manifest_is_what_the_download_checks(
+    location: Location, tmp_path: Path, bulk: bool
+) -> None:
+    """With a shard's CRC-32C the download checks it (not the SHA-256, here wrong on purpose);
+    bytes that do not match it are refused, naming both values."""
+    crc = google_crc32c.value(DATA)
+    location.download(KEY, tmp_path / "a", size=len(DATA), sha256="0" * 64, crc32c=crc,
+                      part_bytes=PART, threads=3, bulk=bulk)  # fmt: skip
+    assert (tmp_path / "a").read_bytes() == DATA
+    wrong = crc ^ 1
+    with pytest.raises(
+        ChecksumMismatchError,
+        match=rf"{location.url}/{KEY}: crc32c of its {len(DATA)} bytes is {crc:08x}, the "
+        rf"manifest records {wrong:08x} \(3 downloads\)",
+    ):
+        location.download(KEY, tmp_path / "b", size=len(DATA), sha256=SHA256, crc32c=wrong,
+                          part_bytes=PART, threads=3, bulk=bulk)  # fmt: skip
+    assert not (tmp_path / "b").exists()
