@@ -18,6 +18,7 @@ from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
     FileInfo,
+    file_crc32c,
     read_manifest,
     write_manifest,
 )
@@ -66,8 +67,9 @@ def section(root: Path, name: str) -> np.memmap:
 
 
 def refresh_manifest(root: Path) -> None:
-    """Record the current sizes and SHA-256s of the index and shards in the manifest, as if the
-    files had been written so (to reach checks behind the checksums)."""
+    """Record the current sizes and checksums (SHA-256, and CRC-32C where recorded) of the index
+    and shards in the manifest, as if the files had been written so (to reach checks behind the
+    checksums)."""
     manifest = read_manifest(root / MANIFEST_NAME)
 
     def info(name: str) -> tuple[int, str]:
@@ -78,7 +80,8 @@ def refresh_manifest(root: Path) -> None:
     shards = []
     for s in manifest.shards:
         shard_size, shard_digest = info(s.name)
-        shards.append(replace(s, bytes=shard_size, sha256=shard_digest))
+        crc = None if s.crc32c is None else file_crc32c(root / s.name)
+        shards.append(replace(s, bytes=shard_size, sha256=shard_digest, crc32c=crc))
     write_manifest(
         root / MANIFEST_NAME,
         replace(
