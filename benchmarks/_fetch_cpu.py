@@ -1,8 +1,8 @@
 """The CPU that downloading a dataset's shards costs, apart from decoding: every shard fetched
 into a fresh directory by `Location.download`, as the streaming reader's prefetcher fetches it
-(whole, checked against the manifest's SHA-256, several shards at once), in a fresh process,
-whose CPU over the downloads (all its threads; user and system apart) is divided by the MiB
-fetched."""
+(whole, checked against the manifest's CRC-32C, or its SHA-256 where it records none, several
+shards at once), in a fresh process, whose CPU over the downloads (all its threads; user and
+system apart) is divided by the MiB fetched."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ def _download_all(
 
     def fetch(shard: Any) -> int:
         location.download(shard.name, dest / shard.name, size=shard.bytes, sha256=shard.sha256,
-                          part_bytes=8 << 20, threads=4, bulk=bulk)  # fmt: skip
+                          crc32c=shard.crc32c, part_bytes=8 << 20, threads=4,
+                          bulk=bulk)  # fmt: skip
         (dest / shard.name).unlink()  # as a cache at its limit would
         return int(shard.bytes)
 
