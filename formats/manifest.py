@@ -27,7 +27,7 @@ class ShardInfo:
     samples: int
     bytes: int
     sha256: str
-    crc32c: int | None = None  # OPTIONAL (2.3): what downloads check, cheaper than SHA-256
+    crc32c: int | None = None  # OPTIONAL (SPEC 2): what downloads check, cheaper than SHA-256
 
 
 @dataclass(frozen=True, kw_only=True)

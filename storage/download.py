@@ -1,5 +1,5 @@
-"""Downloading one object whole: parallel ranged GETs written as they arrive, retries, a SHA-256
-of the bytes while they are in memory, atomic rename."""
+"""Downloading one object whole: parallel ranged GETs written as they arrive, retries, a checksum
+(CRC-32C or SHA-256) of the bytes while they are in memory, atomic rename."""
 
 from __future__ import annotations
 
@@ -69,11 +69,11 @@ class _Hash(Protocol):
 
 class InOrderDigest:
     """A digest (SHA-256 by default) of an object whose ranges arrive in any order, from the
-    buffers they arrive in
-    (no second read of the file). A buffer that starts at or before the first byte not hashed
-    yet is hashed at once (what is already hashed is skipped: a retried range sends its start
-    again) and then dropped; one further on waits in memory until the bytes before it are in.
-    With the object in one range, every buffer is hashed as it arrives."""
+    buffers they arrive in (no second read of the file). A buffer that starts at or before the
+    first byte not hashed yet is hashed at once (what is already hashed is skipped: a retried
+    range sends its start again) and then dropped; one further on waits in memory until the
+    bytes before it are in. With the object in one range, every buffer is hashed as it
+    arrives."""
 
     def __init__(self, make: Callable[[], _Hash] = hashlib.sha256) -> None:
         self._hash = make()

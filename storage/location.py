@@ -51,7 +51,6 @@ class Location:
         self.storage_options = dict(storage_options or {})
         self.retry = retry or RetryPolicy()
         self._fs: Any = None
-        self._reads: FsspecReads | None = None
         self._root = ""
         self._pid = -1
 
@@ -66,25 +65,16 @@ class Location:
         """The fsspec filesystem of this process (a forked process makes its own)."""
         if self._fs is None or self._pid != os.getpid():
             self._fs, self._root = filesystem(self.url, self.storage_options)
-            self._reads = None
             self._pid = os.getpid()
         return self._fs
 
-    @property
-    def reads(self) -> FsspecReads:
-        """The client of this location's reads: its fsspec filesystem."""
-        fs = self.fs
-        if self._reads is None:
-            self._reads = FsspecReads(fs)
-        return self._reads
-
     def bulk_reads(self) -> RangeChunks:
-        """The client of whole downloads: on S3 obstore (a fraction of s3fs's CPU per byte)
+        """The client of whole downloads: on S3 obstore (about half of s3fs's CPU per byte)
         where the options allow and this process may use it (`object_reads.native_allowed`);
-        otherwise `reads`."""
+        otherwise the fsspec filesystem."""
         if self._on_s3() and obstore_fits(self.storage_options) and native_allowed():
             return ObstoreS3Reads.of_process(self.storage_options)
-        return self.reads
+        return FsspecReads(self.fs)
 
     def path(self, name: str) -> str:
         """The filesystem path of `name`."""
@@ -101,7 +91,7 @@ class Location:
         """The whole object `name`; a missing one raises `DatasetNotFoundError` at once."""
         try:
             data: bytes = self._call(
-                self.url_of(name), lambda: self.reads.read(self.path(name)), retry
+                self.url_of(name), lambda: self.fs.cat_file(self.path(name)), retry
             )
         except FileNotFoundError as e:
             raise DatasetNotFoundError(f"{self.url_of(name)}: not found ({e})") from e
@@ -111,7 +101,7 @@ class Location:
         """Bytes `[start, end)` of object `name` (fewer at its end)."""
         data: bytes = self._call(
             f"{self.url_of(name)} [{start}, {end})",
-            lambda: self.reads.read_range(self.path(name), start, end),
+            lambda: self.fs.cat_file(self.path(name), start=start, end=end),
             None,
         )
         return data
@@ -133,12 +123,10 @@ class Location:
     def size(self, name: str) -> int | None:
         """The size of object `name`, None if there is none."""
         try:
-            size: int = self._call(
-                self.url_of(name), lambda: self.reads.size(self.path(name)), None
-            )
+            info = self._call(self.url_of(name), lambda: self.fs.info(self.path(name)), None)
         except FileNotFoundError:
             return None
-        return size
+        return int(info["size"])
 
     def open_stream(self, name: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> io.BufferedReader:
         """Object `name` as a binary file read front to back, one retried ranged read of
@@ -233,7 +221,7 @@ class Location:
         """Fetch `name` whole into `dest`, checked against `size` and `crc32c` where given, else
         `sha256`; `bulk` where many such downloads follow (a dataset's shards): through
         `bulk_reads`."""
-        reads = self.bulk_reads() if bulk else self.reads
+        reads = self.bulk_reads() if bulk else FsspecReads(self.fs)
         download(
             reads, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
             retry=retry or self.retry, part_bytes=part_bytes, threads=threads, tmp=tmp,

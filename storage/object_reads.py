@@ -1,10 +1,10 @@
-"""Reading objects: whole, by byte range, or as a stream of buffers over a range.
+"""What downloads read: byte ranges of objects as a stream of buffers (`RangeChunks`).
 
 Two clients behind one interface. Every scheme has its fsspec filesystem. For S3, downloads of
 whole objects (a dataset's shards) may go through obstore (Rust `object_store`) instead: a GET's
 body arrives in buffers that Python never copies, read without the GIL; measured on 2 cores
-against SeaweedFS, 0.6-1.0 ms of CPU per MiB where s3fs (aiohttp) took 1.5-1.8 and pyarrow
-1.0-2.2 (benchmarks/STREAMING.md).
+against SeaweedFS (benchmarks/s3_clients_bench.py), 0.86 ms of CPU per MiB straight and 1.45
+through a shaping proxy, where s3fs (aiohttp) took 1.84 and 2.34 and pyarrow 1.48 and 1.68.
 
 obstore's runtime (tokio) does not survive a fork: a process forked from one that has used it
 hangs on its first request. So it is used only in a process none of whose ancestors used it
@@ -41,25 +41,13 @@ class RangeChunks(Protocol):
 
 
 class FsspecReads:
-    """Reads through an fsspec filesystem: one `cat_file` per range."""
+    """`RangeChunks` through an fsspec filesystem: one `cat_file` per range."""
 
     def __init__(self, fs: Any) -> None:
         self.fs = fs
 
-    def read(self, path: str) -> bytes:
-        data: bytes = self.fs.cat_file(path)
-        return data
-
-    def read_range(self, path: str, start: int, end: int) -> bytes:
-        data: bytes = self.fs.cat_file(path, start=start, end=end)
-        return data
-
     def chunks(self, path: str, start: int, end: int) -> Iterator[memoryview]:
-        yield memoryview(self.read_range(path, start, end))
-
-    def size(self, path: str) -> int:
-        """The object's size; `FileNotFoundError` if there is none."""
-        return int(self.fs.info(path)["size"])
+        yield memoryview(self.fs.cat_file(path, start=start, end=end))
 
 
 # The process that started obstore's runtime (0: none yet); a forked child inherits the value.

@@ -61,7 +61,7 @@ class ShardJob:
     dictionaries: Mapping[str, bytes] | None = None
 
 
-class _Sha256Sink(io.RawIOBase):
+class _ChecksumSink(io.RawIOBase):
     """A raw file that hashes every byte written through it: SHA-256 and CRC-32C."""
 
     def __init__(self, file: io.FileIO) -> None:
@@ -206,7 +206,7 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
     shard_tmp, idx_tmp = temp_path(shard_path), temp_path(idx_path)
     try:
         with io.FileIO(shard_tmp, "w") as raw:
-            sink = _Sha256Sink(raw)
+            sink = _ChecksumSink(raw)
             with io.BufferedWriter(sink, WRITE_BUFFER) as buffered:
                 shard = open_sink(buffered, job.shard_format, job.schema)
                 if job.schema is None:
