@@ -178,7 +178,7 @@ def _cost_notes(results: dict[str, Any]) -> list[str]:
             f"({step['fork_workers'] * 1e3:.0f} ms). The first batch's indices cost "
             f"{step['first_indices'] * 1e3:.2f} ms at any N: `EpochBatchSampler` evaluates a "
             "keyed permutation at the batch's positions "
-            "(`reader/torch_loader/permutation.py`) instead of "
+            "(`reader/order/permutation.py`) instead of "
             "building the epoch's order, which would cost "
             + ", ".join(
                 f"{c['steps']['permutation']['median'] * 1e3:.1f} ms at {_samples(n)}"
@@ -384,7 +384,7 @@ def _fixes(results: dict[str, Any]) -> list[str]:
         "288 ms at 10M when last measured (commit cf139d4), linear in N, and "
         f"{int(large) * 8 / 2**20:,.0f} MiB of int64 held all epoch. It now "
         "evaluates a keyed bijection of [0, N) (a six-round Feistel network with "
-        "cycle-walking, keyed by (seed, epoch); `reader/torch_loader/permutation.py`) "
+        "cycle-walking, keyed by (seed, epoch); `reader/order/permutation.py`) "
         "at each batch's "
         f"positions: {step['first_indices']:.2f} ms for the first batch and no memory that "
         "grows with N.",

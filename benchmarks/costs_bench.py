@@ -25,7 +25,7 @@ import simplejpeg
 from fastpack.formats import IndexPart, IndexWriter
 from fastpack.formats.index import Index
 from fastpack.reader.image.draws import sample_draws
-from fastpack.reader.torch_loader.permutation import KeyedPermutation
+from fastpack.reader.order.permutation import KeyedPermutation
 
 from . import _sysinfo
 

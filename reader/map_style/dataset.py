@@ -33,6 +33,7 @@ from fastpack.formats import (
     OffsetOutOfRangeError,
     ShardFormatError,
 )
+from fastpack.formats.manifest import manifest_digest
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
@@ -50,23 +51,29 @@ from ..image.batch import decode_same_size
 from ..image.decode import Image, decode
 from ..image.draws import sample_draws
 from ..image.transforms import Transform
+from ..order.balance import balanced_order
+from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..shard_files import IoChoice, IoMethod, resolve_io
 from .range_reads import Request
 from .shard_reader import ShardReader
 
+ViewChoice = Any  # a view's name, its file's path, or a View; None: every sample
 INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per batch is cheap
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
 class _Opened:
-    """The per-process state: dataset files, the shard reader, a plain view of the labels, and
-    the decoder of the fields asked for (made on first use)."""
+    """The per-process state: dataset files, the shard reader, a plain view of the labels, the
+    rows of the view read (None: every row), and the decoder of the fields asked for (made on
+    first use)."""
 
-    def __init__(self, root: Path, io: IoMethod) -> None:
+    def __init__(self, root: Path, io: IoMethod, view: ViewChoice) -> None:
         self.files = DatasetFiles(root)
         self.index = self.files.index
         self.shards = ShardReader(self.files, io)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
+        self.view = None if view is None else _open_view(root, self.files.manifest, view)
+        self.rows = None if self.view is None else self.view.rows
         self.unreleased = 0  # samples read since the index pages were last released
         self.decoder: SampleDecoder | None = None
 
@@ -142,6 +149,7 @@ class Dataset(ClosesOnExit):
         pad_value: float = 0,
         drop_empty_boxes: bool = True,
         io: IoChoice = "auto",
+        view: ViewChoice = None,
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
@@ -152,6 +160,7 @@ class Dataset(ClosesOnExit):
         self.pad, self.pad_value = bool(pad), float(pad_value)
         self.drop_empty_boxes = bool(drop_empty_boxes)
         self.epoch = 0
+        self.view = view
         self.batch_allocator: BatchAllocator | None = None
         self._state: _Opened | None = None
         self._finalizer: weakref.finalize[[], Dataset] | None = None
@@ -188,7 +197,7 @@ class Dataset(ClosesOnExit):
 
     def _opened(self) -> _Opened:
         if self._state is None:
-            state = self._state = _Opened(self.path, self.io)
+            state = self._state = _Opened(self.path, self.io, self.view)
             # Holds the state, never the dataset: collecting the dataset closes its shard files.
             self._finalizer = weakref.finalize(self, state.close)
             self._finalizer.atexit = False  # the process's exit closes them anyway
@@ -204,7 +213,32 @@ class Dataset(ClosesOnExit):
     # -- metadata -------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self._opened().index.num_samples
+        state = self._opened()
+        return state.index.num_samples if state.rows is None else len(state.rows)
+
+    def rows(self) -> npt.NDArray[np.int64] | None:
+        """The dataset rows of the view read, in order (sample `i` is row `rows()[i]` of the
+        index); None without a view."""
+        return self._opened().rows
+
+    def order_identity(self) -> dict[str, Any]:
+        """What this dataset's samples are, as a loader's saved state names them: the manifest's
+        digest and the view (name and digest)."""
+        state = self._opened()
+        view = state.view
+        return {
+            "dataset": manifest_digest(state.files.manifest),
+            "view": None if view is None else {"name": view.name, "digest": view.digest()},
+        }
+
+    def epoch_order(self, seed: int, shuffle: bool) -> EpochOrder:
+        """The order of an epoch over this dataset's samples (`EpochBatchSampler`): a keyed
+        permutation of them, or for a class-balanced view an equal share of the epoch per class,
+        each class drawn through its own keyed permutation (`order.epoch_order.QuotaOrder`)."""
+        state = self._opened()
+        if state.view is None or state.view.balance is None:
+            return PermutedOrder(len(self), seed, shuffle=shuffle)
+        return balanced_order(self.labels, seed, shuffle=shuffle)
 
     @property
     def manifest(self) -> Manifest:
@@ -230,8 +264,12 @@ class Dataset(ClosesOnExit):
 
     @property
     def labels(self) -> npt.NDArray[np.int64]:
-        """Every sample's label: a read-only view of the memory-mapped index."""
-        return self._opened().index.label  # type: ignore[return-value]
+        """Every sample's label: a read-only view of the memory-mapped index (with a view, a
+        copy of its rows' labels)."""
+        state = self._opened()
+        if state.rows is not None:
+            return state.labels[state.rows]
+        return state.index.label  # type: ignore[return-value]
 
     def key(self, i: int) -> str:
         """The key of sample `i` (its member names in the shard are `<key>.<field>`)."""
@@ -331,8 +369,9 @@ class Dataset(ClosesOnExit):
             return
         ahead: list[Request] = []
         try:  # a hint: what cannot be read ahead is read when its own batch comes
-            rows_ahead = [int(i) for i in getattr(batch, "ahead", None) or ()]
-            ahead = _requests(state, [i for i in rows_ahead if 0 <= i < len(state.labels)], fields)
+            ahead_ids = [int(i) for i in getattr(batch, "ahead", None) or ()]
+            rows_ahead = [_check_index(i, state) for i in ahead_ids if 0 <= i < _count(state)]
+            ahead = _requests(state, rows_ahead, fields)
         except FastpackError:
             ahead = []
         state.shards.load(_requests(state, rows, fields), ahead)
@@ -481,8 +520,20 @@ def _member_name(files: DatasetFiles, i: int, field: str) -> str:
     )
 
 
+def _open_view(root: Path, manifest: Manifest, view: ViewChoice) -> Any:
+    from ..views import open_view  # noqa: PLC0415
+
+    return open_view(root, manifest, view)
+
+
+def _count(state: _Opened) -> int:
+    return state.index.num_samples if state.rows is None else len(state.rows)
+
+
 def _check_index(i: int, state: _Opened) -> int:
-    n = state.index.num_samples
+    """The index row of sample `i` (of the view, if one is read), checked."""
+    n = _count(state)
     if not 0 <= i < n:
-        raise IndexError(f"{state.index.path}: sample {i} out of range [0, {n})")
-    return i
+        where = state.index.path if state.view is None else f"view {state.view.name!r}"
+        raise IndexError(f"{where}: sample {i} out of range [0, {n})")
+    return i if state.rows is None else int(state.rows[i])

@@ -16,8 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..ranks import resolve_rank
-from .permutation import KeyedPermutation
 
 _CHUNK_SAMPLES = 8192  # samples per permutation evaluation (64 KiB of indices)
 
@@ -37,11 +37,21 @@ class EpochBatch(list[int]):
 
 
 class EpochSource(Protocol):
-    """What the sampler reads from the dataset: its length and current epoch."""
+    """What the sampler reads from the dataset: its length and current epoch (a dataset with an
+    order of its own, a balanced view or a `Mix`, also has `epoch_order(seed, shuffle)`)."""
 
     epoch: int
 
     def __len__(self) -> int: ...
+
+
+def epoch_order_of(dataset: EpochSource, seed: int, shuffle: bool) -> EpochOrder:
+    """The dataset's own order (`epoch_order`), else its samples in a keyed permutation."""
+    own = getattr(dataset, "epoch_order", None)
+    if own is not None:
+        order: EpochOrder = own(seed, shuffle)
+        return order
+    return PermutedOrder(len(dataset), seed, shuffle=shuffle)
 
 
 class EpochBatchSampler:
@@ -50,13 +60,18 @@ class EpochBatchSampler:
     The order is a function of the seed and the epoch only (call `dataset.set_epoch` before each
     epoch, as with `DistributedSampler`), so an interrupted run can replay it. It is a keyed
     permutation evaluated 8192 samples at a time: the first batch costs the same at any dataset
-    size, and the whole order is never held in memory.
+    size, and the whole order is never held in memory. A dataset with an order of its own
+    (`epoch_order`: a balanced view, a `Mix`) is read in that order instead, of its length.
 
-    With `world_size` ranks, rank `rank` takes every `world_size`-th sample of the order from
-    position `rank`. Every rank gets `ceil(N / world_size)` samples, the order padded with its
-    first samples, or `floor(N / world_size)` with `drop_last` (which also drops a last partial
-    batch). `rank` and `world_size` default to torch.distributed's when a process group is
-    initialized, else to the RANK and WORLD_SIZE environment variables, else to (0, 1).
+    With `world_size` ranks, rank `rank` takes every `world_size`-th position of the order from
+    position `start + rank` (`start` 0 but where `resume_at` says otherwise). Every rank gets
+    `ceil(M / world_size)` samples of the `M = L - start` left of the order's `L`, the order
+    padded with its first samples after `start`, or `floor(M / world_size)` with `drop_last`
+    (which also drops a last partial batch). So after `n` batches on every rank the positions
+    read are exactly `[start, start + n * batch_size * world_size)`, from which any number of
+    ranks with any batch size can go on (`resume_at`). `rank` and
+    `world_size` default to torch.distributed's when a process group is initialized, else to
+    the RANK and WORLD_SIZE environment variables, else to (0, 1).
 
     `ahead_stride` k > 0 tags each batch with the batch k places later (`EpochBatch.ahead`):
     with k = the DataLoader's worker count, which hands batches to its workers in turn, that
@@ -88,38 +103,73 @@ class EpochBatchSampler:
         if ahead_stride < 0:
             raise ValueError(f"ahead_stride must be >= 0, got {ahead_stride}")
         self.ahead_stride = ahead_stride
+        self.epoch_order = epoch_order_of(dataset, seed, shuffle)
+        self._resume: tuple[int, int] | None = None  # (epoch, start) of the next iteration
+        self._running: tuple[int, int] | None = None  # (epoch, start) of the current one
+        self._begun = False  # `begin` ran for the iteration about to start
 
-    def samples_per_rank(self) -> int:
-        n, world = len(self.dataset), self.world_size
+    def resume_at(self, epoch: int, position: int) -> None:
+        """Start the next iteration over epoch `epoch` at `position` of its order (an
+        iteration over another epoch starts at 0, and clears this)."""
+        if not 0 <= position <= len(self.epoch_order):
+            raise ValueError(f"position must be in [0, {len(self.epoch_order)}], got {position}")
+        self._resume = (int(epoch), int(position))
+
+    def start(self) -> int:
+        """Where in the order the current iteration started (or the next one starts, when a
+        resume is pending for the dataset's epoch)."""
+        epoch = self.dataset.epoch
+        for pending in (self._resume, self._running):
+            if pending is not None and pending[0] == epoch:
+                return pending[1]
+        return 0
+
+    def begin(self) -> int:
+        """Fix where the next iteration starts (a pending resume of this epoch, else 0), and
+        return it; the iteration then starts there even if it begins later (a DataLoader
+        pulls its first indices when its iterator is made, or on the first `next`)."""
+        epoch = self.dataset.epoch
+        resume = self._resume
+        start = resume[1] if resume is not None and resume[0] == epoch else 0
+        self._running, self._resume, self._begun = (epoch, start), None, True
+        return start
+
+    def samples_per_rank(self, start: int | None = None) -> int:
+        """This rank's samples in an iteration from `start` (default: `start()`)."""
+        start = self.start() if start is None else start
+        n, world = len(self.epoch_order) - start, self.world_size
         return n // world if self.drop_last else -(-n // world)
 
     def __len__(self) -> int:
-        n, b = self.samples_per_rank(), self.batch_size
+        return self._num_batches(self.start())
+
+    def _num_batches(self, start: int) -> int:
+        n, b = self.samples_per_rank(start), self.batch_size
         return n // b if self.drop_last else -(-n // b)
 
     def order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
         """The sample order of `epoch`, over all ranks (materialised: for inspection)."""
-        return self._samples(epoch, np.arange(len(self.dataset), dtype=np.int64))
+        return self._samples(epoch, np.arange(len(self.epoch_order), dtype=np.int64))
 
     def rank_order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
         """The samples this rank reads in `epoch`, in order (materialised)."""
-        return self._rank_samples(epoch, 0, self.samples_per_rank())
+        start = self.start()
+        return self._rank_samples(epoch, start, 0, self.samples_per_rank(start))
 
     def _samples(self, epoch: int, positions: np.ndarray) -> np.ndarray:
-        """The samples at `positions` of the epoch's order: a keyed permutation evaluated at
-        those positions only (see `_permutation`), so no order of N samples is built."""
-        if not self.shuffle:
-            return positions
-        return KeyedPermutation(len(self.dataset), self.seed, epoch)(positions)
+        """The samples at `positions` of the epoch's order, evaluated at those positions only
+        (a keyed permutation: no order of N samples is built)."""
+        return self.epoch_order.samples(epoch, positions)
 
-    def _rank_samples(self, epoch: int, start: int, stop: int) -> np.ndarray:
-        """This rank's samples `[start, stop)`: positions `rank + k * world_size` of the order,
-        wrapping to its start past the end (the padding)."""
-        n = len(self.dataset)
-        if n == 0:
+    def _rank_samples(self, epoch: int, start: int, first: int, stop: int) -> np.ndarray:
+        """This rank's samples `[first, stop)` of an iteration from `start`: positions
+        `start + rank + k * world_size` of the order, wrapping to `start` past the end (the
+        padding)."""
+        left = len(self.epoch_order) - start
+        if left <= 0:
             return np.zeros(0, np.int64)
-        ks = np.arange(start, stop, dtype=np.int64)
-        return self._samples(epoch, (self.rank + ks * self.world_size) % n)
+        ks = np.arange(first, stop, dtype=np.int64)
+        return self._samples(epoch, start + (self.rank + ks * self.world_size) % left)
 
     def __iter__(self) -> Iterator[EpochBatch]:
         stride = self.ahead_stride
@@ -136,11 +186,18 @@ class EpochBatchSampler:
         yield from waiting
 
     def _batches(self) -> Iterator[EpochBatch]:
-        epoch = self.dataset.epoch
-        total, b = self.samples_per_rank(), self.batch_size
+        if not self._begun:
+            self.begin()
+        self._begun = False
+        epoch, start = self._running or (self.dataset.epoch, 0)  # `begin` set it
+        yield from self._epoch_batches(epoch, start)
+
+    def _epoch_batches(self, epoch: int, start: int) -> Iterator[EpochBatch]:
+        total, b = self.samples_per_rank(start), self.batch_size
+        count = self._num_batches(start)
         per_chunk = max(1, _CHUNK_SAMPLES // b)  # batches evaluated together: fewer numpy calls
-        for first in range(0, len(self), per_chunk):
-            last = min(first + per_chunk, len(self))
-            rows = self._rank_samples(epoch, first * b, min(last * b, total)).tolist()
+        for first in range(0, count, per_chunk):
+            last = min(first + per_chunk, count)
+            rows = self._rank_samples(epoch, start, first * b, min(last * b, total)).tolist()
             for k in range(last - first):
                 yield EpochBatch(rows[k * b : (k + 1) * b], epoch)

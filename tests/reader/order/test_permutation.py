@@ -8,7 +8,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from fastpack.reader import EpochBatchSampler
-from fastpack.reader.torch_loader.permutation import KeyedPermutation
+from fastpack.reader.order.permutation import KeyedPermutation
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 63, 64, 65, 1000, 4097, 100_003])
