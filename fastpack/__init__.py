@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .reader import (
         CenterCrop,
         Dataset,
+        Mix,
         Padded,
         RandomResizedCrop,
         SharedMemoryError,
@@ -49,6 +50,7 @@ _LAZY: dict[str, str] = {
     "Padded": "fastpack.reader",
     "CenterCrop": "fastpack.reader",
     "Dataset": "fastpack.reader",
+    "Mix": "fastpack.reader",
     "RandomResizedCrop": "fastpack.reader",
     "VerifyReport": "fastpack.reader",
     "make_loader": "fastpack.reader",
@@ -69,6 +71,7 @@ __all__ = [
     "Dataset",
     "FastpackError",
     "FetchError",
+    "Mix",
     "Padded",
     "RandomResizedCrop",
     "SharedMemoryError",

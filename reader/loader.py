@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .dali import DaliLoader, make_dali_loader
 from .image import CenterCrop, RandomResizedCrop
 from .map_style import Dataset
+from .mix import Mix
 from .streaming import StreamingDataset
 from .torch_loader import make_torch_loader
 
@@ -37,7 +38,7 @@ _DALI_DERIVED = {
 
 
 def make_loader(
-    dataset: Dataset | StreamingDataset,
+    dataset: Dataset | Mix | StreamingDataset,
     *,
     batch_size: int,
     shuffle: bool | None = None,
@@ -59,6 +60,9 @@ def make_loader(
     workers each read their stream of the epoch in batches; its order is its own: `shuffle`,
     `seed` and `drop_last` are then the dataset's (left out, or the same values; others are
     refused with a ValueError naming them), and the last batch of each worker may be short.
+    A `Mix` is read like a `Dataset`, in its own order (`seed` and `shuffle` default to the
+    mix's). The loader resumes: `state_dict()` at any batch boundary, `load_state_dict(state)`
+    with any number of ranks, workers and any batch size (`FastpackLoader`).
 
     `decoder="dali"` reads a `Dataset`'s shards with DALI's CPU operators instead (see
     `make_dali_loader`); a `StreamingDataset` is refused (DALI reads local shards: give it a
@@ -91,6 +95,11 @@ def make_loader(
       `make_loader` sets from the above, is refused.
     """
     if decoder == "dali":
+        if isinstance(dataset, Mix):
+            raise ValueError(
+                f"{dataset.path}: decoder='dali' reads one dataset's shards; a Mix is read by "
+                "the torch loader (decoder='simplejpeg')"
+            )
         if isinstance(dataset, StreamingDataset):
             raise ValueError(
                 f"{dataset.path}: decoder='dali' reads a local dataset's shards itself "

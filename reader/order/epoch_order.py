@@ -70,7 +70,7 @@ class SubsetOrder:
 
 def group_seed(seed: int, group: int) -> int:
     """The seed of group `group`'s own permutation: distinct per group and from `seed`."""
-    key = mix(np.array([seed], np.uint64) ^ _GROUP_KEY) + np.uint64(group + 1) * GOLDEN
+    key = mix(np.array([seed], np.uint64) ^ _GROUP_KEY) + np.array([group + 1], np.uint64) * GOLDEN
     return int(mix(key)[0] >> np.uint64(1))  # KeyedPermutation takes seeds below 2**63
 
 

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..map_style.dataset import Dataset
+from ..mix import Mix
 from ..streaming.dataset import StreamingDataset
 from .sampler import EpochBatchSampler
 from .streaming import batched_copy
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def make_torch_loader(
-    dataset: Dataset | StreamingDataset,
+    dataset: Dataset | Mix | StreamingDataset,
     *,
     batch_size: int,
     shuffle: bool | None = None,
@@ -104,20 +105,23 @@ def make_torch_loader(
 
 
 def _batching(
-    dataset: Dataset | StreamingDataset,
+    dataset: Dataset | Mix | StreamingDataset,
     batch_size: int,
     *,
     shuffle: bool | None,
     seed: int | None,
     drop_last: bool | None,
     workers: int,
-) -> tuple[Dataset | StreamingDataset, dict[str, Any], int]:
+) -> tuple[Dataset | Mix | StreamingDataset, dict[str, Any], int]:
     """The dataset the DataLoader reads, its batching options and its generator's seed: a
     `Dataset` through an `EpochBatchSampler` (which tells each batch of a `pread` dataset the
     one its worker reads next), a `StreamingDataset` as a copy that batches."""
     if isinstance(dataset, StreamingDataset):
         batched = batched_copy(dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
         return batched, {"batch_size": None}, dataset.seed
+    if isinstance(dataset, Mix):  # the mix's own order: its seed and shuffle by default
+        seed = dataset.seed if seed is None else seed
+        shuffle = dataset.shuffle if shuffle is None else shuffle
     seed = 0 if seed is None else seed
     sampler = EpochBatchSampler(
         dataset, batch_size, shuffle=shuffle is not False, drop_last=bool(drop_last), seed=seed,
