@@ -15,25 +15,9 @@ import pytest
 from fastpack.reader import CenterCrop, Dataset, make_loader
 
 from ..conftest import Built
+from .conftest import SAMPLES
 
-SAMPLES = 150  # one class per sample: a batch's labels say which samples it holds
 LAYOUTS = list(itertools.product((1, 2, 4), (0, 1, 3), (7, 64)))
-
-
-@pytest.fixture(scope="module")
-def one_class_per_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
-
-    from ...conftest import jpeg_bytes  # noqa: PLC0415
-
-    root = tmp_path_factory.mktemp("resume")
-    source = root / "src"
-    for c in range(SAMPLES):
-        folder = source / f"c{c:03d}"
-        folder.mkdir(parents=True)
-        (folder / "a.jpg").write_bytes(jpeg_bytes(12, 12, seed=c))
-    build(source, root / "ds", BuildOptions(workers=1, shard_size=40_000, progress=False))
-    return root / "ds"
 
 
 def _loaders(
