@@ -14,7 +14,7 @@ from .streaming import StreamingDataset
 from .torch_loader import make_torch_loader
 
 if TYPE_CHECKING:
-    from torch.utils.data import DataLoader
+    from .torch_loader.dataloader import FastpackLoader
 
 Decoder = Literal["simplejpeg", "dali"]
 
@@ -50,7 +50,7 @@ def make_loader(
     persistent_workers: bool = True,
     decoder: Decoder = "simplejpeg",
     **kwargs: Any,
-) -> DataLoader[Any] | DaliLoader:
+) -> FastpackLoader | DaliLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
     `fields=...` one value per field (see `make_torch_loader`).
 
@@ -117,7 +117,7 @@ def make_loader(
             extra=kwargs,
         )
         loader = make_dali_loader(
-            dataset.path,
+            dataset,
             batch_size=batch_size,
             shuffle=shuffle is not False,
             drop_last=bool(drop_last),
@@ -178,11 +178,6 @@ def _dali_options(
         raise ValueError(
             f"{where} cannot honour persistent_workers=False: DALI's threads live as long as "
             "the loader"
-        )
-    if dataset.epoch != 0:
-        raise ValueError(
-            f"{where}: the Dataset is at epoch {dataset.epoch}, but DALI starts at epoch 0 "
-            "and cannot start at another"
         )
     options = _dali_transform_options(dataset, seed, gpu=extra.get("device") == "gpu")
     options.update(_dali_field_options(dataset, where))

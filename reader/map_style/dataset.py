@@ -32,8 +32,8 @@ from fastpack.formats import (
     Manifest,
     OffsetOutOfRangeError,
     ShardFormatError,
+    manifest_digest,
 )
-from fastpack.formats.manifest import manifest_digest
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
@@ -54,10 +54,10 @@ from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..shard_files import IoChoice, IoMethod, resolve_io
+from ..views import ViewSpec, open_view
 from .range_reads import Request
 from .shard_reader import ShardReader
 
-ViewChoice = Any  # a view's name, its file's path, or a View; None: every sample
 INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per batch is cheap
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
@@ -67,12 +67,12 @@ class _Opened:
     rows of the view read (None: every row), and the decoder of the fields asked for (made on
     first use)."""
 
-    def __init__(self, root: Path, io: IoMethod, view: ViewChoice) -> None:
+    def __init__(self, root: Path, io: IoMethod, view: ViewSpec | None) -> None:
         self.files = DatasetFiles(root)
         self.index = self.files.index
         self.shards = ShardReader(self.files, io)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
-        self.view = None if view is None else _open_view(root, self.files.manifest, view)
+        self.view = None if view is None else open_view(root, self.files.manifest, view)
         self.rows = None if self.view is None else self.view.rows
         self.unreleased = 0  # samples read since the index pages were last released
         self.decoder: SampleDecoder | None = None
@@ -149,7 +149,7 @@ class Dataset(ClosesOnExit):
         pad_value: float = 0,
         drop_empty_boxes: bool = True,
         io: IoChoice = "auto",
-        view: ViewChoice = None,
+        view: ViewSpec | None = None,
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
@@ -518,12 +518,6 @@ def _member_name(files: DatasetFiles, i: int, field: str) -> str:
         f"{files.shard_path(shard)}: sample {i} (key {index.key(i)}) field {field!r} at offset "
         f"{offset}"
     )
-
-
-def _open_view(root: Path, manifest: Manifest, view: ViewChoice) -> Any:
-    from ..views import open_view  # noqa: PLC0415
-
-    return open_view(root, manifest, view)
 
 
 def _count(state: _Opened) -> int:

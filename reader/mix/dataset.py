@@ -15,7 +15,7 @@ is given in the unified table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -54,7 +54,7 @@ class Mix:
         if not sources:
             raise ValueError("Mix needs at least one (dataset, weight) source")
         for dataset, _ in sources:
-            if isinstance(dataset, StreamingDataset):
+            if isinstance(cast(object, dataset), StreamingDataset):
                 raise TypeError(
                     f"{dataset.path}: Mix reads map-style Datasets; a StreamingDataset's order "
                     "is its own shard windows. Fetch the dataset (fastpack.reader."

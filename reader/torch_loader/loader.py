@@ -17,7 +17,7 @@ from .sampler import EpochBatchSampler
 from .streaming import batched_copy
 
 if TYPE_CHECKING:
-    from torch.utils.data import DataLoader
+    from .dataloader import FastpackLoader
 
 
 def make_torch_loader(
@@ -32,7 +32,7 @@ def make_torch_loader(
     prefetch_factor: int = 2,
     persistent_workers: bool = True,
     **kwargs: Any,
-) -> DataLoader[Any]:
+) -> FastpackLoader:
     """A DataLoader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` torch tensors,
     or with other `Dataset(fields=...)` one value per field, as `Dataset.__getitems__` returns
     them, with arrays as tensors (lists of arrays as lists of tensors, `Padded` values and

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.reader import CenterCrop, Dataset, Mix, StreamingDataset, make_loader
+from fastpack.reader import (
+    CenterCrop,
+    Dataset,
+    EpochBatchSampler,
+    Mix,
+    StreamingDataset,
+    make_loader,
+)
+from fastpack.reader.torch_loader.dataloader import FastpackLoader
 
 from ...conftest import jpeg_bytes
 
@@ -32,9 +41,9 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return a, b
 
 
-def _mix(paths: tuple[Path, Path], **options: int) -> Mix:
+def _mix(paths: tuple[Path, Path], *, seed: int, epoch_size: int = 50) -> Mix:
     a, b = (Dataset(p, transform=CenterCrop(8)) for p in paths)
-    return Mix([(a, 0.7), (b, 0.3)], epoch_size=options.pop("epoch_size", 50), **options)
+    return Mix([(a, 0.7), (b, 0.3)], epoch_size=epoch_size, seed=seed)
 
 
 def test_each_epoch_meets_its_quotas_with_one_class_table(two: tuple[Path, Path]) -> None:
@@ -53,7 +62,8 @@ def test_each_epoch_meets_its_quotas_with_one_class_table(two: tuple[Path, Path]
         assert counts[2] <= 15 <= counts[2] + counts[1]
         assert counts[0] <= 35
     # source b's 15 per epoch read its 45 samples once over three epochs (its own permutation)
-    order = loader.batch_sampler.epoch_order
+    assert isinstance(loader, FastpackLoader)
+    order = cast(EpochBatchSampler, loader.batch_sampler).epoch_order
     drawn = np.concatenate([order.samples(e, np.arange(50)) for e in range(3)])
     from_b = drawn[drawn >= 12] - 12
     assert sorted(from_b.tolist()) == list(range(45))
@@ -75,11 +85,13 @@ def test_mix_batches_carry_unified_labels(two: tuple[Path, Path]) -> None:
 
 
 def test_mix_resumes_on_another_layout(two: tuple[Path, Path]) -> None:
-    whole = make_loader(_mix(two, seed=2), batch_size=5, num_workers=0)
-    whole.dataset.set_epoch(1)
+    mix = _mix(two, seed=2)
+    whole = make_loader(mix, batch_size=5, num_workers=0)
+    mix.set_epoch(1)
     expected = Counter(np.concatenate([y.numpy() for _, y in whole]).tolist())
-    first = make_loader(_mix(two, seed=2), batch_size=5, num_workers=2)
-    first.dataset.set_epoch(1)
+    mix = _mix(two, seed=2)
+    first = make_loader(mix, batch_size=5, num_workers=2)
+    mix.set_epoch(1)
     it, seen = iter(first), []
     for _ in range(4):
         seen += next(it)[1].tolist()
