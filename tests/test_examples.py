@@ -60,7 +60,7 @@ def label_counts() -> str:
 def test_every_example_is_tested() -> None:
     tested = {
         "build_and_train.py", "read_with_webdataset.py", "read_with_dali.py",
-        "train_coco_multilabel.py", "read_with_tensorflow.py",
+        "train_coco_multilabel.py", "read_with_tensorflow.py", "resume_training.py",
     }  # fmt: skip
     assert {p.name for p in EXAMPLES} == tested
 
@@ -77,6 +77,23 @@ def test_build_and_train(image_folder: Path, tmp_path: Path) -> None:
     assert len(losses) == 5
     assert all(math.isfinite(v) and v > 0 for v in losses)
     assert re.search(r"^trained 5 steps, 20 images in .* images/s\)$", out, re.MULTILINE), out
+
+
+def test_resume_training_on_another_worker_count(dataset: Path, tmp_path: Path) -> None:
+    checkpoint, total = tmp_path / "ckpt.pt", sum(PER_CLASS)
+    first = run_example(
+        "resume_training.py", dataset, checkpoint,
+        "--workers", "2", "--batch-size", "4", "--stop-after", "2", "--size", "32",
+    )  # fmt: skip
+    assert "stopped at epoch 0, position 8" in first
+    second = run_example(
+        "resume_training.py", dataset, checkpoint,
+        "--workers", "0", "--batch-size", "3", "--size", "32",
+    )  # fmt: skip
+    assert "resumed at epoch 0, position 8" in second
+    # the epoch split over two runs still holds each image once: 8 before the stop, 7 after
+    assert f"epoch 0 done: {total} of {total} images" in second
+    assert f"epoch 1 done: {total} of {total} images" in second
 
 
 def test_build_and_train_from_an_existing_dataset(dataset: Path) -> None:
