@@ -147,6 +147,75 @@ def _add_info(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(handler=_run_info)
 
 
+def _class_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"no class in {text!r}: expected NAME[,NAME...]")
+    return names
+
+
+def _fraction(text: str) -> float:
+    value = _float_above(0, or_equal=False)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: expected a number in (0, 1]")
+    return value
+
+
+def _split(text: str) -> tuple[tuple[str, float], ...]:
+    from .view_build import ViewOptionsError, parse_split  # noqa: PLC0415 - keep `--help` fast
+
+    try:
+        return parse_split(text)
+    except ViewOptionsError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def _add_view(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "view",
+        help="write a view: a named subset of a dataset's samples, selected from its index",
+        description="Select samples by class, source path and a seeded fraction, or split them "
+        "into disjoint parts, and write each selection as a small view file (by default "
+        "DATASET/views/NAME.fpview) that the loaders take by name. The shards are not read "
+        "or rewritten. All the options given must hold.",
+    )
+    p.add_argument("dataset", help="dataset directory or URL")
+    p.add_argument(
+        "name", nargs="?", help="the view's name; with --split, the prefix of the parts' names"
+    )
+    p.add_argument(
+        "--classes", type=_class_names, metavar="A,B", help="samples of these classes (names)"
+    )
+    p.add_argument(
+        "--fraction", type=_fraction, metavar="F",
+        help="a seeded fraction F in (0, 1] of the samples; with one seed, a smaller fraction "
+        "is a subset of a larger one",
+    )  # fmt: skip
+    p.add_argument(
+        "--split", type=_split, metavar="PART:F,...",
+        help="one view per part, disjoint, e.g. train:0.9,val:0.1 (fractions sum to at most "
+        "1); named NAME-PART, or PART without NAME",
+    )  # fmt: skip
+    p.add_argument(
+        "--where", metavar="GLOB",
+        help="samples whose source path matches this glob (fnmatch: *, ?, [...]; * matches / "
+        "too); quote it",
+    )  # fmt: skip
+    p.add_argument(
+        "--balance", action="store_true", help="mark the views to be drawn class-balanced"
+    )
+    p.add_argument(
+        "--seed", type=_int_at_least(0), default=0,
+        help="seed of --fraction and --split (default: 0)",
+    )  # fmt: skip
+    p.add_argument(
+        "--output",
+        help="where to write: a file (or URL) for one view, a directory for a split (default: "
+        "beside the dataset, DATASET/views/NAME.fpview)",
+    )
+    p.set_defaults(handler=_run_view)
+
+
 def _add_verify(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("verify", help="check a dataset's files against its manifest and index")
     p.add_argument("dataset", help="dataset directory or URL")
@@ -255,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fastpack {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_build, _add_info, _add_verify, _add_demo, _add_bench):
+    for add in (_add_build, _add_info, _add_verify, _add_view, _add_demo, _add_bench):
         add(commands)
     return parser
 
@@ -325,6 +394,18 @@ def _run_verify(args: argparse.Namespace) -> int:
         report = verify_dataset(args.dataset, decode=args.decode, progress=args.progress)
         print(report.format())
     return 0 if report.ok else 1
+
+
+def _run_view(args: argparse.Namespace) -> int:
+    from .view_build import build_views, save_views  # noqa: PLC0415 - keep `--help` fast
+
+    views = build_views(
+        args.dataset, args.name, classes=args.classes, fraction=args.fraction, split=args.split,
+        where=args.where, balance=args.balance, seed=args.seed,
+    )  # fmt: skip
+    for view, path in zip(views, save_views(args.dataset, views, output=args.output), strict=True):
+        print(f"{view.name}: {view.count} of {view.num_samples} samples -> {path}")
+    return 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ class DatasetInfo:
     manifest: Manifest
     file_system: str = ""  # the type of the file system of a local path ("" for a URL)
     io: str = ""  # how `Dataset(path)` reads its shards there ("" for a URL)
+    views: tuple[str, ...] = ()  # the views beside a local dataset (formats/SPEC.md section 8)
 
     @property
     def total_bytes(self) -> int:
@@ -51,6 +52,7 @@ class DatasetInfo:
             "stats": dict(m.stats),
             "file_system": self.file_system,
             "io": self.io,
+            "views": list(self.views),
         }
 
     def format(self) -> str:
@@ -66,6 +68,7 @@ class DatasetInfo:
             f"build     {_format_mapping(_build_summary(m.build))}",
             f"stats     {_format_mapping(m.stats)}",
             f"storage   {self._storage()}",
+            f"views     {', '.join(self.views) or '-'}",
         ]
         return "\n".join(lines)
 
@@ -143,6 +146,7 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     from .reader import read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
     from .reader.file_system import file_system_type  # noqa: PLC0415
     from .reader.shard_files import resolve_io  # noqa: PLC0415
+    from .reader.views import list_views  # noqa: PLC0415
     from .storage import is_url  # noqa: PLC0415
 
     if is_url(path):
@@ -153,4 +157,5 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     return DatasetInfo(
         path=str(root), manifest=read_manifest(root / MANIFEST_NAME),
         file_system=file_system_type(root), io=resolve_io("auto", root),
+        views=tuple(list_views(root)),
     )  # fmt: skip

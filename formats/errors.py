@@ -58,6 +58,14 @@ class FieldValueError(FormatError):
     """A field value that does not fit its schema entry, or member bytes that do not decode."""
 
 
+class ViewError(FormatError):
+    """A view file (formats/SPEC.md section 8) is malformed."""
+
+
+class ViewMismatchError(FastpackError, ValueError):
+    """A view was made for another dataset than the one it is opened with."""
+
+
 class AbsentFieldError(FastpackError, LookupError):
     """A sample lacks a member of an optional field that was asked for.
 

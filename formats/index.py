@@ -502,6 +502,23 @@ class Index:
         present: npt.NDArray[np.bool_] = self.offsets(field_name) != np.uint64(ABSENT)
         return present
 
+    def string_table(self, name: str) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]:
+        """`(blob, offsets)` of the `key` or `source` strings, for a scan of every sample at
+        once: string `i` is `blob[offsets[i]:offsets[i + 1]]`, UTF-8 (unchecked). Checks in
+        one pass that the offsets do not decrease."""
+        if name not in ("key", "source"):
+            raise KeyError(f"{self.path}: no string table {name!r}; there are 'key' and 'source'")
+        blob: npt.NDArray[np.uint8] = self._sections[f"{name}.blob"]  # type: ignore[assignment]
+        offsets: npt.NDArray[np.uint64] = self._sections[f"{name}.offsets"]  # type: ignore[assignment]
+        back = np.flatnonzero(offsets[1:] < offsets[:-1])
+        if back.size:
+            i = int(back[0])
+            raise CorruptIndexError(
+                f"{self.path}: section '{name}.offsets' gives sample {i} bytes "
+                f"[{int(offsets[i])}, {int(offsets[i + 1])}), expected a non-decreasing range"
+            )
+        return blob, offsets
+
     def key(self, i: int) -> str:
         """The key of sample `i`."""
         return self._string("key", self._key_blob, self._key_offsets, i)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -75,6 +76,13 @@ class Manifest:
             if shard["crc32c"] is None:
                 del shard["crc32c"]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def manifest_digest(manifest: Manifest) -> str:
+    """Hex SHA-256 of the manifest's canonical text: the identity of its dataset (views and
+    loader states name a dataset by it). Equal to the SHA-256 of `fastpack.json` as
+    `write_manifest` writes it."""
+    return hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()
 
 
 def version_for(schema: Schema, shard_format: str = "tar") -> int:

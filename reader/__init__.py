@@ -23,6 +23,7 @@ from .remote import fetch_dataset, read_manifest_at
 from .streaming import FetchOptions, StreamingDataset
 from .torch_loader import EpochBatchSampler
 from .verify import VerifyReport, verify_dataset, verify_remote
+from .views import list_views, open_view
 
 __all__ = [
     "IMAGENET_MEAN",
@@ -44,8 +45,10 @@ __all__ = [
     "Transform",
     "VerifyReport",
     "fetch_dataset",
+    "list_views",
     "make_dali_loader",
     "make_loader",
+    "open_view",
     "read_manifest_at",
     "to_float",
     "verify_dataset",

@@ -406,3 +406,19 @@ def test_empty_index(tmp_path: Path) -> None:
     ix = Index(path)
     assert (len(ix), ix.fields, ix.label.tolist(), len(ix._key_blob)) == (0, FIELDS, [], 0)
     assert _section_at(path, "shard") == path.stat().st_size - 128
+
+
+def test_string_table_reads_every_string_at_once(index_path: Path) -> None:
+    blob, offsets = Index(index_path).string_table("source")
+    assert unpack_strings(blob, offsets) == list(SOURCES)
+    keys = unpack_strings(*Index(index_path).string_table("key"))
+    assert keys == [f"{i:09d}" for i in range(len(SOURCES))]
+    with pytest.raises(KeyError, match="no string table 'label'"):
+        Index(index_path).string_table("label")
+
+
+def test_string_table_refuses_offsets_that_go_back(index_path: Path) -> None:
+    at = _section_at(index_path, "source.offsets") + 8  # entry 1: the end of sample 0
+    _patch(index_path, at, struct.pack("<Q", 2**40))
+    with pytest.raises(CorruptIndexError, match=r"'source.offsets' gives sample 1 bytes \["):
+        Index(index_path).string_table("source")

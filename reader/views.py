@@ -1,0 +1,87 @@
+"""Opening a view (formats/SPEC.md section 8) for a dataset a loader reads: by name beside the
+dataset, by path or URL, or as a `View` already in memory; always checked against the dataset."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import (
+    VIEW_SUFFIX,
+    VIEWS_DIR,
+    DatasetNotFoundError,
+    FastpackError,
+    Manifest,
+    View,
+    check_view_dataset,
+    is_view_name,
+    read_view_file,
+    view_file_name,
+    view_from_bytes,
+)
+from fastpack.storage import Location, is_url
+
+ViewSpec = str | os.PathLike[str] | View
+
+
+def open_view(
+    dataset_root: str | os.PathLike[str],
+    manifest: Manifest,
+    view: ViewSpec,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> View:
+    """The view `view` of the dataset at `dataset_root` (a directory or URL) whose manifest is
+    `manifest`: a name (no `/`, no `.fpview`), looked up at `<root>/views/<name>.fpview`; a path
+    or URL of a view file; or a `View`. `ViewMismatchError` if it was made for another dataset;
+    `DatasetNotFoundError` naming the place looked at (and the views there) if there is none."""
+    if isinstance(view, View):
+        return check_view_dataset(view, manifest, f"view {view.name!r}")
+    text = os.fspath(view)
+    root = os.fspath(dataset_root).rstrip("/")
+    by_name = is_view_name(text) and not text.endswith(VIEW_SUFFIX)
+    target = f"{root}/{view_file_name(text)}" if by_name else text
+    try:
+        found = read_view_at(target, storage_options)
+    except DatasetNotFoundError as e:
+        if not by_name:
+            raise
+        names = list_views(root, storage_options)
+        there = f": {', '.join(names)}" if names else " (none)"
+        raise DatasetNotFoundError(
+            f"{target}: no view {text!r} beside the dataset; the views there are{there}"
+        ) from e
+    return check_view_dataset(found, manifest, target)
+
+
+def read_view_at(path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> View:
+    """The view file at the local path or URL `path`."""
+    if not is_url(path):
+        return read_view_file(path)
+    folder, _, name = os.fspath(path).rpartition("/")
+    location = Location(folder, storage_options)
+    try:
+        data = location.read_bytes(name)
+    except DatasetNotFoundError as e:
+        raise DatasetNotFoundError(f"{location.url_of(name)}: view file not found") from e
+    return view_from_bytes(data, location.url_of(name))
+
+
+def list_views(
+    dataset_root: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The names of the views beside the dataset at `dataset_root`, sorted; [] where the folder
+    cannot be listed."""
+    try:
+        if is_url(dataset_root):
+            location = Location(os.fspath(dataset_root), storage_options)
+            files = [name for name, _ in location.walk(VIEWS_DIR)]
+        else:
+            files = [p.name for p in (Path(dataset_root) / VIEWS_DIR).iterdir()]
+    except (OSError, ValueError, FastpackError):
+        return []
+    return sorted(
+        f.rpartition("/")[2][: -len(VIEW_SUFFIX)] for f in files if f.endswith(VIEW_SUFFIX)
+    )
