@@ -25,11 +25,14 @@ rules as `Dataset.__getitems__`. A remote dataset's zstd dictionaries are fetche
 manifest.
 With `batch_size` each stream decodes its own batches in place instead (`window` locates each
 window's samples, `reading` decodes them, one at a time or a batch at a time); the epoch lives in
-shared memory (`epoch`), so that persistent DataLoader workers follow `set_epoch`.
+shared memory (`epoch`), so that persistent DataLoader workers follow `set_epoch`. An epoch
+stopped part-way resumes on another layout of ranks, workers and batch size (`elastic`); `view`
+reads a view's rows only (`view_rows`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -43,6 +46,8 @@ from fastpack.formats import (
     MANIFEST_NAME,
     DatasetFiles,
     Manifest,
+    View,
+    manifest_digest,
     manifest_from_text,
     read_manifest,
 )
@@ -63,15 +68,18 @@ from ..image.transforms import Transform
 from ..ranks import resolve_rank
 from ..remote import IndexRows, dictionaries, read_manifest_bytes
 from ..shard_files import IoChoice, IoMethod, check_io, resolve_io
+from ..views import ViewSpec
 from .cache import ShardCache
+from .elastic import EpochProgress, Segment, length, resumed_parts, resumed_streams
 from .epoch import SharedEpoch
 from .origins import MountOrigin, ShardOrigin, UrlOrigin
-from .plan import Chunk, Stream, StreamPlan, rank_span, split_span, stream_plan
+from .plan import Chunk, Part, Stream, StreamPlan, stream_plan
 from .prefetch import PrefetchDepth
 from .readahead import ReadAhead, chunk_spans
 from .reading import Allocate, Span, WindowReader, sample_decoder
 from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
+from .view_rows import shard_counts, streaming_view
 from .window import Window, locate_window
 
 Sample = tuple[Any, ...]  # (image, label) by default; one value per field
@@ -114,7 +122,14 @@ class StreamingDataset(ClosesOnExit, _Base):
     `state_dict()` and `load_state_dict()` describe one stream (the process calling them: a
     DataLoader worker, or the main process with `num_workers=0`) in samples, with or without
     `batch_size`, which is what torchdata's `StatefulDataLoader` saves and restores per worker;
-    a resumed run must use the same world size and worker count.
+    such a state resumes with the same world size and worker count. The state of
+    `make_loader(ds, ...)` describes the whole epoch in a few integers and resumes it with any
+    world size, worker count and batch size (`resume`; `elastic`).
+
+    `view` (the name of a view beside the dataset, the path or URL of a `.fpview` file, or a
+    `View`) reads only the view's samples: an epoch is its rows grouped by shard, `len()` and
+    `num_batches` count them, and shards holding none of them are never fetched. A
+    class-balanced view is refused: drawing balanced shares needs `Dataset(view=...)`.
 
     A local `path` is read in place. On a network or FUSE file system (NFS, Lustre, sshfs, ...)
     the chunks a stream is about to read are read ahead, whole and in order, by background
@@ -129,7 +144,9 @@ class StreamingDataset(ClosesOnExit, _Base):
     set per rank (a function of the seed, the world size and the limit: `resident_shards`) that
     the rank reads every epoch and never evicts. So each epoch after the first fetches the
     dataset's bytes less the resident ones. All ranks must be given the same limit and worker
-    count. A limit below one stream's working set is refused.
+    count. A limit below one stream's working set is refused. An epoch resumed with another
+    layout (`resume`) reads through the plans of the layout that began it: correct, but it does
+    not favour the resident shards of the new layout until the next epoch.
 
     `prefetch` (default None) is how many shards a stream fetches ahead of the one it reads; None
     chooses it as the stream goes, from the download and read times it measures (at least one
@@ -164,6 +181,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         pad_value: float = 0,
         drop_empty_boxes: bool = True,
         batch_size: int | None = None,
+        view: ViewSpec | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.transform, self.seed, self.shuffle = transform, int(seed), shuffle
@@ -203,24 +221,44 @@ class StreamingDataset(ClosesOnExit, _Base):
             self._origin = MountOrigin(self.root)
             self._cache_root = self._mount_cache(Path(cache_dir))
         self.io: IoMethod = resolve_io(io, self._cache_root or self.root)
-        schema = self.manifest.schema
-        self.field: str | None = image_field(schema, field, self.path)
-        self.fields: tuple[str, ...] = choose_fields(schema, fields, self.field, self.path)
-        self.layout: BatchLayout = plan_columns(
-            schema, self.fields, image=self.field, transform=transform, pad=self.pad
-        )
-        check_geometry(self.layout, transform, self.path)
-        self._counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
-        self._resident: tuple[int, list[npt.NDArray[np.int64]] | None] | None = None  # by workers
+        self.field, self.fields, self.layout = self._columns(field, fields, transform)
+        self.view: View | None = None  # the samples read: a view's rows (by shard), or all
+        if view is not None:
+            self.view = streaming_view(self.path, self.manifest, view, storage_options)
+        self._counts = self._shard_counts()
+        self._resident: tuple[tuple[int, int], list[Labels] | None] | None = None  # by layout
         self._check_cache_limit()
         self._files: tuple[DatasetFiles, Labels] | None = None
         self._decoder: SampleDecoder | None = None
         self._stream: Stream | None = None
         self._position = 0
         self._resume: tuple[Stream, int] | None = None
+        self._progress: EpochProgress | None = None  # an epoch to resume (`resume`)
+        self._segments: EpochProgress | None = None  # what the current iteration resumed
         _register_with_torch()
 
     # -- configuration --------------------------------------------------------------------------
+
+    def _columns(
+        self, field: str | None, fields: Sequence[str] | None, transform: Transform | None
+    ) -> tuple[str | None, tuple[str, ...], BatchLayout]:
+        """The image field, the fields of a sample and how they are laid out in a batch."""
+        schema = self.manifest.schema
+        image = image_field(schema, field, self.path)
+        chosen = choose_fields(schema, fields, image, self.path)
+        layout = plan_columns(schema, chosen, image=image, transform=transform, pad=self.pad)
+        check_geometry(layout, transform, self.path)
+        return image, chosen, layout
+
+    def _shard_counts(self) -> Labels:
+        """The samples each shard adds to an epoch: all of them, or the view's."""
+        counts = np.array([s.samples for s in self.manifest.shards], dtype=np.int64)
+        return counts if self.view is None else shard_counts(counts, self.view.rows)
+
+    @property
+    def _rows(self) -> Labels | None:
+        """The view's rows, which an epoch's positions number; None: the dataset's."""
+        return None if self.view is None else self.view.rows
 
     def _check_options(self) -> None:
         checks = (
@@ -252,20 +290,33 @@ class StreamingDataset(ClosesOnExit, _Base):
         """The shards each rank keeps in its node's cache for good when its streams are
         `workers` DataLoader workers (0: the main process), None without a bounded cache of a
         dataset fetched into a cache (see `residency`)."""
+        return self._resident_of(self.world_size, self.resident_budget(workers))
+
+    def resident_budget(self, workers: int) -> int | None:
+        """Bytes of resident shards each rank keeps when its streams are `workers` DataLoader
+        workers; None when no shard is resident. With the world size it fixes the epoch's
+        shard order (`residency.resident_order`)."""
         if self._origin is None or self.cache_limit is None:
             return None
-        if self._resident is None or self._resident[0] != workers:
+        budget = rank_budget(
+            self.cache_limit, world=self.world_size, streams=max(1, workers),
+            working_shards=self.shuffle_window + self.ahead_limit,
+            largest=max((s.bytes for s in self.manifest.shards), default=0),
+        )  # fmt: skip
+        return budget if self._resident_of(self.world_size, budget) is not None else None
+
+    def _resident_of(self, world: int, budget: int | None) -> list[Labels] | None:
+        """The resident shards of each of `world` ranks keeping `budget` bytes each; None when
+        there are none."""
+        if budget is None:
+            return None
+        if self._resident is None or self._resident[0] != (world, budget):
             sizes = np.array([s.bytes for s in self.manifest.shards], dtype=np.int64)
-            budget = rank_budget(
-                self.cache_limit, world=self.world_size, streams=max(1, workers),
-                working_shards=self.shuffle_window + self.ahead_limit,
-                largest=int(sizes.max(initial=0)),
-            )  # fmt: skip
             resident = resident_shards(
-                self._counts, sizes, seed=self.seed, world=self.world_size, budget=budget,
-                span=len(self),
+                self._counts, sizes, seed=self.seed, world=world, budget=budget,
+                span=self._span(world),
             )  # fmt: skip
-            self._resident = (workers, resident if any(len(r) for r in resident) else None)
+            self._resident = ((world, budget), resident if any(len(r) for r in resident) else None)
         return self._resident[1]
 
     def _fetch_metadata(self, cache_dir: Path) -> Path:
@@ -340,39 +391,67 @@ class StreamingDataset(ClosesOnExit, _Base):
     def __len__(self) -> int:
         """Samples this rank yields per epoch (over all its workers; `num_batches` counts the
         batches)."""
-        total, world = self.manifest.num_samples, self.world_size
+        return self._span(self.world_size)
+
+    def _span(self, world: int) -> int:
+        """Samples each of `world` ranks reads per epoch."""
+        total = int(self._counts.sum())
         return total // world if self.drop_last else -(-total // world)
 
-    def num_batches(self, workers: int) -> int:
+    def num_batches(self, workers: int, progress: EpochProgress | None = None) -> int:
         """Batches this rank yields per epoch with `batch_size` set, read by `workers` DataLoader
-        workers (0: the main process): each worker's stream ends with a short batch unless its
-        samples fill the last one."""
+        workers (0: the main process), or, given `progress`, in what its segments left of the
+        epoch: each worker's stream ends with a short batch unless its samples fill the last
+        one."""
         if self.batch_size is None:
             raise ValueError(f"{self.path}: num_batches needs a batch_size; this dataset has none")
-        start, stop = rank_span(self.manifest.num_samples, self.world_size, self.rank,
-                                self.drop_last)  # fmt: skip
-        streams, size, total = max(1, workers), self.batch_size, 0
-        for worker in range(streams):
-            first, last = split_span(start, stop, streams, worker)
-            total += -(-(last - first) // size)
-        return total
+        segments = () if progress is None else progress.segments
+        streams = resumed_streams(
+            int(self._counts.sum()), segments, self.world_size, workers, self.drop_last
+        )
+        per_rank, size = max(1, workers), self.batch_size
+        own = streams[self.rank * per_rank : (self.rank + 1) * per_rank]
+        return sum(-(-length(s) // size) for s in own)
+
+    def current_epoch(self) -> int:
+        """The epoch the next iteration reads: the last `set_epoch` of this object or any copy
+        sharing its epoch."""
+        return self._shared_epoch.get()
+
+    def order_identity(self) -> dict[str, Any]:
+        """What this dataset's samples are, as a loader's saved state names them: the manifest's
+        digest and the view (name and digest)."""
+        view = self.view
+        return {
+            "dataset": manifest_digest(self.manifest),
+            "view": None if view is None else {"name": view.name, "digest": view.digest()},
+        }
 
     # -- state ----------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """The progress of the stream calling it: epoch and samples already yielded."""
+        """The progress of the stream calling it: epoch and samples already yielded (in an
+        epoch resumed by `resume`, also its segments: see `elastic`)."""
         stream = self._stream or self._current_stream()
         position = self._position if self._stream is not None else 0
+        progress = self._segments
         if self._resume is not None:
-            stream, position = self._resume
-        return {"epoch": self.epoch, "position": position, "stream": list(stream),
-                "seed": self.seed}  # fmt: skip
+            (stream, position), progress = self._resume, self._progress
+        state = {"epoch": self.epoch, "position": position, "stream": list(stream),
+                 "seed": self.seed}  # fmt: skip
+        if progress is not None and progress.segments:
+            state["segments"] = [list(s) for s in progress.segments]
+            state["resident_budget"] = progress.resident_budget
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from `state_dict()`: the next iteration starts after the samples it counts."""
         try:
             epoch, position = int(state["epoch"]), int(state["position"])
             stream = Stream(*(int(v) for v in state["stream"]))
+            segments = tuple(Segment(*(int(v) for v in s)) for s in state.get("segments", ()))
+            budget = state.get("resident_budget")
+            budget = None if budget is None else int(budget)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{self.path}: not a StreamingDataset state: {state!r}") from e
         if int(state.get("seed", self.seed)) != self.seed:
@@ -381,6 +460,17 @@ class StreamingDataset(ClosesOnExit, _Base):
             )
         self.set_epoch(epoch)
         self._resume = (stream, position)
+        self._progress = EpochProgress(epoch=epoch, segments=segments, resident_budget=budget)
+
+    def resume(self, progress: EpochProgress | None) -> None:
+        """Make the next iteration over `progress.epoch` read what its segments left of it,
+        split over this dataset's world size and the iteration's workers (`elastic`); an
+        iteration over another epoch reads it whole and drops `progress` (None: drop the
+        resume pending). A resumed epoch reads through its first layout's plans: this layout's
+        resident shards stay cached but are not favoured until the next epoch."""
+        for segment in () if progress is None else progress.segments:
+            segment.check()
+        self._progress, self._resume = progress, None
 
     # -- iteration ------------------------------------------------------------------------------
 
@@ -391,16 +481,21 @@ class StreamingDataset(ClosesOnExit, _Base):
     def plan(self, stream: Stream | None = None) -> StreamPlan:
         """The windows of `stream` (default: the calling process's) in the current epoch."""
         stream = stream or self._current_stream()
-        resident = self.resident_shards(stream.workers)
+        return self._plan(stream, self.resident_budget(stream.workers))
+
+    def _plan(self, stream: Stream, budget: int | None) -> StreamPlan:
+        """The plan of `stream` when each rank of its layout keeps `budget` bytes of resident
+        shards (None: none), which fixes the epoch's shard order."""
+        resident = self._resident_of(stream.world, budget)
         order = None
         if resident is not None:
             order = resident_order(
                 self._counts, resident, seed=self.seed, epoch=self.epoch,
-                span=max(1, len(self)), shuffle=self.shuffle,
+                span=max(1, self._span(stream.world)), shuffle=self.shuffle,
             )  # fmt: skip
         return stream_plan(
             self._counts, stream, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle,
-            window=self.shuffle_window, drop_last=self.drop_last, order=order,
+            window=self.shuffle_window, drop_last=self.drop_last, order=order, rows=self._rows,
         )  # fmt: skip
 
     def _start_position(self, stream: Stream) -> int:
@@ -417,16 +512,30 @@ class StreamingDataset(ClosesOnExit, _Base):
 
     def __iter__(self) -> Iterator[Sample]:
         """This stream's samples of the epoch that `set_epoch` last chose (read now, so that
-        persistent workers follow it), one at a time or, with `batch_size`, in batches."""
+        persistent workers follow it), one at a time or, with `batch_size`, in batches; what
+        it reads is settled here, before the first sample."""
         self.epoch = self._shared_epoch.get()
         stream = self._current_stream()
         start = self._start_position(stream)
-        plan = self.plan(stream)
-        self._stream, self._position = stream, start
-        first, skip = plan.locate(start)
-        source = self._source([c for w in plan.windows[first:] for c in w])
+        progress, self._progress = self._progress, None
+        if progress is not None and (progress.epoch != self.epoch or not progress.segments):
+            progress = None
+        self._stream, self._position, self._segments = stream, start, progress
+        if progress is None:
+            plan = self.plan(stream)
+            parts = plan.parts(start, plan.num_samples)
+        else:
+            parts = resumed_parts(
+                progress, stream, total=int(self._counts.sum()), drop_last=self.drop_last,
+                plan_of=functools.partial(self._plan, budget=progress.resident_budget),
+                skip=start,
+            )  # fmt: skip
+        return self._read(parts)
+
+    def _read(self, parts: list[Part]) -> Iterator[Sample]:
+        source = self._source([c for part in parts for c in part.chunks])
         try:
-            windows = self._windows(plan, first, skip, source)
+            windows = self._windows(parts, source)
             if self.batch_size is None:
                 yield from self._samples(windows, source)
             else:
@@ -434,20 +543,18 @@ class StreamingDataset(ClosesOnExit, _Base):
         finally:
             source.close()
 
-    def _windows(
-        self, plan: StreamPlan, first: int, skip: int, source: ShardSource
-    ) -> Iterator[Window]:
-        """The windows of `plan` from window `first` on (less its first `skip` samples), each
-        located when it is reached, after its shards are opened."""
+    def _windows(self, parts: list[Part], source: ShardSource) -> Iterator[Window]:
+        """The samples of `parts`, a window each, located when it is reached, after its shards
+        are opened."""
         files, _ = self._opened()
         draws = 0 if self.transform is None else self.transform.draws
         image = self.field if self.layout.image_label else None  # byte ranges looked up ahead
         position = 0
-        for w in range(first, len(plan.windows)):
-            chunks = plan.windows[w]
+        for part in parts:
+            chunks = part.chunks
             positions = range(position, position + len(chunks))
             shard_files = {c.shard: source.get(p) for c, p in zip(chunks, positions, strict=True)}
-            ids = plan.window_samples(w)[skip if w == first else 0 :]
+            ids = part.samples()
             yield locate_window(
                 files, ids, shard_files, positions, image=image, seed=self.seed,
                 epoch=self.epoch, draws=draws,
@@ -526,6 +633,10 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._origin is None or self._cache_root is None:
             readahead = None
             if self._remote_fs and self.io == "pread":
+                rows = self._rows  # a view's chunks number its rows: read ahead the rows they span
+                if rows is not None:
+                    chunks = [Chunk(c.shard, int(rows[c.start]), int(rows[c.stop - 1]) + 1)
+                              for c in chunks]  # fmt: skip
                 readahead = ReadAhead(
                     chunk_spans(self._opened()[0].index, chunks), depth=2 * self.shuffle_window,
                     threads=self.shuffle_window,

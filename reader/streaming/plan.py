@@ -1,6 +1,7 @@
 """Which samples each stream (rank x worker) reads in an epoch, and in what order.
 
-An epoch is the dataset's shards in a seeded permutation, read as one sequence of samples.
+An epoch is the dataset's shards in a seeded permutation, read as one sequence of samples (of a
+view: the view's rows of each shard).
 Rank `r` of `R` takes positions `[r*n, (r+1)*n)` of that sequence, with `n = ceil(N/R)` (the
 positions past `N` wrap to the start: up to `R-1` samples are read twice) or, with `drop_last`,
 `n = floor(N/R)` (up to `R-1` samples are left out). The rank's span is split evenly over its
@@ -12,7 +13,7 @@ samples are shuffled together.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -37,7 +38,8 @@ class Stream(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """Samples `[start, stop)` (dataset indices), all in shard `shard`."""
+    """Samples `[start, stop)` of the epoch's numbering (dataset indices, or positions in a
+    view's rows), all in shard `shard`."""
 
     shard: int
     start: int
@@ -53,6 +55,7 @@ class StreamPlan:
     shuffle: bool
     windows: tuple[tuple[Chunk, ...], ...]
     window_starts: tuple[int, ...]  # position of each window in the epoch sequence
+    rows: IntArray | None = field(default=None, compare=False, repr=False)  # a view's rows
 
     @property
     def num_samples(self) -> int:
@@ -64,17 +67,35 @@ class StreamPlan:
         if self.shuffle:
             rng = np.random.default_rng((self.seed, self.epoch, _WINDOW_KEY, self.window_starts[w]))
             rng.shuffle(ids)
-        return ids
+        return ids if self.rows is None else self.rows[ids]
 
-    def locate(self, position: int) -> tuple[int, int]:
-        """`(window, offset)` of the `position`-th sample of the stream (`position` may equal
-        `num_samples`: one past the end)."""
+    def parts(self, start: int, stop: int) -> list[Part]:
+        """Positions `[start, stop)` of the stream, as runs of consecutive samples of its
+        windows."""
+        parts, first = [], 0
         for w, window in enumerate(self.windows):
-            size = sum(c.stop - c.start for c in window)
-            if position < size:
-                return w, position
-            position -= size
-        return len(self.windows), 0
+            last = first + sum(c.stop - c.start for c in window)
+            if start < last and first < stop:
+                parts.append(Part(self, w, max(start, first) - first, min(stop, last) - first))
+            first = last
+        return parts
+
+
+class Part(NamedTuple):
+    """Samples `[start, stop)` (in reading order) of window `window` of `plan`."""
+
+    plan: StreamPlan
+    window: int
+    start: int
+    stop: int
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        return self.plan.windows[self.window]
+
+    def samples(self) -> IntArray:
+        """Their dataset indices, in reading order."""
+        return self.plan.window_samples(self.window)[self.start : self.stop]
 
 
 def shard_order(num_shards: int, seed: int, epoch: int, shuffle: bool) -> IntArray:
@@ -119,10 +140,11 @@ def span_chunks(order: IntArray, counts: IntArray, start: int, stop: int) -> lis
 
 def stream_plan(
     counts: IntArray, stream: Stream, *, seed: int, epoch: int, shuffle: bool, window: int,
-    drop_last: bool, order: IntArray | None = None,
+    drop_last: bool, order: IntArray | None = None, rows: IntArray | None = None,
 ) -> StreamPlan:  # fmt: skip
     """The plan of `stream` in `epoch`; `counts[s]` is the number of samples of shard `s`.
-    `order` replaces the epoch's seeded shard order (see `residency.resident_order`)."""
+    `order` replaces the epoch's seeded shard order (see `residency.resident_order`); `rows`:
+    a view's rows, which the plan's positions number (`counts`: the view's rows per shard)."""
     if order is None:
         order = shard_order(len(counts), seed, epoch, shuffle)
     start, stop = rank_span(int(counts.sum()), stream.world, stream.rank, drop_last)
@@ -137,5 +159,6 @@ def stream_plan(
         starts.append(position)
         position += sum(c.stop - c.start for c in w)
     return StreamPlan(
-        seed=seed, epoch=epoch, shuffle=shuffle, windows=windows, window_starts=tuple(starts)
-    )
+        seed=seed, epoch=epoch, shuffle=shuffle, windows=windows, window_starts=tuple(starts),
+        rows=rows,
+    )  # fmt: skip

@@ -40,6 +40,7 @@ def resident_shards(
     if budget <= 0 or len(counts) == 0:
         return [np.zeros(0, np.int64) for _ in range(world)]
     order = np.random.default_rng((seed, _HOME_KEY)).permutation(len(counts))
+    order = order[counts[order] > 0]  # a shard with no sample in the epoch (a view's) is not read
     room = span - int(counts.max())
     kept = []
     for rank in range(world):

@@ -1,0 +1,108 @@
+"""A `StreamingLoader`'s resumable state: how far every rank has read the current epoch.
+
+Plain JSON values, a few integers and names:
+
+    {"format": "fastpack-streaming-state", "version": 1,
+     "dataset": <manifest digest>, "view": null | {"name": ..., "digest": ...},
+     "seed": 0, "shuffle": true, "drop_last": false, "shuffle_window": 4,
+     "resident_budget": null, "epoch": 3,
+     "segments": [[world, workers, batch_size, batches], ...]}
+
+One segment per layout that has read part of the epoch, in order (`streaming.elastic`); none:
+the epoch has not started. A state resumes with any world size, worker count and batch size;
+`resident_budget` (the first layout's resident bytes per rank) fixes that layout's shard order.
+Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..streaming.dataset import StreamingDataset
+from ..streaming.elastic import EpochProgress, Segment
+
+STATE_FORMAT = "fastpack-streaming-state"
+STATE_VERSION = 1
+
+
+@dataclass
+class StreamingProgress:
+    """One iteration of a loader over `epoch`, after the segments of `resumed`, by `world`
+    ranks of `workers` workers in batches of `batch_size`; `yielded` batches handed to the
+    trainer so far."""
+
+    epoch: int
+    resumed: EpochProgress
+    world: int
+    workers: int
+    batch_size: int
+    yielded: int = 0
+
+    def progress(self) -> EpochProgress:
+        """The epoch's progress now, this iteration's segment last."""
+        segment = Segment(self.world, self.workers, self.batch_size, self.yielded)
+        return EpochProgress(
+            epoch=self.epoch, segments=(*self.resumed.segments, segment),
+            resident_budget=self.resumed.resident_budget,
+        )  # fmt: skip
+
+
+def make_state(dataset: StreamingDataset, progress: EpochProgress) -> dict[str, Any]:
+    """The state `StreamingLoader.state_dict()` saves."""
+    return {
+        "format": STATE_FORMAT,
+        "version": STATE_VERSION,
+        **_settings(dataset),
+        "resident_budget": progress.resident_budget,
+        "epoch": progress.epoch,
+        "segments": [list(s) for s in progress.segments],
+    }
+
+
+def read_state(dataset: StreamingDataset, state: Mapping[str, Any]) -> EpochProgress:
+    """The progress a saved `state` records, after checking that it was saved reading the same
+    samples in the same order as `dataset` reads: a ValueError says what differs."""
+    where = dataset.path
+    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+        raise ValueError(f"{where}: not a StreamingLoader state: {_short(state)}")
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(
+            f"{where}: StreamingLoader state version {state.get('version')!r}; this version "
+            f"reads {STATE_VERSION}"
+        )
+    for name, value in _settings(dataset).items():
+        if state.get(name) != value:
+            raise ValueError(
+                f"{where}: the state was saved with {name}={_short(state.get(name))}, this "
+                f"loader reads {name}={_short(value)}"
+            )
+    try:
+        budget = state["resident_budget"]
+        progress = EpochProgress(
+            epoch=int(state["epoch"]),
+            segments=tuple(Segment(*(int(v) for v in s)) for s in state["segments"]),
+            resident_budget=None if budget is None else int(budget),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{where}: StreamingLoader state without valid progress: {e}") from e
+    if progress.epoch < 0:
+        raise ValueError(f"{where}: StreamingLoader state at epoch {progress.epoch}")
+    return progress
+
+
+def _settings(dataset: StreamingDataset) -> dict[str, Any]:
+    """What fixes the epoch's order: the samples, the seed and the plan's options."""
+    return {
+        **dataset.order_identity(),
+        "seed": dataset.seed,
+        "shuffle": dataset.shuffle,
+        "drop_last": dataset.drop_last,
+        "shuffle_window": dataset.shuffle_window,
+    }
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
