@@ -142,19 +142,42 @@ def _matching(
     """The rows (positions in `starts`) whose strings the segments match."""
     head, tail = segments[0], segments[-1]
     if not starred:
-        rows = np.flatnonzero(ends - starts == len(head))
-        return _at(blob, starts, rows, head)
-    rows = np.flatnonzero(ends - starts >= len(head) + len(tail))
+        return _at(blob, starts, _rows(ends - starts == len(head)), head)
+    rows = _rows(ends - starts >= len(head) + len(tail))
     rows = _at(blob, starts, rows, head)
     rows = _at(blob, ends - len(tail), rows, tail)
     position, limit = starts[rows] + len(head), ends[rows] - len(tail)
     for segment in segments[1:-1]:
-        found = _occurrences(blob, segment)
-        found = np.append(found, len(blob) + 1)  # past every limit: no place
-        first = found[np.searchsorted(found, position)]  # leftmost place at or after `position`
-        fits = first + len(segment) <= limit
-        rows, position, limit = rows[fits], first[fits] + len(segment), limit[fits]
+        if not rows.size:
+            break
+        rows, position, limit = _find(blob, ends, rows, position, limit, segment=segment)
     return rows
+
+
+def _rows(fits: Bools) -> Ints:
+    """The rows where `fits` holds."""
+    found: Ints = np.arange(len(fits)) if fits.all() else np.flatnonzero(fits)
+    return found
+
+
+def _find(
+    blob: npt.NDArray[np.uint8], ends: Ints, rows: Ints, position: Ints, limit: Ints, *,
+    segment: Segment,
+) -> tuple[Ints, Ints, Ints]:  # fmt: skip
+    """The rows where `segment` lies inside `[position, limit)`, with the position just past
+    its leftmost place there, and their limits."""
+    found = _occurrences(blob, segment)
+    slot = np.full(len(ends), -1, np.int64)  # row -> its place in `rows`
+    slot[rows] = np.arange(len(rows))
+    where = slot[np.searchsorted(ends, found, "right")]  # the candidate each place lies in
+    inside = where >= 0
+    where, found = where[inside], found[inside]
+    inside = (found >= position[where]) & (found + len(segment) <= limit[where])
+    where, found = where[inside], found[inside]
+    leftmost = np.ones(len(where), np.bool_)  # places ascend: a candidate's first is leftmost
+    leftmost[1:] = where[1:] != where[:-1]
+    where = where[leftmost]
+    return rows[where], found[leftmost] + len(segment), limit[where]
 
 
 def _passes(blob: npt.NDArray[np.uint8], where: Ints, test: _Test) -> Bools:
@@ -185,19 +208,27 @@ def _at(blob: npt.NDArray[np.uint8], base: Ints, rows: Ints, segment: Segment) -
 
 
 def _occurrences(blob: npt.NDArray[np.uint8], segment: Segment) -> Ints:
-    """Every position of `blob` where `segment` matches, ascending (strings' bounds ignored)."""
-    last = len(blob) - len(segment)
-    if last < 0:
+    """Every position of `blob` where `segment` matches, ascending (strings' bounds ignored).
+
+    The two rarest tests run over the whole blob, the others only where those passed."""
+    places = len(blob) - len(segment) + 1
+    if places <= 0:
         return np.zeros(0, np.int64)
-    sample = np.arange(0, last + 1, max(1, (last + 1) // SAMPLE), dtype=np.int64)
+    sample = np.arange(0, places, max(1, places // SAMPLE), dtype=np.int64)
     order = _rarest_first(blob, sample, segment)
-    k, test = order[0], segment[order[0]]
-    window = blob[k : last + 1 + k]  # byte k of the segment at each place
-    found: Ints = np.flatnonzero(
-        window == test.byte if test.byte is not None else test.table[window]
-    )
-    for k in order[1:]:
+    hits = _everywhere(blob, places, order[0], segment[order[0]])
+    if len(order) > 1:
+        hits &= _everywhere(blob, places, order[1], segment[order[1]])
+    found: Ints = np.flatnonzero(hits)
+    for k in order[2:]:
         if not found.size:
             break
         found = found[_passes(blob, found + k, segment[k])]
     return found
+
+
+def _everywhere(blob: npt.NDArray[np.uint8], places: int, k: int, test: _Test) -> Bools:
+    """Whether byte `k` of a segment placed at each of `places` positions passes `test`."""
+    window = blob[k : k + places]
+    passed: Bools = window == test.byte if test.byte is not None else test.table[window]
+    return passed
