@@ -19,6 +19,7 @@ import functools
 import json
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ SOURCE_WIDTH = len("n00000042/n00000042_000123456.JPEG")
 REPO = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS = ("fastpack", "numpy", "zstandard", "google-crc32c")
 TARGET_S = 2.0
+TIMED_CODE = ("formats", "storage", "fastpack/view_build", "benchmarks/view_bench.py")
 
 # case -> the arguments of `build_views` (beside the dataset)
 CASES: dict[str, dict[str, Any]] = {
@@ -142,6 +144,20 @@ def write_dataset(root: Path, samples: int) -> Path:
         ),
     )  # fmt: skip
     return root
+
+
+def commit() -> str:
+    """HEAD, and whether the code a view is built with (formats, storage, the builder, this
+    script) differs from it."""
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(REPO), *args]
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else "?"
+
+    dirty = git("status", "--porcelain", "--", *TIMED_CODE)
+    state = "with uncommitted changes to them" if dirty else "as committed"
+    return f"{git('rev-parse', '--short', 'HEAD')} ({', '.join(TIMED_CODE)} {state})"
 
 
 def timed(call: Callable[[], Any], runs: int) -> tuple[list[float], Any]:
@@ -241,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "command": "python -m benchmarks.view_bench " + " ".join(argv or sys.argv[1:]),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _sysinfo.fastpack_commit(REPO),
+        "commit": commit(),
         "machine": _sysinfo.machine(),
         "versions": _sysinfo.versions(DISTRIBUTIONS),
         "load_before": load_before,
