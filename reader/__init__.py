@@ -19,6 +19,7 @@ from .fields import Padded
 from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, Transform, to_float
 from .loader import make_loader
 from .map_style import Dataset
+from .mix import Mix
 from .remote import fetch_dataset, read_manifest_at
 from .streaming import FetchOptions, StreamingDataset
 from .torch_loader import EpochBatchSampler
@@ -36,6 +37,7 @@ __all__ = [
     "FetchOptions",
     "MissingDependencyError",
     "MissingFieldError",
+    "Mix",
     "Padded",
     "RandomResizedCrop",
     "RetryPolicy",

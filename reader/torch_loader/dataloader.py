@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from torch.utils.data import DataLoader, get_worker_info
 
 from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
+from ..order.state import Progress, make_state, read_state
 from ..streaming.dataset import StreamingDataset
+from ..streaming.elastic import EpochProgress
 from .batch_slots import BatchSlots
+from .sampler import EpochBatchSampler
+from .streaming_state import StreamingProgress
+from .streaming_state import make_state as make_streaming_state
+from .streaming_state import read_state as read_streaming_state
 
 WorkerInit = Callable[[int], None]
 
@@ -69,20 +75,183 @@ def frozen_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
+class Counted(Protocol):
+    """An iteration's progress: the batches handed to the trainer so far."""
+
+    yielded: int
+
+
+class TrackedIterator:
+    """The DataLoader's iterator, counting the batches it hands to the trainer (`progress`)."""
+
+    def __init__(self, inner: Any, progress: Counted | None) -> None:
+        self.inner = inner
+        self.progress = progress
+
+    def __iter__(self) -> TrackedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self.inner)
+        if self.progress is not None:
+            self.progress.yielded += 1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 class FastpackLoader(DataLoader[Any]):
     """A DataLoader whose worker processes start with single-threaded OpenCV and with the
-    trainer's objects frozen for the garbage collector."""
+    trainer's objects frozen for the garbage collector.
+
+    Over an `EpochBatchSampler` it is resumable: `state_dict()` at any batch boundary says
+    where in the epoch's order every rank has read to, and `load_state_dict(state)` makes the
+    next iteration over that epoch start there, with any number of ranks, workers and any batch
+    size (`fastpack.reader.order.state`)."""
+
+    _progress: Progress | None = None
 
     def __iter__(self) -> Any:
+        progress = self._start_progress()
         if self.num_workers == 0:
-            return super().__iter__()
+            return TrackedIterator(super().__iter__(), progress)
         with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
-            return super().__iter__()
+            return TrackedIterator(super().__iter__(), progress)
+
+    def _sampler(self) -> EpochBatchSampler:
+        sampler = self.batch_sampler
+        if not isinstance(sampler, EpochBatchSampler):
+            raise TypeError(
+                "state_dict and load_state_dict need make_loader's batch sampler "
+                f"(EpochBatchSampler), this loader has {type(sampler).__name__}"
+            )
+        return sampler
+
+    def _start_progress(self) -> Counted | None:
+        sampler = self.batch_sampler
+        if not isinstance(sampler, EpochBatchSampler):
+            return None
+        self._progress = Progress(
+            epoch=sampler.dataset.epoch, start=sampler.begin(), batches=len(sampler),
+            batch_size=sampler.batch_size, world_size=sampler.world_size,
+            length=len(sampler.epoch_order),
+        )  # fmt: skip
+        return self._progress
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the current epoch has been read to: its epoch and the position in its order
+        that every rank has reached after the batches handed out so far (callable at any batch
+        boundary; all ranks hold the same state), and what the order reads."""
+        sampler = self._sampler()
+        progress, epoch = self._progress, sampler.dataset.epoch
+        if progress is not None and progress.epoch == epoch:
+            position = progress.position()
+        else:  # no iteration of this epoch yet: where the next one starts
+            position = sampler.start()
+        return make_state(
+            identity=_identity(self.dataset), seed=sampler.seed, shuffle=sampler.shuffle,
+            epoch=epoch, position=position,
+        )  # fmt: skip
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from `state_dict()`: set the dataset's epoch to the state's, and start the
+        next iteration over it where the state says. Refused (ValueError) when the state was
+        saved over another dataset, view, mix, seed or shuffle."""
+        sampler = self._sampler()
+        epoch, position = read_state(
+            state, identity=_identity(self.dataset), seed=sampler.seed,
+            shuffle=sampler.shuffle, length=len(sampler.epoch_order),
+            where=f"{getattr(self.dataset, 'path', type(self.dataset).__name__)}",
+        )  # fmt: skip
+        cast(Any, self.dataset).set_epoch(epoch)
+        sampler.resume_at(epoch, position)
+        self._progress = None
 
 
 class StreamingLoader(FastpackLoader):
     """A FastpackLoader over a `StreamingDataset` that yields whole batches: its length is the
-    number of batches of this rank per epoch (the dataset's own length counts samples)."""
+    number of batches of this rank per epoch (the dataset's own length counts samples), or of
+    what is left of a resumed epoch.
+
+    `state_dict()` at any batch boundary says how far every rank has read the epoch (all ranks
+    hold the same state); `load_state_dict(state)` makes the next iteration over that epoch read
+    the rest of it, with any world size, worker count and batch size (`streaming_state`), and
+    restarts persistent workers. Needs `in_order` batches (torch's default)."""
+
+    _resumed: EpochProgress | None = None  # loaded, not yet read
+    _reading: StreamingProgress | None = None  # the current (or last) iteration
 
     def __len__(self) -> int:
-        return cast(StreamingDataset, self.dataset).num_batches(self.num_workers)
+        dataset = self._streaming()
+        epoch, resumed = dataset.current_epoch(), self._resumed
+        if resumed is None and self._reading is not None:
+            resumed = self._reading.resumed
+        return dataset.num_batches(
+            self.num_workers, resumed if resumed is not None and resumed.epoch == epoch else None
+        )
+
+    def __iter__(self) -> Any:
+        iterator = super().__iter__()  # the workers start here, with the dataset's resume
+        self._streaming().resume(None)  # later workers start from the top of their epoch
+        return iterator
+
+    def _streaming(self) -> StreamingDataset:
+        return cast(StreamingDataset, self.dataset)
+
+    def _check_in_order(self) -> None:
+        if not getattr(self, "in_order", True):
+            raise ValueError(
+                "a StreamingLoader's state needs in_order=True: it counts the batches taken "
+                "from the workers in turn"
+            )
+
+    def _start_progress(self) -> StreamingProgress:
+        dataset = self._streaming()
+        epoch, resumed = dataset.current_epoch(), self._resumed
+        if resumed is None or resumed.epoch != epoch:
+            budget = dataset.resident_budget(self.num_workers)
+            resumed = EpochProgress(epoch=epoch, segments=(), resident_budget=budget)
+        self._resumed = None
+        self._reading = StreamingProgress(
+            epoch=epoch, resumed=resumed, world=dataset.world_size, workers=self.num_workers,
+            batch_size=dataset.batch_size or 1,
+        )  # fmt: skip
+        return self._reading
+
+    def state_dict(self) -> dict[str, Any]:
+        """How far every rank has read the current epoch: the batches handed out by each layout
+        that read part of it (`streaming_state`)."""
+        self._check_in_order()
+        dataset = self._streaming()
+        epoch, progress = dataset.current_epoch(), self._resumed  # loaded and not yet read
+        if progress is None and self._reading is not None:
+            progress = self._reading.progress()
+        if progress is None or progress.epoch != epoch:  # nothing of this epoch read yet
+            budget = dataset.resident_budget(self.num_workers)
+            progress = EpochProgress(epoch=epoch, segments=(), resident_budget=budget)
+        return make_streaming_state(dataset, progress)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from `state_dict()`: set the dataset's epoch to the state's, and make the next
+        iteration over it read what is left. Refused (ValueError) when the state was saved over
+        another dataset or view, or with another seed, shuffle, drop_last or shuffle_window."""
+        self._check_in_order()
+        dataset = self._streaming()
+        progress = read_streaming_state(dataset, state)
+        dataset.num_batches(self.num_workers, progress)  # a ValueError for impossible counts
+        dataset.set_epoch(progress.epoch)
+        dataset.resume(progress)
+        self._resumed, self._reading = progress, None
+        if self._iterator is not None:  # persistent workers hold the old dataset: new ones
+            getattr(self._iterator, "_shutdown_workers", lambda: None)()
+            self._iterator = None
+
+
+def _identity(dataset: Any) -> dict[str, Any]:
+    """What the dataset's order reads (`Dataset.order_identity`, `Mix.order_identity`)."""
+    identity: dict[str, Any] = dataset.order_identity()
+    return identity
