@@ -243,7 +243,8 @@ def render(report: dict[str, Any]) -> str:
         "The `where` glob runs as NumPy tests over the index's source blob "
         "(`fastpack/view_build/source_glob.py`) rather than as a regular expression; the "
         "baseline row times Python's `re` on the same blob for one of the globs (its count "
-        "must equal the suffix case's).",
+        "must equal the suffix case's). Other work shared the cores (the load average above), "
+        "which lengthens these times: compare runs only at a similar load.",
         "",
     ]
     return "\n".join(lines)
