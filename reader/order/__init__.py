@@ -1,1 +1,19 @@
 """The order of an epoch over a dataset, a view or a mix, and the loaders' resumable state."""
+
+from .balance import balanced_order
+from .epoch_order import EpochOrder, PermutedOrder, QuotaOrder, SubsetOrder, quotas
+from .permutation import KeyedPermutation
+from .state import Progress, make_state, read_state
+
+__all__ = [
+    "EpochOrder",
+    "KeyedPermutation",
+    "PermutedOrder",
+    "Progress",
+    "QuotaOrder",
+    "SubsetOrder",
+    "balanced_order",
+    "make_state",
+    "quotas",
+    "read_state",
+]
