@@ -64,10 +64,14 @@ def make_loader(
     mix's). The loader resumes: `state_dict()` at any batch boundary, `load_state_dict(state)`
     with any number of ranks, workers and any batch size (`FastpackLoader`).
 
-    `decoder="dali"` reads a `Dataset`'s shards with DALI's CPU operators instead (see
-    `make_dali_loader`); a `StreamingDataset` is refused (DALI reads local shards: give it a
-    `Dataset` of the same path). Every option is then honoured or refused with a ValueError
-    naming it:
+    `decoder="dali"` decodes a `Dataset`'s images with DALI's operators instead (see
+    `make_dali_loader`), in the order of the torch path: the same `EpochBatchSampler` (seed,
+    shuffle, drop_last, ranks) feeds DALI the samples (`fn.external_source`), so both read the
+    same batches, the Dataset's view included, and follow `set_epoch` alike. The `DaliLoader`'s
+    `state_dict()` and `load_state_dict()` take the torch loader's state: either resumes the
+    other, with any ranks, threads/workers and batch size. A `StreamingDataset` is refused
+    (DALI reads local shards: give it a `Dataset` of the same path). Every option is then
+    honoured or refused with a ValueError naming it:
 
     - the transform: RandomResizedCrop (`size` square, `scale`, `ratio`, `flip_prob`) gives the
       training pipeline, CenterCrop (`size` square, `resize`) the evaluation one; `fastdct`
@@ -75,24 +79,25 @@ def make_loader(
       (refused on the CPU, whose DALI decoder always upsamples chroma smoothly).
       `max_upscale` bounds how much simplejpeg may enlarge a reduced-scale (DCT) decode; DALI
       decodes the crop at full scale, which is within every bound, so any value is accepted.
-    - `shuffle` (default True), `drop_last` (default False) are DALI's; `seed` (default 0)
-      seeds DALI's shuffling and augmentations, which one seed drives; with a random
-      transform the Dataset's `seed` (the crops' seed on the torch path) must equal it.
+    - `shuffle` (default True), `drop_last` (default False) and `seed` (default 0) are the
+      sampler's, as on the torch path; `seed` also seeds DALI's augmentations, so with a random
+      transform the Dataset's `seed` (the crops' seed on the torch path) must equal it. DALI
+      draws its crops itself: the same samples as the torch path, other crops.
     - the Dataset's `field` is the image member DALI reads; its other `fields` (but the label)
       are DALI's extra `fields`; batches are then one value per field in the Dataset's order,
       as on the torch path, but DALI gives masks as arrays and every other extra field as its
       member's bytes, one uint8 tensor per sample, decompressed (see `make_dali_loader`);
-      boxes and optional masks are refused (from record shards every optional field is).
-      `io="pread"` reads the shards with plain file I/O (DALI's `dont_use_mmap`); its epoch
-      must follow DALI's count (`DaliLoader`).
+      boxes and optional masks are refused; other optional fields come None where absent,
+      from record shards too.
+      The Dataset reads the members it feeds to DALI with its own `io`.
     - `num_workers` is DALI's thread count (at least 1), `prefetch_factor` its
       `prefetch_queue_depth` (batches prepared ahead, for the whole pipeline).
     - `pin_memory=True` is refused: DALI's CPU batches are not pinned and its GPU batches are
       already on the GPU. `persistent_workers=False` is refused: DALI's threads live as long as
       the loader.
-    - other keyword arguments go to `make_dali_loader` (`device`, `shard_id`, `num_shards`,
-      `mean`, `std`, ...); one it does not take (a torch DataLoader option, say), or one that
-      `make_loader` sets from the above, is refused.
+    - other keyword arguments go to `make_dali_loader` (`device`, `shard_id` and `num_shards`:
+      the sampler's rank and world size, `mean`, `std`, ...); one it does not take (a torch
+      DataLoader option, say), or one that `make_loader` sets from the above, is refused.
     """
     if decoder == "dali":
         if isinstance(dataset, Mix):

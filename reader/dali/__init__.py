@@ -1,6 +1,7 @@
 """NVIDIA DALI as the reader, over the same shards and their `.idx` files
-(`fn.readers.webdataset` for tars, `fn.readers.tfrecord` for record shards); DALI itself is
-imported only when a loader is made."""
+(`fn.readers.webdataset` for tars, `fn.readers.tfrecord` for record shards), or a `Dataset`'s
+samples fed in fastpack's order (`fn.external_source`); DALI itself is imported only when a
+loader is made."""
 
 from .loader import DaliLoader, make_dali_loader
 

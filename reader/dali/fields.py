@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 IMAGE_SOURCE = "images/source"  # each image's DALI source info: `<tar>:<offset>:<name>` (tars)
 IMAGE_SHAPE = "images/shape"  # each image's (height, width, channels), read from its header
 RECORD_KEY = "images/key"  # record shards: each sample's key (its `fastpack/key` feature)
+SAMPLE_INDEX = "images/sample"  # fed samples (feed.py): each sample's index in the Dataset
 # The pipeline outputs of each kind of field, as suffixes of its name.
 OUTPUT_SUFFIXES: dict[FieldKind, tuple[str, ...]] = {
     "mask": ("", "/header", "/shape"),  # pixels, PNG bit depth and colour type, stored size
@@ -111,9 +112,16 @@ def _plan_field(schema: Schema, name: str, returned: tuple[str, str], source: st
     return FieldOutput(name=name, kind=kind, optional=spec.optional)
 
 
-def output_names(fields: Sequence[FieldOutput], records: bool = False) -> list[str]:
+def output_names(
+    fields: Sequence[FieldOutput], records: bool = False, fed: bool = False
+) -> list[str]:
     """The pipeline's outputs, in order: images and `cls` (the labels), then what `fields` need
-    (`records`: from record shards)."""
+    (`records`: from record shards). `fed` (feed.py): images and the samples' indices, then
+    what the masks need (the other fields are read from the dataset, not through DALI)."""
+    if fed:
+        masks = [f for f in fields if f.kind == "mask"]
+        names = ["images", SAMPLE_INDEX, *([IMAGE_SHAPE] if masks else [])]
+        return names + [f.name + suffix for f in masks for suffix in OUTPUT_SUFFIXES["mask"]]
     names = ["images", LABEL_FIELD]
     if not fields:
         return names
@@ -141,13 +149,22 @@ def _sample(info: str) -> str:
 
 class FieldBatch:
     """One DALI batch's outputs (by `output_names`), its first `take` samples read as values;
-    `records` for a batch of record shards."""
+    `records` for a batch of record shards; `samples`: how errors name each sample (default:
+    from DALI's source info)."""
 
     def __init__(
-        self, batch: Mapping[str, torch.Tensor], take: int, source: str, records: bool = False
+        self,
+        batch: Mapping[str, torch.Tensor],
+        take: int,
+        source: str,
+        records: bool = False,
+        samples: Sequence[str] | None = None,
     ) -> None:
         self._batch, self._take, self._source = batch, take, source
         self._records = records
+        if samples is not None:
+            self._samples = list(samples)
+            return
         infos = _strings(batch[IMAGE_SOURCE][:take])
         if records:
             keys = _strings(batch[RECORD_KEY][:take])
@@ -165,16 +182,22 @@ class FieldBatch:
         """Each field's values (module docstring); `codecs`: those of the zstd fields."""
         import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
 
+        out = self.masks(fields)
+        for f in fields:
+            if f.kind == "class":
+                labels = parse_labels(self._numpy(f.name), self._source, f.name)
+                out[f.name] = torch.from_numpy(labels).to(device, non_blocking=True)
+            elif f.kind == "bytes":
+                out[f.name] = self._members(f, codecs.get(f.name))
+        return out
+
+    def masks(self, fields: Sequence[FieldOutput]) -> dict[str, Any]:
+        """The masks of `fields` (the others are left out), checked."""
         out: dict[str, Any] = {}
         for f in fields:
             if f.kind == "mask":
                 self._check_mask(f.name)
                 out[f.name] = self._batch[f.name][: self._take]
-            elif f.kind == "class":
-                labels = parse_labels(self._numpy(f.name), self._source, f.name)
-                out[f.name] = torch.from_numpy(labels).to(device, non_blocking=True)
-            else:
-                out[f.name] = self._members(f, codecs.get(f.name))
         return out
 
     def _check_mask(self, name: str) -> None:

@@ -17,15 +17,38 @@ says how each is returned; a mask is cropped and flipped with its image):
         masks = fields["seg.png"]  # uint8 (B, 224, 224, C), aligned with `images`
         captions = [bytes(t.numpy()).decode() for t in fields["txt"]]
 
-Sharding and epoch length. Rank `r` of `n` reads DALI shard `r` of `n` (samples are split over
-all shard files concatenated); `r` and `n` come from the arguments, else from torch.distributed,
-else from RANK and WORLD_SIZE. Every rank yields the same number of batches per epoch, so DDP never
-waits on a rank that ran out:
+Two sources of samples, the same graph after them (decode, resize, crop, flip, normalize):
+
+- a path: DALI's own reader (`fn.readers.webdataset`, `fn.readers.tfrecord`) chooses the order
+  (its shuffle: shard files reshuffled each epoch, samples drawn from a buffer of
+  `initial_fill`). It made the figures of benchmarks/GPU.md, but cannot start mid-epoch,
+  follow `set_epoch` or read a view.
+- a `Dataset` (what `make_loader(dataset, decoder="dali")` passes): fastpack's order, fed through
+  `fn.external_source` (feed.py) by the torch loader's `EpochBatchSampler` with the same seed,
+  shuffle, drop_last and ranks, so DALI reads the torch loader's batches sample for sample,
+  honours the Dataset's view (a class-balanced one too), follows `set_epoch`, and resumes from
+  either loader's `state_dict()` with any ranks, threads and batch size. The feed costs about
+  5 us of CPU per sample, DALI's CPU path about 4.5 ms per image either way: the same images/s
+  on the CPU (benchmarks/DALI.md). A path keeps DALI's reader because the GPU figures were
+  measured with it, where the feed's Python work per sample has not been measured yet.
+
+    loader = make_loader(Dataset("data/train", transform=RandomResizedCrop(224)),
+                         batch_size=256, decoder="dali")
+    loader.load_state_dict(saved)  # from this loader or the torch one
+    for images, labels in loader: ...
+    saved = loader.state_dict()
+
+Sharding and epoch length. Over a path, rank `r` of `n` reads DALI shard `r` of `n` (samples
+are split over all shard files concatenated); over a `Dataset`, every `n`-th position of the
+epoch's order from `r` (`EpochBatchSampler`). `r` and `n` come from the arguments, else from
+torch.distributed, else from RANK and WORLD_SIZE. Every rank yields the same number of batches
+per epoch, so DDP never waits on a rank that ran out:
 
 - `drop_last=False`: each rank yields `ceil(N / n)` samples per epoch, in
   `ceil(ceil(N / n) / batch_size)` batches whose last one may be partial. When `n` does not
-  divide `N`, a rank whose share is one sample short repeats its last sample once (DALI's
-  `pad_last_batch`). Across ranks every sample is seen exactly once per epoch, plus those repeats.
+  divide `N`, a rank whose share is one sample short repeats a sample once (DALI's
+  `pad_last_batch`: its last; the sampler: the order's first). Across ranks every sample is
+  seen exactly once per epoch, plus those repeats. A resumed epoch counts what is left of it.
 - `drop_last=True`: each rank yields `floor(floor(N / n) / batch_size)` full batches; the rest
   of its share is skipped that epoch.
 
@@ -50,6 +73,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from fastpack.formats import (
     DatasetFiles,
     DatasetNotFoundError,
@@ -61,9 +85,13 @@ from fastpack.formats import (
 from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
+from ..map_style.dataset import Dataset
+from ..order.state import Progress, make_state, read_state
 from ..ranks import local_device_id, resolve_rank
 from ..shard_files import resolve_io
-from .fields import FieldBatch, output_names, plan_fields
+from ..torch_loader.sampler import EpochBatchSampler
+from .feed import FedFields, SampleFeed
+from .fields import SAMPLE_INDEX, FieldBatch, output_names, plan_fields
 from .labels import parse_labels, record_labels
 from .malloc import fix_mmap_threshold
 from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
@@ -75,9 +103,14 @@ if TYPE_CHECKING:
 Batch = tuple[Any, ...]
 
 
-def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> Any:
+def _dali_iterator(
+    options: PipelineOptions, drop_last: bool, source: str, feed: SampleFeed | None = None
+) -> Any:
     """A `DALIGenericIterator` over a new pipeline; it builds the pipeline and reads one batch
-    (DALI's errors there, on damaged files of dataset `source`, raise `DaliReadError`)."""
+    (DALI's errors there, on damaged files of dataset `source`, raise `DaliReadError`). Over
+    `feed` it only builds the pipeline: DALI asks the feed for batches once an iteration has
+    begun, ends its epoch when the feed does (any last batch as it is) and is reset by the
+    loader, never by itself (the next epoch's batches depend on `set_epoch` and on a resume)."""
     try:
         from nvidia.dali.plugin.base_iterator import LastBatchPolicy  # noqa: PLC0415 - DALI is optional
         from nvidia.dali.plugin.pytorch import DALIGenericIterator  # noqa: PLC0415
@@ -87,7 +120,10 @@ def _dali_iterator(options: PipelineOptions, drop_last: bool, source: str) -> An
         raise MissingDependencyError(
             f"the DALI reader needs NVIDIA DALI and torch (pip install 'fastpack[dali,torch]'): {e}"
         ) from e
-    pipeline = build_pipeline(options)
+    pipeline = build_pipeline(options, feed)
+    if feed is not None:
+        names = output_names(options.fields, fed=True)
+        return DALIGenericIterator([pipeline], names, prepare_first_batch=False)
     try:
         return DALIGenericIterator(
             [pipeline],
@@ -143,14 +179,23 @@ class DaliLoader(ClosesOnExit):
 
     `images`: uint8 (B, size, size, 3) CPU tensor with `device="cpu"`; float32 (B, 3, size, size)
     normalized with `mean`/`std` on the GPU with `device="gpu"`. `labels`: int64 (B,) parsed from
-    the samples' `cls` members (record shards: `image/class/label`), on the images' device.
+    the samples' `cls` members (record shards: `image/class/label`; fed samples: the index's),
+    on the images' device.
     `fields`: each extra field's values by name (fields.py); `codecs` decompress its zstd
-    fields. `len(loader)` is the number of batches per epoch, the same on every rank. Each
-    `iter()` starts a new epoch; DALI cannot rewind, so an epoch left unfinished is first read
-    to its end. DALI counts epochs itself: when `epoch_source` is set (`make_loader` sets the
-    `Dataset`), an epoch it names other than 0 must be the one DALI starts, else ValueError.
-    DALI's own errors on damaged files are raised as `DaliReadError`, after which the loader is
+    fields. `len(loader)` is the number of batches per epoch, the same on every rank. DALI's
+    own errors on damaged files are raised as `DaliReadError`, after which the loader is
     closed. Made by `make_dali_loader`.
+
+    Over DALI's reader (`feed` None) each `iter()` starts a new epoch; DALI cannot rewind, so
+    an epoch left unfinished is first read to its end. DALI counts epochs itself: when
+    `epoch_source` is set, an epoch it names other than 0 must be the one DALI starts, else
+    ValueError.
+
+    Over a `feed` (fastpack's order, feed.py) each `iter()` reads the dataset's epoch
+    (`set_epoch`) in the order of its sampler, the torch loader's: from the start, or where
+    `load_state_dict` says; `len(loader)` is the number of batches of that iteration. An
+    iteration left unfinished is dropped with the pipeline that prefetched it. `state_dict()`
+    and `load_state_dict()` take the torch loader's state (`fastpack.reader.order.state`).
     """
 
     def __init__(
@@ -161,22 +206,36 @@ class DaliLoader(ClosesOnExit):
         drop_last: bool,
         source: str,
         codecs: Mapping[str, FieldCodec] | None = None,
+        feed: SampleFeed | None = None,
     ) -> None:
         self.options = options
         self.codecs = dict(codecs or {})
         self.num_samples = num_samples
         self.drop_last = drop_last
-        self.samples_per_epoch = _samples_per_epoch(
-            num_samples, options.num_shards, options.batch_size, drop_last
-        )
+        self.feed = feed
         self.epoch_source: EpochSource | None = None
         # `make_loader` sets the Dataset's fields: batches then come as one value per field in
         # this order (the image field's images, the label field's labels, the others' values)
         self.order: tuple[str, ...] | None = None
         self._source = source
-        self._iterator: Any = _dali_iterator(options, drop_last, source)
+        self._iterator: Any = _dali_iterator(options, drop_last, source, feed)
         self._in_epoch = False
         self._epochs_started = 0
+        self._ended = False  # the fed pipeline ended its epoch: reset it before the next
+        self._progress: Progress | None = None  # the fed iteration's batches handed out
+        self._fed_fields = None
+        if feed is not None:
+            self._labels_of = np.asarray(feed.dataset.labels)
+            if options.fields:
+                self._fed_fields = FedFields(feed.dataset, options.fields, self.codecs)
+
+    @property
+    def samples_per_epoch(self) -> int:
+        """The samples this rank yields per epoch (fed: in the next or current iteration)."""
+        if self.feed is not None:
+            return self.feed.sampler.samples_per_rank()
+        o = self.options
+        return _samples_per_epoch(self.num_samples, o.num_shards, o.batch_size, self.drop_last)
 
     @property
     def batch_size(self) -> int:
@@ -191,11 +250,15 @@ class DaliLoader(ClosesOnExit):
         return self.options.num_shards
 
     def __len__(self) -> int:
+        if self.feed is not None:
+            return len(self.feed.sampler)
         return math.ceil(self.samples_per_epoch / self.batch_size)
 
     def __iter__(self) -> Iterator[Batch]:
         if self._iterator is None:
             raise ValueError(f"{self._source}: this DALI loader is closed")
+        if self.feed is not None:
+            return self._fed_epoch(self._begin(self.feed))
         if self._in_epoch:
             while self._next() is not None:
                 pass
@@ -213,13 +276,106 @@ class DaliLoader(ClosesOnExit):
                 "the loader from 0, and cannot start at another"
             )
 
+    def _begin(self, feed: SampleFeed) -> Progress:
+        """Start an iteration over the feed: a new pipeline if the current one holds batches
+        of an unfinished one, a reset if it finished its epoch."""
+        if self._in_epoch:
+            self._rebuild()
+        sampler = feed.sampler
+        progress = self._progress = Progress(
+            epoch=feed.dataset.epoch, start=feed.begin(), batches=len(sampler),
+            batch_size=sampler.batch_size, world_size=sampler.world_size,
+            length=len(sampler.epoch_order),
+        )  # fmt: skip
+        if progress.batches == 0:  # nothing to read: DALI is not asked
+            feed.stop()
+            return progress
+        if self._ended:
+            self._iterator.reset()  # DALI asks the feed for the new iteration's first batches
+            self._ended = False
+        self._in_epoch = True
+        return progress
+
+    def _rebuild(self) -> None:
+        """Drop the pipeline and the batches it prefetched; build a new one."""
+        self._iterator = None
+        self._iterator = _dali_iterator(self.options, self.drop_last, self._source, self.feed)
+        self._in_epoch = self._ended = False
+
+    def _fed_epoch(self, progress: Progress) -> Iterator[Batch]:
+        import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
+
+        if progress.batches == 0:
+            return
+        while (batch := self._next()) is not None:  # the feed ends DALI's epoch
+            images = batch["images"]
+            indices: list[int] = batch[SAMPLE_INDEX][:, 0].tolist()
+            labels = torch.from_numpy(self._labels_of[indices])
+            labels_on = labels.to(images.device, non_blocking=True)
+            values = None
+            if self._fed_fields is not None:
+                values = self._fed_fields.values(batch, indices, images.device)
+            progress.yielded += 1
+            yield self._assemble(images, labels_on, values)
+
+    def _assemble(self, images: Any, labels: Any, values: dict[str, Any] | None) -> Batch:
+        """A batch as the loader yields it (class docstring; `order`: the Dataset's fields)."""
+        if values is None:
+            return images, labels
+        if self.order is None:
+            return images, labels, values
+        values[self.options.field] = images
+        values[self.options.label] = labels
+        return tuple(values[f] for f in self.order)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the current epoch has been read to, as the torch loader's `state_dict`: its
+        epoch and the position in its order that every rank has reached after the batches
+        handed to the trainer so far (not those DALI prefetched), and what the order reads."""
+        feed = self._fed("state_dict")
+        progress, epoch = self._progress, feed.dataset.epoch
+        if progress is not None and progress.epoch == epoch:
+            position = progress.position()
+        else:  # no iteration of this epoch yet: where the next one starts
+            position = feed.sampler.start()
+        return make_state(
+            identity=feed.dataset.order_identity(), seed=feed.sampler.seed,
+            shuffle=feed.sampler.shuffle, epoch=epoch, position=position,
+        )  # fmt: skip
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from a `state_dict()` of this loader or of the torch loader, saved with any
+        ranks, threads or workers and batch size: set the dataset's epoch to the state's, and
+        start the next iteration there. Batches DALI prefetched are dropped. Refused
+        (ValueError) when the state was saved over another dataset, view, seed or shuffle."""
+        feed = self._fed("load_state_dict")
+        sampler = feed.sampler
+        epoch, position = read_state(
+            state, identity=feed.dataset.order_identity(), seed=sampler.seed,
+            shuffle=sampler.shuffle, length=len(sampler.epoch_order), where=self._source,
+        )  # fmt: skip
+        feed.dataset.set_epoch(epoch)
+        sampler.resume_at(epoch, position)
+        if self._in_epoch and self._iterator is not None:
+            self._rebuild()
+        self._progress = None
+
+    def _fed(self, what: str) -> SampleFeed:
+        if self.feed is None:
+            raise ValueError(
+                f"{self._source}: {what} needs fastpack's order: make the loader over a Dataset "
+                "(make_loader(dataset, decoder='dali') or make_dali_loader(dataset)); DALI's "
+                "own reader cannot start mid-epoch"
+            )
+        return self.feed
+
     def _next(self) -> dict[str, torch.Tensor] | None:
         """The next DALI batch of the epoch, or None at its end (`next()`, not `iter()`, which
         would ask DALI for a reset)."""
         try:
             batch: dict[str, torch.Tensor] = next(self._iterator)[0]
         except StopIteration:
-            self._in_epoch = False
+            self._in_epoch, self._ended = False, True
             return None
         except RuntimeError as e:
             self.close()  # DALI's pipeline is no longer valid
@@ -242,12 +398,7 @@ class DaliLoader(ClosesOnExit):
             values = FieldBatch(batch, take, self._source, self.options.records).values(
                 fields, self.codecs, images.device
             )
-            if self.order is None:
-                yield images, labels_on, values
-            else:
-                values[self.options.field] = images
-                values[self.options.label] = labels_on
-                yield tuple(values[f] for f in self.order)
+            yield self._assemble(images, labels_on, values)
 
     def _labels(self, batch: Any) -> Any:
         """The int64 (B,) labels of a batch's label output."""
@@ -291,9 +442,10 @@ def _label_field(ds: DatasetFiles) -> str:
 
 
 def _check_dataset(
-    ds: DatasetFiles, field: str, num_shards: int, batch_size: int, drop_last: bool
+    ds: DatasetFiles, field: str, num_shards: int, batch_size: int, *, drop_last: bool, n: int
 ) -> None:
-    n, schema, label = len(ds), ds.manifest.schema, _label_field(ds)
+    """Refuse a dataset (of `n` samples read) that the loader cannot read as asked."""
+    schema, label = ds.manifest.schema, _label_field(ds)
     missing = [f for f in (field, label) if f not in schema]
     if missing:
         raise MissingFieldError(
@@ -323,8 +475,17 @@ def _check_dataset(
         )
 
 
+def _feed(dataset: Dataset, o: PipelineOptions, drop_last: bool) -> SampleFeed:
+    """The feed of `o`'s rank: `dataset` in the torch loader's order (`EpochBatchSampler`)."""
+    sampler = EpochBatchSampler(
+        dataset, o.batch_size, shuffle=o.shuffle, drop_last=drop_last, seed=o.seed,
+        rank=o.shard_id, world_size=o.num_shards,
+    )  # fmt: skip
+    return SampleFeed(dataset, sampler, o.field, [f.name for f in o.fields if f.kind == "mask"])
+
+
 def make_dali_loader(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Dataset,
     *,
     batch_size: int,
     train: bool,
@@ -352,7 +513,11 @@ def make_dali_loader(
     fancy_upsampling: bool = True,
     fields: Sequence[str] = (),
 ) -> DaliLoader:
-    """A DALI loader over the dataset at `path`, for this process's rank.
+    """A DALI loader over the dataset at `path`, for this process's rank: DALI's own reader
+    over a path, fastpack's order over a `Dataset` (the module docstring says why both; the
+    Dataset's view and epoch are read, its transform and fields are not: give them here, as
+    `make_loader` does; `initial_fill` and `dont_use_mmap` then do nothing, the Dataset reads
+    its shards with its own `io`).
 
     `train=True`: random-resized-crop (`scale`, `ratio`; only the crop's region is decoded) to
     `size` x `size` and a horizontal flip with probability `flip_prob`. `train=False`: shorter
@@ -361,8 +526,9 @@ def make_dali_loader(
     accurate IDCT (the CPU decoder, and the GPU path's CPU fallback). `fancy_upsampling=False`
     lets nvJPEG upsample chroma the fast way (`device="gpu"` only: the CPU decoder always
     upsamples smoothly).
-    `shuffle` (default: `train`) reshuffles the tars' order every epoch and draws samples at random
-    from a buffer of `initial_fill`. `num_threads` (default: the CPUs this process may use) is
+    `shuffle` (default: `train`) over a path reshuffles the tars' order every epoch and draws
+    samples at random from a buffer of `initial_fill`; over a Dataset it reads each epoch in a
+    keyed permutation of `(seed, epoch)`. `num_threads` (default: the CPUs this process may use) is
     DALI's thread count; `seed` fixes shuffling and augmentation. `device="gpu"` decodes on GPU
     `device_id` (default: LOCAL_RANK) and returns float32 NCHW normalized by `mean` and `std`
     (0..1 scale, as `to_float`); benchmarks/GPU.md checks it against the CPU path.
@@ -383,12 +549,15 @@ def make_dali_loader(
     num_threads = num_threads if num_threads is not None else len(os.sched_getaffinity(0))
     shard, shards = resolve_rank(shard_id, num_shards)
     gpu = (device_id if device_id is not None else local_device_id()) if device == "gpu" else None
-    ds = DatasetFiles(path)
-    _check_dataset(ds, field, shards, batch_size, drop_last)
+    fed = path if isinstance(path, Dataset) else None
+    ds = DatasetFiles(path.path if isinstance(path, Dataset) else path)
+    num_samples = len(ds) if fed is None else len(fed)
+    _check_dataset(ds, field, shards, batch_size, drop_last=drop_last, n=num_samples)
     schema, label = ds.manifest.schema, _label_field(ds)
-    extra = plan_fields(schema, fields, field, str(ds.root), label=label, records=ds.records)
+    records = ds.records and fed is None  # read by DALI's TFRecord reader
+    extra = plan_fields(schema, fields, field, str(ds.root), label=label, records=records)
     codecs = {f.name: ds.codec(f.name) for f in extra if schema[f.name].zstd}
-    paths, index_paths = _shard_files(ds)
+    paths, index_paths = _shard_files(ds) if fed is None else ((), ())
     features = [(f, feature_name(schema, f)) for f in (field, *(e.name for e in extra))]
     options = PipelineOptions(
         paths=paths,
@@ -419,10 +588,12 @@ def make_dali_loader(
         fancy_upsampling=fancy_upsampling,
         fields=extra,
         label=label,
-        features=tuple(features) if ds.records else (),
+        features=tuple(features) if records else (),
+        fed=fed is not None,
     )
     if malloc_mmap_threshold is not None:
         fix_mmap_threshold(malloc_mmap_threshold)
     return DaliLoader(
-        options, num_samples=len(ds), drop_last=drop_last, source=str(ds.root), codecs=codecs
-    )
+        options, num_samples=num_samples, drop_last=drop_last, source=str(ds.root),
+        codecs=codecs, feed=None if fed is None else _feed(fed, options, drop_last),
+    )  # fmt: skip

@@ -56,6 +56,10 @@ class PipelineOptions:
     # Record shards (TFRecord, `fn.readers.tfrecord`): the Example feature of the image field and
     # of each extra field, `(field, feature)`; empty for tar shards (`fn.readers.webdataset`).
     features: tuple[tuple[str, str], ...] = ()
+    # The samples come from fastpack's order through `fn.external_source` (feed.py), not from
+    # DALI's reader: `paths`, `index_paths`, `initial_fill`, `dont_use_mmap` and `features` are
+    # then unused (empty), and the labels and non-mask fields are read from the dataset.
+    fed: bool = False
 
     @property
     def records(self) -> bool:
@@ -96,6 +100,8 @@ class PipelineOptions:
         ]
         if unnamed:
             raise ValueError(f"record shards: no Example feature given for fields {unnamed}")
+        if self.fed and (self.paths or self.features):
+            raise ValueError("fed samples come from the feed, not from shard paths or features")
         if not self.fancy_upsampling and self.device == "cpu":
             raise ValueError(
                 "fancy_upsampling=False needs device='gpu': DALI's CPU decoder always upsamples "

@@ -1,5 +1,6 @@
 """The DALI graph over a dataset's shards: `fn.readers.webdataset` over tars, or
-`fn.readers.tfrecord` over record shards (one Example per sample), then decode, resize, crop.
+`fn.readers.tfrecord` over record shards (one Example per sample), or the samples fastpack's order
+feeds through `fn.external_source` (feed.py); then decode, resize, crop.
 
 `device="cpu"` keeps every operator on the CPU (`device_id=None`, no CUDA needed) and outputs
 uint8 HWC images. `device="gpu"` decodes with nvJPEG (`device="mixed"`), resizes and normalizes on
@@ -13,7 +14,7 @@ slices both, one coin flips both; in evaluation both are resized and centre-crop
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastpack.formats import KEY_FEATURE, LABEL_FEATURE
@@ -21,12 +22,20 @@ from nvidia.dali import fn, types
 from nvidia.dali.data_node import DataNode
 from nvidia.dali.pipeline import Pipeline
 
-from .fields import IMAGE_SHAPE, IMAGE_SOURCE, PNG_BIT_DEPTH, RECORD_KEY, output_names
+from .fields import (
+    IMAGE_SHAPE,
+    IMAGE_SOURCE,
+    PNG_BIT_DEPTH,
+    RECORD_KEY,
+    SAMPLE_INDEX,
+    output_names,
+)
 from .options import LABEL_FIELD, READER_NAME, PipelineOptions
 
 __all__ = ["READER_NAME", "build_pipeline"]
 
 Window = tuple[DataNode, DataNode]  # (anchor, shape) of a crop, in (height, width) order
+Feed = Callable[[], Any]  # an external source in batches (feed.py's `SampleFeed`)
 
 
 def _reader_options(o: PipelineOptions) -> dict[str, Any]:
@@ -48,6 +57,21 @@ def _reader_options(o: PipelineOptions) -> dict[str, Any]:
         "shuffle_after_epoch_seed": o.seed if o.shuffle else None,
         "dont_use_mmap": o.dont_use_mmap,
     }
+
+
+def _fed(o: PipelineOptions, feed: Feed) -> dict[str, DataNode]:
+    """The members of this rank's samples from `feed` (feed.py), in batches: the image and
+    each mask's png bytes (uint8), and each sample's index in the dataset (int64 (1,))."""
+    masks = [f.name for f in o.fields if f.kind == "mask"]
+    names = [o.field, SAMPLE_INDEX, *masks]
+    uint8, int64 = types.DALIDataType.UINT8, types.DALIDataType.INT64
+    outputs = fn.external_source(
+        source=feed, num_outputs=len(names), batch=True, ndim=[1] * len(names),
+        dtype=[uint8, int64, *[uint8] * len(masks)],
+    )  # fmt: skip
+    if not isinstance(outputs, Sequence) or len(outputs) != len(names):
+        raise RuntimeError(f"fn.external_source returned {outputs!r}, expected {len(names)}")
+    return dict(zip(names, outputs, strict=True))
 
 
 def _read(o: PipelineOptions) -> dict[str, DataNode]:
@@ -259,11 +283,31 @@ def _bytes_outputs(name: str, member: DataNode, o: PipelineOptions) -> dict[str,
 
 def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, DataNode]:
     """Every output `output_names` lists, by name."""
+    nodes = _pictures(members, o)
+    if o.fed:
+        nodes[SAMPLE_INDEX] = members[SAMPLE_INDEX]
+        return nodes
+    label = members[LABEL_FIELD]
+    nodes[LABEL_FIELD] = label if o.records else _padded(label)
+    if o.fields:
+        nodes[IMAGE_SOURCE] = _source(members[o.field])
+        if o.records:
+            nodes[RECORD_KEY] = _padded(_flat(members[RECORD_KEY]))
+    for f in o.fields:
+        member = members[f.name]
+        if f.kind == "class":
+            nodes[f.name] = _padded(member)
+        elif f.kind == "bytes":
+            nodes.update(_bytes_outputs(f.name, member, o))
+    return nodes
+
+
+def _pictures(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, DataNode]:
+    """The images, and the masks that follow them, with what `FieldBatch` checks masks by."""
     jpg = members[o.field]
     shape = _one(fn.peek_image_shape(jpg))
     masks = [f.name for f in o.fields if f.kind == "mask"]
-    label = members[LABEL_FIELD]
-    nodes = {LABEL_FIELD: label if o.records else _padded(label)}
+    nodes: dict[str, DataNode] = {}
     if o.train:
         mirror = _one(fn.random.coin_flip(probability=o.flip_prob))
         if masks:
@@ -275,31 +319,25 @@ def _outputs(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Data
     else:
         nodes["images"] = _eval_images(jpg, o)
         nodes.update({m: _eval_mask(members[m], o) for m in masks})
-    if o.fields:
-        nodes[IMAGE_SOURCE] = _source(jpg)
+    if masks:
         nodes[IMAGE_SHAPE] = shape
-        if o.records:
-            nodes[RECORD_KEY] = _padded(_flat(members[RECORD_KEY]))
-    for f in o.fields:
-        member = members[f.name]
-        if f.kind == "mask":
-            nodes[f"{f.name}/header"] = _one(
-                fn.slice(
-                    member, start=[PNG_BIT_DEPTH], shape=[2], axes=[0], out_of_bounds_policy="pad"
-                )
+    for m in masks:
+        nodes[f"{m}/header"] = _one(
+            fn.slice(
+                members[m], start=[PNG_BIT_DEPTH], shape=[2], axes=[0], out_of_bounds_policy="pad"
             )
-            nodes[f"{f.name}/shape"] = _one(fn.peek_image_shape(member))
-        elif f.kind == "class":
-            nodes[f.name] = _padded(member)
-        else:
-            nodes.update(_bytes_outputs(f.name, member, o))
+        )
+        nodes[f"{m}/shape"] = _one(fn.peek_image_shape(members[m]))
     return nodes
 
 
-def build_pipeline(o: PipelineOptions) -> Pipeline:
-    """A pipeline whose outputs are `output_names(o.fields, o.records)`: images, the labels
-    (tars: `cls` bytes zero-padded to the batch's widest; records: int64 (1,)), and what the
-    extra fields need."""
+def build_pipeline(o: PipelineOptions, feed: Feed | None = None) -> Pipeline:
+    """A pipeline whose outputs are `output_names(o.fields, o.records, o.fed)`: images, the
+    labels (tars: `cls` bytes zero-padded to the batch's widest; records: int64 (1,)), and what
+    the extra fields need; with `o.fed`, the samples of `feed` (feed.py): images, the samples'
+    indices and what the masks need."""
+    if o.fed != (feed is not None):
+        raise ValueError("a pipeline of fed samples needs a feed, and only it takes one")
     pipe = Pipeline(  # type: ignore[no-untyped-call]
         batch_size=o.batch_size,
         num_threads=o.num_threads,
@@ -308,7 +346,7 @@ def build_pipeline(o: PipelineOptions) -> Pipeline:
         prefetch_queue_depth=o.prefetch_queue_depth,
     )
     with pipe:
-        nodes = _outputs(_read(o), o)
-        outputs = output_names(o.fields, o.records)
+        nodes = _outputs(_read(o) if feed is None else _fed(o, feed), o)
+        outputs = output_names(o.fields, o.records, o.fed)
         pipe.set_outputs(*(nodes[name] for name in outputs))  # type: ignore[no-untyped-call]
     return pipe

@@ -3,7 +3,7 @@ from `image/encoded` and labels from `image/class/label`. Pixels against simplej
 labels, sharding over ranks, batches equal to those of the tar dataset built from the same
 source, extra fields (masks, class fields, member bytes, zstd) equal to the tar's, optional
 fields refused (the TFRecord reader cannot batch a lacking feature), and
-`make_loader(decoder="dali")`."""
+`make_loader(decoder="dali")`, whose fed samples give optional fields too."""
 
 from __future__ import annotations
 
@@ -162,13 +162,24 @@ def test_refused_fields_name_the_dataset(fields: Pair) -> None:
     )
     with pytest.raises(ValueError, match=message):
         make_dali_loader(fields.records, batch_size=2, train=False, fields=("txt", "note.txt"))
-    with pytest.raises(ValueError, match="required fields only"):
-        make_loader(
-            Dataset(fields.records, fields=("jpg", "cls", "note.txt"), transform=CenterCrop(16)),
-            batch_size=2, decoder="dali",
-        )  # fmt: skip
     tar = make_dali_loader(fields.tar, batch_size=2, train=False, fields=("note.txt",))
     assert tar.options.fields[0].optional  # tars can: DALI's webdataset reader marks them
+
+
+def test_fed_records_give_optional_fields(fields: Pair) -> None:
+    """make_loader feeds DALI from the index (feed.py): optional fields of record shards come
+    as from tars, None where absent."""
+
+    def notes(path: Path) -> list[bytes | None]:
+        names = ("jpg", "cls", "note.txt")
+        dataset = Dataset(path, fields=names, transform=CenterCrop(16))
+        loader = make_loader(dataset, batch_size=2, shuffle=False, decoder="dali")
+        return [None if t is None else bytes(t.numpy()) for b in loader for t in b[2]]
+
+    found = notes(fields.records)
+    assert found == notes(fields.tar)
+    assert None in found
+    assert any(note for note in found)
 
 
 def test_make_loader_with_the_dali_decoder(pair: Pair, fields: Pair) -> None:

@@ -7,14 +7,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fastpack.formats import DatasetFiles, FastpackError, TruncatedFileError
+from fastpack.formats import (
+    DatasetFiles,
+    FastpackError,
+    OffsetOutOfRangeError,
+    TruncatedFileError,
+)
+from fastpack.reader import Dataset
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 
-from ..conftest import Built
+from ..conftest import Built, section
 
 
-def _loader(path: Path, **kwargs: object) -> DaliLoader:
+def _loader(path: Path | Dataset, **kwargs: object) -> DaliLoader:
     options: dict[str, object] = {"batch_size": 2, "train": False, "size": 16, "num_threads": 1}
     options.update(kwargs)
     return make_dali_loader(path, **options)  # type: ignore[arg-type]
@@ -41,6 +47,24 @@ def test_damaged_image(path: Path) -> None:
     assert "C++ context" not in str(e.value)
     with pytest.raises(ValueError, match="this DALI loader is closed"):
         iter(loader)  # DALI's pipeline is gone after its error
+
+
+def test_damaged_image_of_fed_samples(path: Path) -> None:
+    """Over a Dataset (fastpack's order) DALI's decoder fails the same way; a member the index
+    places past its shard's end fails in the feed, with the dataset's own error."""
+    files = DatasetFiles(path)
+    offset = int(files.index.offsets("jpg")[3])
+    with files.shard_path(int(files.index.shard[3])).open("r+b") as f:
+        f.seek(offset)
+        f.write(b"\0" * 64)
+    loader = _loader(Dataset(path), shuffle=False)
+    with pytest.raises(DaliReadError, match=rf"^{path}: DALI failed in \S*decoders\.image: "):
+        list(loader)
+    sizes = section(path, "jpg.size")
+    sizes[1] = 10**9
+    sizes.flush()
+    with pytest.raises(OffsetOutOfRangeError, match=r"sample 1 .*000000\.tar"):
+        list(_loader(Dataset(path), shuffle=False))
 
 
 def test_damaged_shard_index(path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 import simplejpeg
 import torch
 from fastpack.formats import FastpackError, Schema, ShardFormatError, decode_value
+from fastpack.reader import Dataset
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 from PIL import Image
@@ -90,7 +91,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _loader(path: Path, **kwargs: Any) -> DaliLoader:
+def _loader(path: Path | Dataset, **kwargs: Any) -> DaliLoader:
     options: dict[str, Any] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
     options.update(kwargs)
     return make_dali_loader(path, resize_size=RESIZE, **options)
@@ -168,6 +169,31 @@ def test_member_bytes(dataset: Path) -> None:
         )
         array = decode_value(SCHEMA["emb.npy"], bytes(values["emb.npy"].numpy()))
         assert array.tolist() == [i, -i, 0.5]
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_fed_samples_give_the_readers_fields(dataset: Path, train: bool) -> None:
+    """Over a Dataset (fastpack's order, feed.py) masks come from DALI as from its reader, the
+    other fields from the dataset: the same values."""
+    fields = ("seg.png", "txt", "caption.txt.zst", "id", "tags.json", "emb.npy")
+    options: dict[str, Any] = {"fields": fields, "seed": 3, "train": train}
+    reader, fed = (
+        _samples(_loader(dataset, **options)),
+        _samples(_loader(Dataset(dataset), **options)),
+    )
+    assert sorted(fed) == sorted(reader) == list(range(N))
+    for k, (image, values) in fed.items():
+        expected = reader[k][1]
+        assert set(values) == set(expected)
+        for name in ("txt", "caption.txt.zst", "id", "tags.json", "emb.npy"):
+            if expected[name] is None:
+                assert values[name] is None
+            else:
+                assert torch.equal(values[name], expected[name])
+        if not train:  # the same crop: the same pixels
+            assert torch.equal(image, reader[k][0])
+            assert torch.equal(values["seg.png"], expected["seg.png"])
+        assert agreement(image, values["seg.png"]) > 0.85  # a training crop follows its image
 
 
 def test_without_fields_batches_are_pairs(dataset: Path) -> None:
