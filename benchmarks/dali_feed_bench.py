@@ -32,30 +32,39 @@ from ._sysinfo import fastpack_commit, load, machine, versions
 MODES = ("reader", "fed")
 
 
-def run(dataset: Path, mode: str, train: bool, epochs: int, threads: int) -> dict[str, Any]:
-    """Start-up seconds and images/s per epoch of one loader, in this process."""
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Start-up seconds and images/s per epoch of one loader, in this process; on the fed path
+    also whether each epoch's labels came in the torch loader's order (`order_matches`)."""
     import nvidia.dali.plugin.pytorch  # noqa: F401, PLC0415 - imported before the clock starts
-    from fastpack.reader import Dataset, make_dali_loader  # noqa: PLC0415
+    from fastpack.reader import Dataset, EpochBatchSampler, make_dali_loader  # noqa: PLC0415
 
+    dataset, mode, batch = Path(spec["dataset"]), spec["mode"], spec["batch_size"]
     started = time.perf_counter()
     source: Any = dataset if mode == "reader" else Dataset(dataset)
     loader = make_dali_loader(
-        source, batch_size=64, train=train, size=224, device="cpu", num_threads=threads, seed=0
-    )
-    first, rates, cpu = 0.0, [], []
-    for epoch in range(epochs):
+        source, batch_size=batch, train=spec["train"], size=224, device=spec["device"],
+        num_threads=spec["threads"], seed=0,
+    )  # fmt: skip
+    first, rates, cpu, matches = 0.0, [], [], []
+    for epoch in range(spec["epochs"]):
         if mode == "fed":
             source.set_epoch(epoch)
-        t, c, seen = time.perf_counter(), _cpu(), 0
-        for images, _ in loader:
+        t, c, seen, labels = time.perf_counter(), _cpu(), 0, []
+        for images, batch_labels in loader:
             if not first:
                 first = time.perf_counter() - started
             seen += int(images.shape[0])
+            labels.append(batch_labels)
         rates.append(seen / (time.perf_counter() - t))
         cpu.append((_cpu() - c) / seen * 1000)
+        if mode == "fed":
+            order = EpochBatchSampler(source, batch, seed=0, shuffle=spec["train"])
+            expected = source.labels[order.rank_order(epoch)].tolist()
+            got = [int(y) for part in labels for y in part.cpu().reshape(-1).tolist()]
+            matches.append(got == expected)
     loader.close()
     return {"mode": mode, "startup_s": first, "rates": rates, "cpu_s_per_1000": cpu,
-            "load": load()}  # fmt: skip
+            "order_matches": matches, "load": load()}  # fmt: skip
 
 
 def _cpu() -> float:
@@ -136,6 +145,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="DALI's decode")
+    p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--eval", action="store_true", help="centre crops instead of training crops")
     p.add_argument("--feed-only", action="store_true", help="time the feed alone")
     p.add_argument("--out", type=Path, help="write the raw results here (JSON)")
@@ -150,14 +161,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if spec["mode"] == "feed-only":
             print(json.dumps(feed_only(Path(spec["dataset"]), spec["epochs"])))
             return
-        out = run(Path(spec["dataset"]), spec["mode"], spec["train"], spec["epochs"],
-                  spec["threads"])  # fmt: skip
-        print(json.dumps(out))
+        print(json.dumps(run(spec)))
         return
     if args.dataset is None:
         raise SystemExit("--dataset is required")
     spec = {"dataset": str(args.dataset), "train": not args.eval, "epochs": args.epochs,
-            "threads": args.threads}  # fmt: skip
+            "threads": args.threads, "device": args.device,
+            "batch_size": args.batch_size}  # fmt: skip
     if args.feed_only:
         runs = [child({**spec, "mode": "feed-only"}) for _ in range(args.rounds)]
         print(json.dumps(runs, indent=1))
@@ -166,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.out is not None:
         report = {"spec": spec, "runs": runs, "machine": machine(), "commit":
                   fastpack_commit(Path(__file__).resolve().parent.parent),
-                  "versions": versions(("torch", "numpy", "nvidia-dali-cuda120"))}  # fmt: skip
+                  "versions": versions(("torch", "numpy", "nvidia-dali-cuda120",
+                                        "nvidia-dali-cuda130"))}  # fmt: skip
         args.out.write_text(json.dumps(report, indent=1) + "\n")
 
 
