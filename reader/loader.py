@@ -52,7 +52,9 @@ def make_loader(
     **kwargs: Any,
 ) -> FastpackLoader | DaliLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
-    `fields=...` one value per field (see `make_torch_loader`).
+    `fields=...` one value per field (see `make_torch_loader`). Either loader's `stats()`
+    gives a `LoaderStats` of the interval since its previous call (`fastpack.reader.stats`;
+    DALI's counts the trainer's side only).
 
     `decoder="simplejpeg"` (default): a torch DataLoader whose workers decode whole batches
     into shared memory (see `make_torch_loader` for the options). `dataset` is a `Dataset`

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fastpack.formats import DatasetNotFoundError, TruncatedFileError
 
+from .counts import IO_COUNTS
 from .download import byte_ranges, temp_name
 from .retry import RetryPolicy, retry_call
 
@@ -38,6 +39,7 @@ def _copy_part(source: Path, fd_out: int, start: int, stop: int) -> None:
                     f"{source}: ended at {offset} bytes while copying bytes [{start}, {stop})"
                 )
             os.pwrite(fd_out, view[:n], offset)
+            IO_COUNTS.fetched(n)
             offset += n
     finally:
         os.close(fd_in)

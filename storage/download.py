@@ -15,6 +15,7 @@ from typing import Protocol
 
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, crc32c_extend
 
+from .counts import IO_COUNTS
 from .object_reads import RangeChunks
 from .retry import RetryPolicy, log, retry_call
 
@@ -114,6 +115,7 @@ def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -
     offset = start
     for buffer in target.reads.chunks(target.path, start, end):
         os.pwrite(target.fd, buffer, offset)
+        IO_COUNTS.fetched(len(buffer))
         digest.add(offset, buffer)
         offset += len(buffer)
     if offset != end:
@@ -191,6 +193,7 @@ def download(
                 os.replace(tmp, dest)
                 return
             if attempt + 1 < retry.attempts:
+                IO_COUNTS.retried()
                 log.warning("%s: %s %s, expected %s; downloading again", url, kind, found, expected)
                 time.sleep(retry.wait(attempt))
     finally:

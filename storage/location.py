@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from fastpack.formats import DatasetNotFoundError
 
 from . import listing
+from .counts import IO_COUNTS
 from .download import IncompleteReadError, download
 from .object_reads import (
     FsspecReads,
@@ -95,6 +96,7 @@ class Location:
             )
         except FileNotFoundError as e:
             raise DatasetNotFoundError(f"{self.url_of(name)}: not found ({e})") from e
+        IO_COUNTS.fetched(len(data))
         return data
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
@@ -104,6 +106,7 @@ class Location:
             lambda: self.fs.cat_file(self.path(name), start=start, end=end),
             None,
         )
+        IO_COUNTS.fetched(len(data))
         return data
 
     def iter_chunks(self, name: str, size: int, chunk_bytes: int) -> Iterator[bytes]:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from .counts import IO_COUNTS
 from .errors import FetchError
 
 T = TypeVar("T")
@@ -71,6 +72,7 @@ def retry_call(
                     f"{what}: unavailable after {policy.attempts} attempts; last error: "
                     f"{type(e).__name__}: {e}"
                 ) from e
+            IO_COUNTS.retried()
             wait = policy.wait(failure)
             log.warning("%s: %s: %s; retrying in %.2f s", what, type(e).__name__, e, wait)
             time.sleep(wait)

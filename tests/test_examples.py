@@ -61,6 +61,7 @@ def test_every_example_is_tested() -> None:
     tested = {
         "build_and_train.py", "read_with_webdataset.py", "read_with_dali.py",
         "train_coco_multilabel.py", "read_with_tensorflow.py", "resume_training.py",
+        "train_with_stats.py",
     }  # fmt: skip
     assert {p.name for p in EXAMPLES} == tested
 
@@ -129,6 +130,23 @@ def test_train_coco_multilabel_on_its_demo_set(tmp_path: Path) -> None:
     assert all(math.isfinite(v) and v > 0 for v in losses)
     assert sum(losses[-6:]) < 0.8 * sum(losses[:6]), losses
     assert "trained 24 steps in " in out
+
+
+def test_train_with_stats_logs_each_interval(tmp_path: Path) -> None:
+    out = run_example(
+        "train_with_stats.py", tmp_path / "drawn", "--draw", "24", "--workers", "1",
+        "--batch-size", "4", "--steps", "6", "--log-every", "3", "--size", "32",
+    )  # fmt: skip
+    assert "24 samples, 4 classes, training on " in out
+    intervals = re.findall(r"^loader: 3 batches, 12 samples in [\d.]+ s \([\d,]+/s\); the trainer "
+                           r"waited \d+% of the time$", out, re.MULTILINE)  # fmt: skip
+    assert len(intervals) == 2, out
+    workers = re.findall(
+        r"^1 worker: decoding \d+%, reading \d+%, allocating \d+%, idle \d+%; \d+ batch(es)? made"
+        r"( \(\d+ outside the slots\))?, read [\d.,]+ KiB, fetched 0 B", out, re.MULTILINE,
+    )  # fmt: skip
+    assert len(workers) == 2, out
+    assert len(re.findall(r"^verdict: the trainer waits ", out, re.MULTILINE)) == 2, out
 
 
 def test_read_with_webdataset(dataset: Path) -> None:

@@ -9,6 +9,8 @@ numbers point at, checked in this order:
    step (whose images/s the loader's are then capped at), the step takes at least
    `DECODE_BOUND` of what decoding alone gives;
 4. loader: anything else (reading shards, batching, handing batches to the trainer).
+
+The thresholds and the advice are `loader.stats()`'s too (`fastpack.reader.stats.verdict`).
 """
 
 from __future__ import annotations
@@ -17,16 +19,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from fastpack.reader.stats.verdict import (
+    DECODE_BOUND,
+    FETCH_HINT,
+    TRAINER_WAIT_OK,
+    decode_hint,
+    step_bound,
+)
+
 from .options import LOADERS
 from .results import LoaderResult
 
-TRAINER_WAIT_OK = 0.05
 NETWORK_BOUND = 0.8
-DECODE_BOUND = 0.8
 PREFER_MARGIN = 1.05  # a loader later in LOADERS must be this much faster to be chosen
 SHORT_EPOCH = 50  # batches per epoch below which each epoch's restart weighs on the numbers
 NOISY = 0.25  # passes this far apart ((fastest - slowest) / median): the machine is busy
-DALI_GPU = "make_loader(..., decoder='dali', device='gpu')"
 LOADER_HINT = (
     "(reading shards, batching, handing batches over); check the disk (io='pread' on network "
     "file systems) and try larger batches"
@@ -125,10 +132,7 @@ def _bottleneck(
 ) -> tuple[Bottleneck, str]:
     wait = best.wait_share or 0.0
     if setting.step_ms > 0 and wait <= TRAINER_WAIT_OK:
-        return "trainer", (
-            f"the trainer waits {wait:.0%} of the time: data loading is not your bottleneck; "
-            "the training step is"
-        )
+        return "trainer", step_bound(wait)
     waits = f"the trainer waits {wait:.0%} of the time; " if setting.step_ms > 0 else ""
     network = _network(measured, setting)
     if network is not None:
@@ -154,10 +158,7 @@ def _bottleneck(
 
 
 def _decode_hint(setting: Setting) -> str:
-    if setting.workers < setting.cpus:
-        return (f"add workers ({setting.workers} of {setting.cpus} cores in use) or decode on "
-                f"the GPU with DALI ({DALI_GPU})")  # fmt: skip
-    return f"every core decodes already; decode on the GPU with DALI ({DALI_GPU})"
+    return decode_hint(setting.workers, setting.cpus)
 
 
 def _network(measured: dict[str, LoaderResult], setting: Setting) -> str | None:
@@ -179,6 +180,5 @@ def _network(measured: dict[str, LoaderResult], setting: Setting) -> str | None:
     likely = "" if local is not None else " likely"
     return (
         f"streaming from the URL runs at {share:.0%} of {of}: the network is{likely} the "
-        "bottleneck; raise StreamingDataset(fetch=FetchOptions(threads=..., part_threads=...)) "
-        "and prefetch, or copy the dataset to local disk first (fetch_dataset)"
+        f"bottleneck; {FETCH_HINT}"
     )

@@ -89,6 +89,7 @@ from ..map_style.dataset import Dataset
 from ..order.state import Progress, make_state, read_state
 from ..ranks import local_device_id, resolve_rank
 from ..shard_files import resolve_io
+from ..stats import LoaderMeter, LoaderStats
 from ..torch_loader.sampler import EpochBatchSampler
 from .feed import FedFields, SampleFeed
 from .fields import SAMPLE_INDEX, FieldBatch, output_names, plan_fields
@@ -224,6 +225,7 @@ class DaliLoader(ClosesOnExit):
         self._ended = False  # the fed pipeline ended its epoch: reset it before the next
         self._progress: Progress | None = None  # the fed iteration's batches handed out
         self._fed_fields = None
+        self._meter = LoaderMeter(None, None)  # the trainer's side: DALI reports no stages
         if feed is not None:
             self._labels_of = np.asarray(feed.dataset.labels)
             if options.fields:
@@ -258,14 +260,21 @@ class DaliLoader(ClosesOnExit):
         if self._iterator is None:
             raise ValueError(f"{self._source}: this DALI loader is closed")
         if self.feed is not None:
-            return self._fed_epoch(self._begin(self.feed))
+            return self._meter.watch(self._fed_epoch(self._begin(self.feed)))
         if self._in_epoch:
             while self._next() is not None:
                 pass
         self._check_epoch(self._epochs_started)
         self._epochs_started += 1
         self._in_epoch = True
-        return self._epoch()
+        return self._meter.watch(self._epoch())
+
+    def stats(self) -> LoaderStats:
+        """What the loader did since the previous call (the first: since the first batch was
+        asked for): the trainer's wait, its batches and samples, and a verdict. DALI's pipeline
+        reports no per-thread or per-stage times and no byte counts: `workers` is empty and
+        the byte and shard counts are None."""
+        return self._meter.stats()
 
     def _check_epoch(self, starting: int) -> None:
         wanted = 0 if self.epoch_source is None else self.epoch_source.epoch

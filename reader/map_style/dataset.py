@@ -54,6 +54,7 @@ from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..shard_files import IoChoice, IoMethod, resolve_io
+from ..stats.recorder import records_batches
 from ..views import ViewSpec, open_view
 from .range_reads import Request
 from .shard_reader import ShardReader
@@ -320,6 +321,7 @@ class Dataset(ClosesOnExit):
             state.release(1)
         return image, label
 
+    @records_batches  # the batch's time and bytes, for loader.stats()
     def __getitems__(self, indices: Sequence[int]) -> tuple[Any, ...]:
         """A batch as `(images (B, H, W, 3) uint8, labels (B,) int64)`, decoded into one array
         (other `fields`: one value per field, see the class docstring).

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from time import perf_counter_ns
 
 from fastpack.formats import MANIFEST_NAME, DatasetFiles
 
 from ..shard_files import IoMethod, PreadShard, ShardFile, listed_in, open_shard
+from ..stats import block, recorder
+from ..stats.counts import READ_COUNTS
 from .range_reads import RangeReads, Request
 
 
@@ -51,6 +54,7 @@ class ShardReader:
     def read(self, shard: int, offset: int, size: int) -> memoryview | bytes:
         """`size` bytes at `offset` of shard `shard`; the range must be checked already."""
         self._touched.add(shard)
+        READ_COUNTS.bytes_read += size
         if self._ranges is not None:
             loaded = self._ranges.get(shard, offset, size)
             if loaded is not None:
@@ -63,10 +67,12 @@ class ShardReader:
         `ahead` (checked too) behind them. With `io="mmap"`: nothing (the map reads in place)."""
         if self._ranges is None:
             return
+        start = perf_counter_ns()
         ahead = list(ahead)
         for shard in {shard for shard, _, _ in (*requests, *ahead)}:
             self._shard(shard)  # opened here, not by two reading threads at once
         self._ranges.load(requests, ahead)
+        recorder.current().timed(block.READ_NS, perf_counter_ns() - start)
 
     def release(self) -> None:
         """Unmap the pages read since the last call from this process."""

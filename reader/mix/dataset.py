@@ -23,6 +23,7 @@ import numpy.typing as npt
 from ..fields import BatchLayout
 from ..map_style.dataset import BatchAllocator, Dataset
 from ..order.epoch_order import EpochOrder, QuotaOrder, group_seed, quotas
+from ..stats.recorder import records_batches
 from ..streaming.dataset import StreamingDataset
 from .batches import merge_batches, remap_sample
 from .classes import unify_classes
@@ -153,6 +154,7 @@ class Mix:
         s = int(source[0])
         return remap_sample(self, s, self.datasets[s][int(local[0])])
 
+    @records_batches  # one batch for loader.stats(), its sources' parts inside it
     def __getitems__(self, indices: Sequence[int]) -> tuple[Any, ...]:
         """A batch of mix samples, grouped by source, each source's part decoded by that
         source into the batch's arrays; labels in the unified class table."""

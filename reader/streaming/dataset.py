@@ -68,6 +68,7 @@ from ..image.transforms import Transform
 from ..ranks import resolve_rank
 from ..remote import IndexRows, dictionaries, read_manifest_bytes
 from ..shard_files import IoChoice, IoMethod, check_io, resolve_io
+from ..stats.recorder import recorded_batches
 from ..views import ViewSpec
 from .cache import ShardCache
 from .elastic import EpochProgress, Segment, length, resumed_parts, resumed_streams
@@ -539,7 +540,7 @@ class StreamingDataset(ClosesOnExit, _Base):
             if self.batch_size is None:
                 yield from self._samples(windows, source)
             else:
-                yield from self._batches(windows, source, self.batch_size)
+                yield from recorded_batches(self._batches(windows, source, self.batch_size))
         finally:
             source.close()
 

@@ -24,6 +24,7 @@ from ..image.batch import decode_same_size
 from ..image.decode import Image, decode
 from ..image.transforms import Transform
 from ..shard_files import ShardFile
+from ..stats.counts import READ_COUNTS
 from .window import Window
 
 Allocate = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
@@ -96,6 +97,7 @@ class WindowReader:
         file, offset, size = window.files[k], window.offsets[k], window.sizes[k]
         if offset + size > file.size:
             _, offset, size = self.files.index.locate(window.ids[k], self._field(), file.size)
+        READ_COUNTS.bytes_read += size
         return file.read(offset, size)
 
     def _members(self, window: Window, k: int) -> PayloadOf:
@@ -107,6 +109,7 @@ class WindowReader:
                 _, offset, size = index.locate(i, field, file.size)
             except AbsentFieldError:
                 return None
+            READ_COUNTS.bytes_read += size
             return file.read(offset, size)
 
         return member

@@ -17,6 +17,8 @@ from fastpack.storage import FetchError, RetryPolicy
 
 from ..errors import ShardUnavailableError
 from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
+from ..stats import block, recorder
+from ..stats.counts import READ_COUNTS
 from .cache import ShardCache
 from .prefetch import PrefetchDepth
 from .readahead import ReadAhead
@@ -63,11 +65,13 @@ class LocalShards:
         return self._open[position]
 
     def get(self, position: int) -> ShardFile:
+        start = time.perf_counter_ns()
         opened = self._opened(position)
         if self._readahead is not None:
             stop = min(len(self._shards), position + self._readahead.depth)
             for ahead in range(position, stop):
                 self._readahead.start(ahead, self._opened(ahead))
+        recorder.current().timed(block.READ_NS, time.perf_counter_ns() - start)
         return opened
 
     def release(self, position: int) -> None:
@@ -126,6 +130,7 @@ class RemoteShards:
         self._lock = threading.Lock()
 
     def get(self, position: int) -> ShardFile:
+        start = time.perf_counter_ns()
         self._depth.asking(position)
         if self._submitted == 0:  # the stream's first shard comes alone, sooner
             self._submit_until(min(len(self._shards), position + 1))
@@ -133,6 +138,7 @@ class RemoteShards:
         self._submit_until(min(len(self._shards), position + 1 + self._depth.depth))
         shard_file = self._futures[position].result()
         self._depth.received()
+        recorder.current().timed(block.READ_NS, time.perf_counter_ns() - start)
         return shard_file
 
     def _submit_until(self, stop: int) -> None:
@@ -156,6 +162,8 @@ class RemoteShards:
                 start = time.perf_counter()
                 path = self._fetch(shard)
                 self._depth.downloaded(time.perf_counter() - start)
+            else:
+                READ_COUNTS.cache_hit()
             self._before_open(shard)
             try:
                 what = self._origin.describe(shard)

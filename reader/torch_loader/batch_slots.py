@@ -34,6 +34,7 @@ import mmap
 import multiprocessing
 import os
 import sys
+import time
 import uuid
 import weakref
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ import torch
 
 from ..errors import SharedMemoryError
 from ..fields import ColumnKind
+from ..stats import block, recorder
 from .tensors import to_tensors
 
 Labels = npt.NDArray[np.int64]
@@ -304,9 +306,12 @@ class BatchSlots:
         """A uint8 array of `shape` in shared memory. A batch asks for its arrays in the order
         of `shapes`: the first takes a free slot (else the batch goes in new blocks), the
         others come from the same slot; an array that does not fit it gets a new block."""
+        start = time.perf_counter_ns()
         pending = self.pending
         if pending is None or len(pending.tensors) >= max(len(self.shapes), 1):
             pending = self.pending = _Pending(self._claim(shape))
+            if pending.slot < 0 and self.fits(shape):  # the trainer holds every slot of ours
+                recorder.current().count(block.FRESH_BLOCKS)
         k, slot = len(pending.tensors), pending.slot
         if (
             slot >= 0
@@ -318,6 +323,7 @@ class BatchSlots:
         else:
             tensor = new_shared_tensor(shape)
         pending.tensors.append(tensor)
+        recorder.current().timed(block.ALLOCATE_NS, time.perf_counter_ns() - start)
         return tensor.numpy()
 
     def _claim(self, shape: Shape) -> int:

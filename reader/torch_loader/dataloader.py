@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader, get_worker_info
 from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
 from ..order.state import Progress, make_state, read_state
+from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
 from .batch_slots import BatchSlots
@@ -82,17 +83,21 @@ class Counted(Protocol):
 
 
 class TrackedIterator:
-    """The DataLoader's iterator, counting the batches it hands to the trainer (`progress`)."""
+    """The DataLoader's iterator, counting the batches it hands to the trainer (`progress`)
+    and timing the trainer's wait for them (`meter`)."""
 
-    def __init__(self, inner: Any, progress: Counted | None) -> None:
+    def __init__(
+        self, inner: Any, progress: Counted | None, meter: LoaderMeter | None = None
+    ) -> None:
         self.inner = inner
         self.progress = progress
+        self.meter = meter
 
     def __iter__(self) -> TrackedIterator:
         return self
 
     def __next__(self) -> Any:
-        batch = next(self.inner)
+        batch = next(self.inner) if self.meter is None else self.meter.next(self.inner)
         if self.progress is not None:
             self.progress.yielded += 1
         return batch
@@ -111,16 +116,24 @@ class FastpackLoader(DataLoader[Any]):
     Over an `EpochBatchSampler` it is resumable: `state_dict()` at any batch boundary says
     where in the epoch's order every rank has read to, and `load_state_dict(state)` makes the
     next iteration over that epoch start there, with any number of ranks, workers and any batch
-    size (`fastpack.reader.order.state`)."""
+    size (`fastpack.reader.order.state`). `stats()` says how the loading goes."""
 
     _progress: Progress | None = None
+    meter: LoaderMeter | None = None  # make_torch_loader's: the workers' counters, the wait
 
     def __iter__(self) -> Any:
         progress = self._start_progress()
         if self.num_workers == 0:
-            return TrackedIterator(super().__iter__(), progress)
+            return TrackedIterator(super().__iter__(), progress, self.meter)
         with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
-            return TrackedIterator(super().__iter__(), progress)
+            return TrackedIterator(super().__iter__(), progress, self.meter)
+
+    def stats(self) -> LoaderStats:
+        """What the loader did since the previous call (the first: since the first batch was
+        asked for): `fastpack.reader.stats.LoaderStats`."""
+        if self.meter is None:
+            raise RuntimeError("stats() counts the loaders that make_loader makes")
+        return self.meter.stats()
 
     def _sampler(self) -> EpochBatchSampler:
         sampler = self.batch_sampler

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..map_style.dataset import Dataset
 from ..mix import Mix
+from ..stats import LoaderMeter
 from ..streaming.dataset import StreamingDataset
 from .sampler import EpochBatchSampler
 from .streaming import batched_copy
@@ -64,6 +65,10 @@ def make_torch_loader(
     slot holds every fixed-shape uint8 field of a batch (images, and masks with a transform);
     the other fields travel by value.
     Other keyword arguments go to `DataLoader`.
+
+    `loader.stats()` says what the loader did since its previous call: the trainer's wait for
+    batches, each worker's time reading, decoding and allocating, the bytes read and fetched,
+    and a verdict (`fastpack.reader.stats.LoaderStats`; the workers count into shared memory).
     """
     import torch  # noqa: PLC0415 - torch is optional, imported on use
 
@@ -89,7 +94,8 @@ def make_torch_loader(
         reuse=persistent_workers and num_workers > 0,
     )
     kinds = None if layout.image_label else layout.kinds
-    batches = SharedBatches(slots, kwargs.pop("worker_init_fn", None), kinds)
+    meter = LoaderMeter.for_workers(num_workers)  # the workers' counters, made before they start
+    batches = SharedBatches(slots, meter.worker_init(kwargs.pop("worker_init_fn", None)), kinds)
     options.update(
         num_workers=num_workers,
         collate_fn=batches.collate,
@@ -104,7 +110,9 @@ def make_torch_loader(
             options["multiprocessing_context"] = "fork"
     options.update(kwargs)
     loader_class = StreamingLoader if streaming else FastpackLoader
-    return loader_class(read, **options)  # type: ignore[arg-type]
+    loader = loader_class(read, **options)  # type: ignore[arg-type]
+    loader.meter = meter
+    return loader
 
 
 def _batching(
