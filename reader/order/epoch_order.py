@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..image.draws import GOLDEN, mix
-from .permutation import KeyedPermutation
+from .permutation import KeyedPermutation, permute_many
 
 Positions = npt.NDArray[np.int64]
 _GROUP_KEY = np.uint64(0xD1B54A32D192ED03)  # separates the groups' seeds from the epoch's
@@ -112,6 +112,7 @@ class QuotaOrder:
         self.starts = np.concatenate([[0], np.cumsum(self.quota)]).astype(np.int64)
         self.size = int(self.starts[-1])
         self.seed, self.shuffle = int(seed), bool(shuffle)
+        self._flat = _FlatGroups.of(self.groups)
 
     def __len__(self) -> int:
         return self.size
@@ -122,16 +123,55 @@ class QuotaOrder:
         if self.shuffle:
             slots = KeyedPermutation(self.size, self.seed, epoch)(positions)
         group = np.searchsorted(self.starts, slots, side="right") - 1
+        draws = int(epoch) * self.quota[group] + (slots - self.starts[group])
+        if self._flat is not None:
+            return self._flat.samples(group, draws)
         out = np.empty(len(slots), np.int64)
         for g in np.unique(group).tolist():
             where = np.flatnonzero(group == g)
             order, offset = self.groups[g]
-            draws = int(epoch) * int(self.quota[g]) + (slots[where] - self.starts[g])
             n = len(order)
-            rounds, places = draws // n, draws % n
+            rounds, places = draws[where] // n, draws[where] % n
             picked = np.empty(len(where), np.int64)
             for r in np.unique(rounds).tolist():  # one or two of the group's own epochs
                 here = rounds == r
                 picked[here] = order.samples(r, places[here])
             out[where] = picked + offset
         return out
+
+
+class _FlatGroups:
+    """Groups that are each a keyed permutation of their members (a balanced view's classes),
+    evaluated for all groups in one vectorized pass (`permute_many`) rather than group by group:
+    what `QuotaOrder.samples` computes, at a cost that does not grow with the number of groups."""
+
+    def __init__(
+        self, sizes: Positions, seeds: Positions, shuffle: bool, members: Positions,
+        starts: Positions,
+    ) -> None:  # fmt: skip
+        self.sizes, self.seeds, self.shuffle = sizes, seeds, shuffle
+        self.members, self.starts = members, starts
+
+    @staticmethod
+    def of(groups: Sequence[tuple[EpochOrder, int]]) -> _FlatGroups | None:
+        """The flat form of `groups` when each is a `SubsetOrder` over a `PermutedOrder`, all
+        shuffled alike; else None."""
+        parts = []
+        for order, offset in groups:
+            if not isinstance(order, SubsetOrder) or not isinstance(order.inner, PermutedOrder):
+                return None
+            parts.append((order.members + offset, order.inner))
+        if len({inner.shuffle for _, inner in parts}) != 1:
+            return None
+        sizes = np.array([inner.n for _, inner in parts], np.int64)
+        seeds = np.array([inner.seed for _, inner in parts], np.int64)
+        members = np.concatenate([m for m, _ in parts]) if parts else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return _FlatGroups(sizes, seeds, parts[0][1].shuffle, members, starts)
+
+    def samples(self, group: Positions, draws: Positions) -> Positions:
+        n = self.sizes[group]
+        rounds, places = draws // n, draws % n
+        if self.shuffle:
+            places = permute_many(n, self.seeds[group], rounds, places)
+        return self.members[self.starts[group] + places]

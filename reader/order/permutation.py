@@ -53,3 +53,49 @@ class KeyedPermutation:
             values[outside] = self._feistel(values[outside])
             outside = values >= np.uint64(self.n)
         return values.astype(np.int64)
+
+
+def permute_many(
+    sizes: npt.NDArray[np.int64],
+    seeds: npt.NDArray[np.int64],
+    epochs: npt.NDArray[np.int64],
+    positions: Positions,
+) -> Positions:
+    """`KeyedPermutation(sizes[k], seeds[k], epochs[k])(positions[k])` for every `k` at once:
+    many small permutations (a balanced view's classes) evaluated in one pass, each element
+    with its own domain, key and cycle-walk."""
+    n = np.asarray(sizes, np.int64)
+    positions = np.asarray(positions, np.int64)
+    if positions.size and (np.any(positions < 0) or np.any(positions >= n)):
+        raise IndexError("positions must be in [0, size) of their permutation")
+    bits = np.maximum(1, (_bit_length(np.maximum(n - 1, 1)) + 1) // 2).astype(np.uint64)
+    mask = (np.uint64(1) << bits) - np.uint64(1)
+    key = mix(mix(np.asarray(seeds, np.uint64) + GOLDEN) ^ np.asarray(epochs, np.uint64))
+    keys = [mix(key + np.array([r], np.uint64) * GOLDEN) for r in range(1, ROUNDS + 1)]
+    limit = n.astype(np.uint64)
+
+    def feistel(values: npt.NDArray[np.uint64], at: npt.NDArray[np.intp]) -> npt.NDArray[np.uint64]:
+        b, m = bits[at], mask[at]
+        left, right = values >> b, values & m
+        for k in keys:
+            left, right = right, left ^ (mix(right ^ k[at]) & m)
+        result: npt.NDArray[np.uint64] = (left << b) | right
+        return result
+
+    everywhere = np.arange(positions.size)
+    values = feistel(positions.astype(np.uint64), everywhere)
+    outside = np.flatnonzero(values >= limit)
+    while outside.size:  # cycle-walking, element by element's own domain
+        values[outside] = feistel(values[outside], outside)
+        outside = outside[values[outside] >= limit[outside]]
+    return values.astype(np.int64)
+
+
+def _bit_length(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """`int.bit_length` of each (positive) value."""
+    lengths: npt.NDArray[np.int64] = np.floor(np.log2(values.astype(np.float64))).astype(np.int64)
+    lengths += 1
+    # float rounding near powers of two: fix by one where 2**length is wrong
+    lengths[(np.uint64(1) << lengths.astype(np.uint64)) <= values.astype(np.uint64)] += 1
+    lengths[(np.uint64(1) << (lengths - 1).astype(np.uint64)) > values.astype(np.uint64)] -= 1
+    return lengths

@@ -13,6 +13,7 @@ from fastpack.reader.order.epoch_order import (
     group_seed,
     quotas,
 )
+from fastpack.reader.order.permutation import KeyedPermutation, permute_many
 
 
 def test_quotas_sum_exactly_and_follow_the_weights() -> None:
@@ -71,3 +72,27 @@ def test_balanced_order_gives_each_class_an_equal_share() -> None:
     unshuffled = balanced_order(labels, seed=4, shuffle=False)
     head = labels[unshuffled.samples(0, np.arange(34))]
     assert set(head.tolist()) == {0}  # without shuffle the groups come one after the other
+
+
+def test_many_permutations_at_once_equal_each_one() -> None:
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 300, 2000)
+    seeds, epochs = rng.integers(0, 2**62, 2000), rng.integers(0, 5, 2000)
+    places = (rng.random(2000) * sizes).astype(np.int64)
+    one_by_one = [
+        int(KeyedPermutation(int(n), int(s), int(e))(np.array([p]))[0])
+        for n, s, e, p in zip(sizes, seeds, epochs, places, strict=True)
+    ]
+    assert permute_many(sizes, seeds, epochs, places).tolist() == one_by_one
+    with pytest.raises(IndexError):
+        permute_many(sizes[:1], seeds[:1], epochs[:1], sizes[:1])
+
+
+def test_balanced_order_in_one_pass_equals_group_by_group() -> None:
+    labels = np.random.default_rng(2).integers(0, 50, 3000)
+    fast = balanced_order(labels, seed=9, shuffle=True)
+    slow = balanced_order(labels, seed=9, shuffle=True)
+    slow._flat = None  # the general path, one group at a time
+    for epoch in (0, 1, 7):
+        positions = np.arange(len(fast))
+        assert np.array_equal(fast.samples(epoch, positions), slow.samples(epoch, positions))
