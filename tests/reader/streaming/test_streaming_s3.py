@@ -247,8 +247,10 @@ def test_server_outage_mid_epoch_loses_and_repeats_nothing(
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
     url = _publish(built, s3_server, s3_bucket, tmp_path)
+    # patient enough for a restarted server whose volumes register again slowly: on a busy
+    # 2-core machine its reads of existing objects fail (500) for over 10 s after it answers
     patient = FetchOptions(
-        threads=1, retry=RetryPolicy(attempts=12, backoff_s=0.2, max_backoff_s=2)
+        threads=1, retry=RetryPolicy(attempts=30, backoff_s=0.2, max_backoff_s=2)
     )
     dataset = StreamingDataset(
         url, shuffle_window=2, prefetch=1, cache_dir=tmp_path / "cache",
