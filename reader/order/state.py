@@ -63,13 +63,7 @@ def read_state(
 ) -> tuple[int, int]:
     """The `(epoch, position)` of a saved `state`, after checking that it was saved over the
     same data, order and seed as this loader reads; a ValueError that says what differs."""
-    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-        raise ValueError(f"{where}: not a fastpack loader state: {_short(state)}")
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(
-            f"{where}: loader state version {state.get('version')!r}; this version reads "
-            f"{STATE_VERSION}"
-        )
+    check_header(state, STATE_FORMAT, STATE_VERSION, "fastpack loader", where)
     saved = state.get("order")
     if saved != dict(identity):
         raise ValueError(
@@ -94,6 +88,16 @@ def read_state(
     return epoch, position
 
 
+def check_header(state: Any, form: str, version: int, kind: str, where: str) -> None:
+    """Refuse (ValueError) what is not a state of format `form` at `version`, saved by `kind`."""
+    if not isinstance(state, Mapping) or state.get("format") != form:
+        raise ValueError(f"{where}: not a {kind} state: {short(state)}")
+    if state.get("version") != version:
+        raise ValueError(
+            f"{where}: {kind} state version {state.get('version')!r}; this version reads {version}"
+        )
+
+
 def describe(identity: Any) -> str:
     """How an error names the data an order reads."""
     if not isinstance(identity, Mapping):
@@ -108,6 +112,7 @@ def describe(identity: Any) -> str:
     return f"{text} view {view['name']!r} ({view['digest'][:12]})" if view else f"{text} (no view)"
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
+    """`repr(value)`, cut to 120 characters for an error message."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..order.state import check_header, short
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress, Segment
 
@@ -65,18 +66,12 @@ def read_state(dataset: StreamingDataset, state: Mapping[str, Any]) -> EpochProg
     """The progress a saved `state` records, after checking that it was saved reading the same
     samples in the same order as `dataset` reads: a ValueError says what differs."""
     where = dataset.path
-    if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-        raise ValueError(f"{where}: not a StreamingLoader state: {_short(state)}")
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(
-            f"{where}: StreamingLoader state version {state.get('version')!r}; this version "
-            f"reads {STATE_VERSION}"
-        )
+    check_header(state, STATE_FORMAT, STATE_VERSION, "StreamingLoader", str(where))
     for name, value in _settings(dataset).items():
         if state.get(name) != value:
             raise ValueError(
-                f"{where}: the state was saved with {name}={_short(state.get(name))}, this "
-                f"loader reads {name}={_short(value)}"
+                f"{where}: the state was saved with {name}={short(state.get(name))}, this "
+                f"loader reads {name}={short(value)}"
             )
     try:
         budget = state["resident_budget"]
@@ -101,8 +96,3 @@ def _settings(dataset: StreamingDataset) -> dict[str, Any]:
         "drop_last": dataset.drop_last,
         "shuffle_window": dataset.shuffle_window,
     }
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
