@@ -1,8 +1,8 @@
-"""JPEG decoding with DCT-domain downscaling, then an exact crop and resize with OpenCV (and
-PNG decoding, as stored).
+"""JPEG decoding with DCT-domain downscaling, the geometry of an exact crop and its resize with
+OpenCV (and PNG decoding, as stored). `crop_decode.render` puts them together.
 
 libjpeg-turbo can decode at n/8 of full size, but only 1/2, 1/4 and 1/8 have SIMD code paths;
-the other scales run slower than a full decode. `render` therefore picks the smallest of those
+the other scales run slower than a full decode. `dct_shift` therefore picks the smallest of those
 scales at which the crop box, enlarged by at most `max_upscale`, still covers the output; the
 final bilinear resize then changes the size by at most 2x either way (box-averaged halvings
 first, when a small output asks for more shrinking than the DCT scales give). Entropy
@@ -114,6 +114,11 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
+def scratch(nbytes: int) -> Image:
+    """This thread's reusable buffer of at least `nbytes` (valid until its next use)."""
+    return _scratch.get(nbytes)
+
+
 def decode_scaled(
     data: JpegData, height: int, width: int, shift: int, options: DecodeOptions
 ) -> Image:
@@ -127,7 +132,7 @@ def decode_scaled(
         fastupsample=options.fastupsample,
         min_height=scaled_h if shift else 0,
         min_width=scaled_w if shift else 0,
-        buffer=_scratch.get(scaled_h * scaled_w * 3),
+        buffer=scratch(scaled_h * scaled_w * 3),
     )
     return image
 
@@ -149,28 +154,6 @@ def snap_to_scale(box: Box, shift: int, height: int, width: int) -> Box:
     return Box(top, left, bottom - top, right - left)
 
 
-def render(
-    data: JpegData,
-    size: tuple[int, int],
-    box: Box,
-    out: Image,
-    *,
-    flip: bool = False,
-    options: DecodeOptions = DecodeOptions(),
-    max_upscale: float = 1.0,
-    shift: int | None = None,
-) -> None:
-    """Decode the JPEG `data` of full size `size` at the cheapest scale that covers `box` once
-    enlarged by `max_upscale` (or at `1 / 2**shift` when given), and write the box, resized to
-    `out`'s shape and optionally mirrored, into `out`."""
-    if shift is None:
-        shift = dct_shift(box.height, box.width, out.shape[0], out.shape[1], max_upscale)
-    image = decode_scaled(data, size[0], size[1], shift, options)
-    f = 1 / (1 << shift)  # libjpeg's scaled pixel k covers full-size pixels [k, k + 1) * 2**shift
-    scaled = Box(box.top * f, box.left * f, box.height * f, box.width * f)
-    crop_resize(image, scaled, out, flip=flip)
-
-
 def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> None:
     """Resample `box` of `image` into `out`.
 
@@ -179,9 +162,14 @@ def crop_resize(image: Image, box: Box, out: Image, *, flip: bool = False) -> No
     the exact box. A dimension that shrinks by more than 2x is first box-averaged by exact
     halvings, which filters like INTER_AREA at a fraction of its cost.
     """
-    out_h, out_w = out.shape[:2]
     top, left, bottom, right = pixel_window(box)
-    region = _halve_to_within_2x(image[top:bottom, left:right], out_h, out_w)
+    resize_region(image[top:bottom, left:right], out, flip=flip)
+
+
+def resize_region(region: Image, out: Image, *, flip: bool = False) -> None:
+    """Resize all of `region` into `out` (`crop_resize` after the cut), optionally mirrored."""
+    out_h, out_w = out.shape[:2]
+    region = _halve_to_within_2x(region, out_h, out_w)
     cv2.resize(region, (out_w, out_h), dst=out, interpolation=cv2.INTER_LINEAR)
     if flip:
         cv2.flip(out, 1, dst=out)

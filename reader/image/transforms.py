@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .crop_decode import render
 from .decode import (
     Box,
     DecodeOptions,
@@ -23,7 +24,6 @@ from .decode import (
     JpegData,
     dct_shift,
     jpeg_size,
-    render,
     sampled_region,
     snap_to_scale,
 )
