@@ -13,6 +13,7 @@ says which one runs.
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -32,16 +33,15 @@ from .decode import (
 )
 
 ENVIRONMENT_VARIABLE = "FASTPACK_JPEG_DECODER"
+DEFAULT_OPTIONS = DecodeOptions()
 Window = tuple[int, int, int, int]  # top, left, bottom, right in pixels of the scaled image
 
 
 def _load_extension() -> ModuleType | None:
     try:
-        from . import _jpeg_crop  # type: ignore[attr-defined]
+        return importlib.import_module(f"{__package__}._jpeg_crop")
     except ImportError:  # not built (no compiler or headers), or libjpeg missing at run time
         return None
-    extension: ModuleType = _jpeg_crop
-    return extension
 
 
 _EXTENSION = _load_extension()
@@ -71,28 +71,28 @@ def _enabled_by_environment() -> bool:
     return _EXTENSION is not None and choice == "auto"
 
 
-_enabled = _enabled_by_environment()
+class _Setting:
+    enabled = _enabled_by_environment()
 
 
 def window_decode_enabled() -> bool:
     """Whether crops decode their window only: the extension is built and neither the
     environment nor `use_window_decode` asked for simplejpeg."""
-    return _enabled
+    return _Setting.enabled
 
 
 def use_window_decode(enabled: bool) -> bool:
     """Turn the window decode on (where built) or off in this process; returns the previous
     setting. DataLoader workers started later inherit it when forked; spawned workers read
     the environment variable instead."""
-    global _enabled
-    previous = _enabled
-    _enabled = enabled and _EXTENSION is not None
+    previous = _Setting.enabled
+    _Setting.enabled = enabled and _EXTENSION is not None
     return previous
 
 
 def decoder() -> Decoder:
     """The decoder this process's crops use."""
-    if _enabled:
+    if _Setting.enabled:
         assert _EXTENSION is not None
         number = int(_EXTENSION.LIBJPEG_TURBO_VERSION)
         version = f"{number // 1000000}.{number // 1000 % 1000}.{number % 1000}"
@@ -107,7 +107,7 @@ def decode_window(
     """Pixels `window` of the JPEG `data` (full size `size`) decoded at `1 / 2**shift`, as a
     view valid until this thread's next decode; clipped to the scaled image as a slice is."""
     top, left, bottom, right = window
-    if _enabled and _EXTENSION is not None:
+    if _Setting.enabled and _EXTENSION is not None:
         scaled_width = -(-size[1] >> shift)
         buffer = scratch((bottom - top + 2) * scaled_width * 3)
         try:
@@ -139,7 +139,7 @@ def render(
     out: Image,
     *,
     flip: bool = False,
-    options: DecodeOptions = DecodeOptions(),
+    options: DecodeOptions = DEFAULT_OPTIONS,
     max_upscale: float = 1.0,
     shift: int | None = None,
 ) -> None:
