@@ -3,6 +3,7 @@ the README's test command is the one CI runs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -37,17 +38,17 @@ def source_files(suffixes: tuple[str, ...]) -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    """Build the wheel from a copy of the project's packaging inputs."""
-    tmp = tmp_path_factory.mktemp("wheel")
+def build_wheel(tmp: Path, env: dict[str, str] | None = None) -> Path:
+    """Build the wheel from a copy of the project's packaging inputs into `tmp`."""
     src = tmp / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    src.mkdir(parents=True)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     for folder in PACKAGE_DIRS:
         shutil.copytree(
-            ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            ROOT / folder,
+            src / folder,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"),
         )
     result = subprocess.run(
         [
@@ -63,10 +64,66 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (path,) = tmp.glob("fastpack-*.whl")
-    return zipfile.ZipFile(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    return zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("wheel")))
+
+
+def window_decoder_files(names: list[str]) -> list[str]:
+    """The compiled window decoder among a wheel's files."""
+    return [
+        n for n in names if n.startswith("fastpack/reader/image/_jpeg_crop.") and n.endswith(".so")
+    ]
+
+
+def build_tools_present() -> bool:
+    return Path("/usr/include/jpeglib.h").exists() and shutil.which("cc") is not None
+
+
+def test_the_wheel_carries_the_window_decoder_where_it_builds(wheel: zipfile.ZipFile) -> None:
+    if not build_tools_present() and os.environ.get("FASTPACK_REQUIRE_WINDOW_DECODER") != "1":
+        pytest.skip("no C compiler or libjpeg-turbo headers here: the wheel is built without it")
+    assert len(window_decoder_files(wheel.namelist())) == 1
+
+
+def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "CC": str(tmp_path / "no-such-compiler")}
+    path = build_wheel(tmp_path / "build", env)
+    assert window_decoder_files(zipfile.ZipFile(path).namelist()) == []
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, path],
+        check=True,
+        capture_output=True,
+    )
+    code = (
+        "import numpy as np, cv2, fastpack\n"
+        "from fastpack.reader.image import CenterCrop, crop_decode\n"
+        "assert fastpack.__file__.startswith(%r), fastpack.__file__\n"
+        "image = np.random.default_rng(0).integers(0, 255, (120, 90, 3), np.uint8)\n"
+        "jpeg = cv2.imencode('.jpg', image)[1].tobytes()\n"
+        "print(CenterCrop(64)(jpeg).shape, crop_decode.decoder())\n"
+    ) % str(target)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("(64, 64, 3) simplejpeg ")
+    assert "window decoder not built" in result.stdout
 
 
 def package_names() -> dict[str, str]:
