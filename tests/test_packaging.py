@@ -108,11 +108,11 @@ def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
     code = (
         "import numpy as np, cv2, fastpack\n"
         "from fastpack.reader.image import CenterCrop, crop_decode\n"
-        "assert fastpack.__file__.startswith(%r), fastpack.__file__\n"
+        f"assert fastpack.__file__.startswith({str(target)!r}), fastpack.__file__\n"
         "image = np.random.default_rng(0).integers(0, 255, (120, 90, 3), np.uint8)\n"
         "jpeg = cv2.imencode('.jpg', image)[1].tobytes()\n"
         "print(CenterCrop(64)(jpeg).shape, crop_decode.decoder())\n"
-    ) % str(target)
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(target)},
