@@ -30,6 +30,7 @@ class DatasetInfo:
     file_system: str = ""  # the type of the file system of a local path ("" for a URL)
     io: str = ""  # how `Dataset(path)` reads its shards there ("" for a URL)
     views: tuple[str, ...] = ()  # the views beside a local dataset (formats/SPEC.md section 8)
+    decoder: str = ""  # the JPEG decoder this installation's crops use (crop_decode.decoder())
 
     @property
     def total_bytes(self) -> int:
@@ -53,6 +54,7 @@ class DatasetInfo:
             "file_system": self.file_system,
             "io": self.io,
             "views": list(self.views),
+            "decoder": self.decoder,
         }
 
     def format(self) -> str:
@@ -69,6 +71,7 @@ class DatasetInfo:
             f"stats     {_format_mapping(m.stats)}",
             f"storage   {self._storage()}",
             f"views     {', '.join(self.views) or '-'}",
+            f"decoder   {self.decoder or '-'}",
         ]
         return "\n".join(lines)
 
@@ -145,17 +148,20 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     subclasses."""
     from .reader import read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
     from .reader.file_system import file_system_type  # noqa: PLC0415
+    from .reader.image.crop_decode import decoder  # noqa: PLC0415
     from .reader.shard_files import resolve_io  # noqa: PLC0415
     from .reader.views import list_views  # noqa: PLC0415
     from .storage import is_url  # noqa: PLC0415
 
     if is_url(path):
-        return DatasetInfo(path=os.fspath(path), manifest=read_manifest_at(path))
+        return DatasetInfo(
+            path=os.fspath(path), manifest=read_manifest_at(path), decoder=str(decoder())
+        )
     root = Path(path)
     if not root.is_dir():
         raise DatasetNotFoundError(f"{root}: dataset directory not found")
     return DatasetInfo(
         path=str(root), manifest=read_manifest(root / MANIFEST_NAME),
         file_system=file_system_type(root), io=resolve_io("auto", root),
-        views=tuple(list_views(root)),
+        views=tuple(list_views(root)), decoder=str(decoder()),
     )  # fmt: skip

@@ -23,6 +23,7 @@ class BenchReport:
     ceiling: Ceiling
     results: tuple[LoaderResult, ...]
     verdict: Verdict
+    decoder: str = ""  # the JPEG decoder crops ran through (crop_decode.decoder())
 
     def of_ceiling(self, result: LoaderResult) -> float | None:
         rate = result.images_per_second
@@ -37,8 +38,9 @@ class BenchReport:
             f"{o.passes} passes of at most {limit}; step {o.step_ms:g} ms",
             f"decode ceiling: {c.images_per_second:,.0f} images/s in "
             f"{_count(c.processes, 'process', 'processes')} "
-            f"({c.per_process:,.0f} each), simplejpeg + {o.transform} over {c.payloads} "
+            f"({c.per_process:,.0f} each), {o.transform} over {c.payloads} "
             "payloads in memory, no loader",
+            f"decoder: {self.decoder}",
             "",
             *_table([HEADER, *(self._row(r) for r in self.results)]),
             "",
@@ -74,6 +76,7 @@ class BenchReport:
             "batches": o.batches,
             "passes": o.passes,
             "step_ms": o.step_ms,
+            "decoder": self.decoder,
             "ceiling": {
                 "images_per_second": c.images_per_second,
                 "processes": c.processes,

@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Callable
 
 from fastpack.reader import Transform
+from fastpack.reader.image.crop_decode import decoder
 
 from .ceiling import measure_ceiling
 from .loaders import Opened, dali_cpu, map_style, streaming
@@ -66,6 +67,7 @@ def run_bench(options: BenchOptions, log: Log = _quiet) -> BenchReport:
         ceiling=ceiling,
         results=tuple(results),
         verdict=decide(results, setting),
+        decoder=str(decoder()),
     )
 
 

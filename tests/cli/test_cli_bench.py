@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastpack.formats import MANIFEST_NAME
 from fastpack.reader import StreamingDataset
+from fastpack.reader.image import decoder
 from fastpack.storage import CACHE_ENV
 
 from fastpack.bench import LOADERS
@@ -41,6 +42,7 @@ def test_bench_prints_a_row_per_loader_and_a_verdict(built: tuple[Path, Path], r
         f"fastpack bench {dataset}: {len(CLASSES) * PER_CLASS} samples in 1 shard"
     )
     assert re.search(r"^decode ceiling: [\d,]+ images/s in 1 process \(", out, re.M)
+    assert f"\ndecoder: {decoder()}\n" in out
     table = rows(out)
     assert set(table) == set(LOADERS)
     for name in ("map-style", "streaming"):
@@ -60,6 +62,7 @@ def test_bench_json_gives_the_fields(built: tuple[Path, Path], run: Run) -> None
     assert (report["path"], report["samples"], report["workers"]) == (str(dataset), 15, 1)
     assert (report["batch_size"], report["size"], report["step_ms"]) == (4, 32, 1.0)
     assert report["ceiling"]["processes"] == 1
+    assert report["decoder"] == str(decoder())
     assert report["ceiling"]["images_per_second"] > 0
     assert report["ceiling"]["payloads"] == 15
     assert [loader["name"] for loader in report["loaders"]] == ["map-style", "streaming"]

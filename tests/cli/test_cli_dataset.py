@@ -8,6 +8,7 @@ from pathlib import Path
 from fastpack.compiler import BuildOptions
 from fastpack.formats import DatasetFiles, read_manifest
 from fastpack.reader.file_system import file_system_type, is_remote
+from fastpack.reader.image import decoder
 
 from tests.compiler._helpers import with_noise_in_scan
 from tests.conftest import jpeg_bytes
@@ -65,6 +66,7 @@ def test_info(built: tuple[Path, Path], run: Run) -> None:
     kind = file_system_type(built[1])
     how = "network file system" if is_remote(kind) else "local: Dataset maps the shards"
     assert f"storage   {kind} ({how}" in out
+    assert f"decoder   {decoder()}" in out
 
 
 def test_info_json(built: tuple[Path, Path], run: Run) -> None:
@@ -79,6 +81,7 @@ def test_info_json(built: tuple[Path, Path], run: Run) -> None:
     assert info["stats"] == dict(manifest.stats)
     assert info["file_system"] == file_system_type(built[1])
     assert info["io"] == ("pread" if is_remote(info["file_system"]) else "mmap")
+    assert info["decoder"] == str(decoder())
 
 
 def test_verify_a_good_dataset(built: tuple[Path, Path], run: Run) -> None:
