@@ -79,7 +79,7 @@ def make_loader(
       training pipeline, CenterCrop (`size` square, `resize`) the evaluation one; `fastdct`
       becomes DALI's fast IDCT, `fastupsample` nvJPEG's chroma upsampling with `device="gpu"`
       (refused on the CPU, whose DALI decoder always upsamples chroma smoothly).
-      `max_upscale` bounds how much simplejpeg may enlarge a reduced-scale (DCT) decode; DALI
+      `max_upscale` bounds how much a reduced-scale (DCT) decode may be enlarged; DALI
       decodes the crop at full scale, which is within every bound, so any value is accepted.
     - `shuffle` (default True), `drop_last` (default False) and `seed` (default 0) are the
       sampler's, as on the torch path; `seed` also seeds DALI's augmentations, so with a random

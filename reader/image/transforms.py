@@ -132,12 +132,12 @@ class RandomResizedCrop:
 
     The JPEG is decoded at the cheapest DCT scale (1, 1/2, 1/4, 1/8) from which the box needs
     at most `max_upscale` enlargement, and the box's edges are moved to that scale's pixel grid
-    (by at most half a decoded pixel), so it is sampled exactly. `max_upscale=2` (default)
-    decodes at 1/2 any box of at least the output size; on 480-pixel photos cropped to 224 that
-    is 3 images in 4, in about the time of a full decode alone, and the output keeps a mean
-    PSNR of 44.1 dB against a full decode + INTER_AREA resize of the same box.
-    `max_upscale=1` never enlarges a decoded image (49.2 dB, 1.19x the time of a full decode;
-    benchmarks/QUALITY.md).
+    (by at most half a decoded pixel), so it is sampled exactly; only the box's window is
+    decoded where the window decoder is built (`crop_decode`). `max_upscale=1` (default) never
+    enlarges a decoded image: full quality, at about the cost that `max_upscale=2` had before
+    crops decoded their window alone. `max_upscale=2` is the faster setting: it decodes at 1/2
+    any box of at least the output size (3 crops in 4 of 480-pixel photos cropped to 224), at
+    lower quality on sharp photos (benchmarks/QUALITY.md, benchmarks/CROP_DECODE.md).
     """
 
     draws = _DRAWS
@@ -149,7 +149,7 @@ class RandomResizedCrop:
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
         flip_prob: float = 0.5,
         *,
-        max_upscale: float = 2.0,
+        max_upscale: float = 1.0,
         fastdct: bool = False,
         fastupsample: bool = False,
     ) -> None:

@@ -222,7 +222,8 @@ def test_max_upscale_sets_the_decode_scale() -> None:
     assert dct_shift(223, 224, 224, 224, 2.0) == 0
     assert dct_shift(800, 800, 224, 224, 2.0) == 2
     assert dct_shift(900, 900, 224, 224, 2.0) == 3
-    exact, fast = RandomResizedCrop(224, max_upscale=1.0), RandomResizedCrop(224)
+    exact, fast = RandomResizedCrop(224), RandomResizedCrop(224, max_upscale=2.0)
+    assert exact.max_upscale == 1.0  # full quality is the default
     exact_shifts = [exact._plan(400, 500, draws_of(0, 0, i))[2] for i in range(40)]
     fast_shifts = [fast._plan(400, 500, draws_of(0, 0, i))[2] for i in range(40)]
     assert exact_shifts == [0] * 40  # no box of a 400x500 image covers 224 at 1/2 scale
@@ -235,7 +236,7 @@ def test_max_upscale_sets_the_decode_scale() -> None:
 
 
 def test_boxes_lie_on_the_grid_of_their_decode_scale() -> None:
-    transform = RandomResizedCrop(64)
+    transform = RandomResizedCrop(64, max_upscale=2.0)
     seen = set()
     for i in range(200):
         box, _, shift = transform._plan(400, 500, draws_of(3, 0, i))
