@@ -22,7 +22,17 @@ class PeerInfo:
 PEERS: dict[str, PeerInfo] = {
     "fastpack": PeerInfo(
         "fastpack_peer", "fastpack", "processes", "build, {workers} processes",
-        "fastpack Dataset + make_loader: DCT-scaled simplejpeg decode, batch per worker call",
+        "fastpack Dataset + make_loader, default RandomResizedCrop (max_upscale=1: full "
+        "quality): only the crop's window decoded, batch per worker call",
+    ),
+    "fastpack-fast": PeerInfo(
+        "fastpack_fast_peer", "fastpack", "processes", "build, {workers} processes",
+        "fastpack as above with max_upscale=2 (the faster setting)",
+    ),
+    "fastpack-simplejpeg-fast": PeerInfo(
+        "fastpack_simplejpeg_peer", "fastpack", "processes", "build, {workers} processes",
+        "fastpack's previous default: max_upscale=2, simplejpeg decodes the whole image at the "
+        "DCT scale (window decode off)",
     ),
     "fastpack-tfrecord": PeerInfo(
         "fastpack_tfrecord_peer", "fastpack-tfrecord", "processes", "build, {workers} processes",

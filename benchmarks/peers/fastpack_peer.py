@@ -1,6 +1,7 @@
 """fastpack: `fastpack.compiler.build` (JPEGs stored as they are), read by `Dataset` with its
-`RandomResizedCrop` (box from the JPEG header, decode at the cheapest DCT scale) and
-`make_loader` (a whole batch decoded per worker call into one array)."""
+`RandomResizedCrop` (box from the JPEG header, only its window decoded at the cheapest DCT scale
+that needs no enlargement beyond `max_upscale`) and `make_loader` (a whole batch decoded per
+worker call into one array)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     build(imagefolder, workdir / "dataset", workers)
 
 
-class _FastpackEpochs:
+class FastpackEpochs:
     def __init__(self, dataset: Any, data: Iterable[Batch]) -> None:
         self.dataset = dataset
         self.data = data
@@ -40,8 +41,10 @@ class _FastpackEpochs:
         return self.data
 
 
-def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> _FastpackEpochs:
-
-    dataset = Dataset(workdir / "dataset", transform=RandomResizedCrop(224), seed=seed)
+def loader(
+    workdir: Path, batch_size: int, workers: int, seed: int, *, max_upscale: float = 1.0
+) -> FastpackEpochs:
+    transform = RandomResizedCrop(224, max_upscale=max_upscale)
+    dataset = Dataset(workdir / "dataset", transform=transform, seed=seed)
     data = make_loader(dataset, batch_size=batch_size, num_workers=workers, seed=seed)
-    return _FastpackEpochs(dataset, data)
+    return FastpackEpochs(dataset, data)

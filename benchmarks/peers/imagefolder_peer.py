@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from ._base import (
-    FixedEpochs,
-    Sample,
-    collate,
-    imagefolder_root,
-    list_imagefolder,
-    worker_options,
-    worker_rng,
-)
+from ._base import FixedEpochs, collate, imagefolder_root, worker_options, worker_rng
 from ._crop import Pixels, pil_random_resized_crop
 
 
@@ -25,11 +18,38 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     (workdir / "corpus.txt").write_text(str(imagefolder_root(imagefolder).resolve()))
 
 
+# torchvision.datasets.folder.IMG_EXTENSIONS, compared lower-cased as `has_file_allowed_extension`
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+def list_like_torchvision(root: Path) -> list[tuple[str, int]]:
+    """`(path, class index)` of every image under `root/<class>/`, listed as torchvision's
+    `ImageFolder` does (`find_classes`: `os.scandir` of `root`, class folders sorted by name;
+    `make_dataset`: per class, `sorted(os.walk(class folder, followlinks=True))`, file names
+    sorted, kept by extension), without importing torchvision."""
+    directory = os.fspath(root)
+    classes = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
+    if not classes:
+        raise FileNotFoundError(f"{root}: no class directories (expected root/<class>/*.jpg)")
+    samples: list[tuple[str, int]] = []
+    for index, name in enumerate(classes):
+        target = os.path.join(directory, name)
+        for folder, _, files in sorted(os.walk(target, followlinks=True)):
+            for file in sorted(files):
+                path = os.path.join(folder, file)
+                if path.lower().endswith(IMG_EXTENSIONS):
+                    samples.append((path, index))
+    if not samples:
+        raise FileNotFoundError(f"{root}: no image files under its class directories")
+    return samples
+
+
 class _Folder(Dataset[tuple[Pixels, int]]):
-    """torchvision's `ImageFolder` as far as the benchmark needs: a list of (path, label)."""
+    """torchvision's `ImageFolder` as far as the benchmark needs: a list of (path, label)
+    made by the same listing."""
 
     def __init__(self, root: Path, seed: int) -> None:
-        self.samples: list[Sample] = list_imagefolder(root)
+        self.samples = list_like_torchvision(root)
         self.seed = seed
         self._rng: random.Random | None = None
 
@@ -39,9 +59,9 @@ class _Folder(Dataset[tuple[Pixels, int]]):
     def __getitem__(self, i: int) -> tuple[Pixels, int]:
         if self._rng is None:
             self._rng = worker_rng(self.seed)
-        sample = self.samples[i]
-        with Image.open(sample.path) as image:
-            return pil_random_resized_crop(image, self._rng), sample.label
+        path, label = self.samples[i]
+        with Image.open(path) as image:
+            return pil_random_resized_crop(image, self._rng), label
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:

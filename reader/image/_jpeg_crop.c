@@ -28,6 +28,7 @@
 
 #define MAX_SHIFT 3
 #define MIN_COLUMNS 32
+#define ROWS_PER_READ 16 /* rows asked of libjpeg per call: a whole row group */
 
 typedef struct {
     struct jpeg_error_mgr pub;
@@ -125,9 +126,11 @@ static void run(Job *job) {
             longjmp(err.escape, 1);
         }
     }
+    JSAMPROW rows[ROWS_PER_READ];
     for (long row = 0; row < y1 - y0;) {
-        JSAMPROW rows[1] = {job->out + (size_t)row * stride};
-        JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, 1);
+        long batch = y1 - y0 - row < ROWS_PER_READ ? y1 - y0 - row : ROWS_PER_READ;
+        for (long i = 0; i < batch; i++) rows[i] = job->out + (size_t)(row + i) * stride;
+        JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)batch);
         if (got == 0) {
             snprintf(err.message, sizeof(err.message), "the data ended at row %ld", y0 + row);
             longjmp(err.escape, 1);
