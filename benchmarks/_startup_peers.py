@@ -12,9 +12,12 @@ synthetic datasets do:
   `MDSWriter`), then a folder of links to those chunks (shards) again and again, with an
   `index.json` that lists every link with the original's sample count and bytes, as the writer
   would have for a dataset that large.
-- ImageFolder: a tree of 1,000 class folders of symbolic links to the corpus's JPEGs, up to the
-  sample count. The `imagefolder-pil` peer lists the whole tree when its dataset is made (a list
-  of path objects), which is the part of its start-up that grows with the count.
+- ImageFolder: a tree of 1,000 class folders of hard links to the corpus's JPEGs (regular
+  files, as in a real ImageFolder), up to the sample count. The `imagefolder-pil` peer lists the
+  whole tree when its dataset is made, as torchvision's `ImageFolder` does
+  (`imagefolder_peer.list_like_torchvision`: a list of `(path string, class)`), which is the
+  part of its start-up that grows with the count. The listing is also timed alone, and, for
+  comparison, as `pathlib` `rglob` into `Sample`s (what the peer did before).
 
 Each measurement runs in a fresh process (`python -m benchmarks._startup_peers ACTION --dir D`)
 and prints `RESULT <json>`.
@@ -151,9 +154,13 @@ def mosaic_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
 
 
 def imagefolder_tree(source: Path, workdir: Path, samples: int) -> Path:
-    """`workdir/imagefolder-N/train/class_KKKK/NNNNNNN.jpg`: `samples` links to the corpus's
-    JPEGs in `CLASSES` folders, and the `corpus.txt` the `imagefolder-pil` peer reads."""
-    out = workdir / f"imagefolder-{samples}"
+    """`workdir/imagefolder-hl-N/train/class_KKKK/NNNNNNN.jpg`: `samples` hard links to the
+    corpus's JPEGs in `CLASSES` folders, and the `corpus.txt` the `imagefolder-pil` peer reads.
+    Hard links, not symbolic ones: each is a regular file, as in a real ImageFolder, so a
+    listing learns from the directory entry that it is not a folder (`os.walk` and
+    `os.scandir` need no `stat`); a symbolic link would cost a `stat` of its target per file.
+    `workdir` must be on the corpus's file system."""
+    out = workdir / f"imagefolder-hl-{samples}"
     root = out / "train"
     if not (out / DONE).exists():
         shutil.rmtree(out, ignore_errors=True)
@@ -162,7 +169,7 @@ def imagefolder_tree(source: Path, workdir: Path, samples: int) -> Path:
             (root / f"class_{c:04d}").mkdir(parents=True)
         for i in range(samples):
             link = root / f"class_{i % CLASSES:04d}" / f"{i:07d}.jpg"
-            os.symlink(jpegs[i % len(jpegs)], link)
+            os.link(jpegs[i % len(jpegs)], link)
         (out / "corpus.txt").write_text(str(root))
         (out / DONE).write_text("")
     return out
@@ -199,17 +206,13 @@ def _rss_kib() -> int:
 
 def _listing(kind: str, directory: Path) -> dict[str, Any]:
     from .peers._base import list_imagefolder  # noqa: PLC0415
+    from .peers.imagefolder_peer import list_like_torchvision  # noqa: PLC0415
 
     root = Path((directory / "corpus.txt").read_text())
-
-    def scandir() -> list[str]:
-        paths: list[str] = []
-        for entry in sorted(os.scandir(root), key=lambda e: e.name):
-            paths.extend(sorted(e.path for e in os.scandir(entry.path)))
-        return paths
-
     lister: Callable[[], list[Any]] = (
-        (lambda: list_imagefolder(root)) if kind == "pathlib" else scandir
+        (lambda: list_imagefolder(root))
+        if kind == "pathlib"
+        else (lambda: list_like_torchvision(root))
     )
     before = _rss_kib()
     start = time.perf_counter()
@@ -222,7 +225,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "action",
-        choices=["wds", "dali", "litdata", "mosaic", "imagefolder", "list-pathlib", "list-scandir"],
+        choices=[
+            "wds",
+            "dali",
+            "litdata",
+            "mosaic",
+            "imagefolder",
+            "list-torchvision",
+            "list-pathlib",
+        ],
     )
     parser.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -266,10 +277,11 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
          f"{mds_samples:,} samples: first batch"),
         ("imagefolder", folder, f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
          "first batch (listing included)"),
-        ("list-pathlib", folder, f"of which listing {samples:,} files as the peer does "
-         "(`pathlib` `rglob`, sorted, one `Sample(path, label)` each)"),
-        ("list-scandir", folder, f"listing {samples:,} files with `os.scandir` into a sorted "
-         "list of path strings"),
+        ("list-torchvision", folder, f"of which listing {samples:,} files as the peer and "
+         "torchvision's `ImageFolder` do (`os.scandir` of the classes, `os.walk` per class, "
+         "sorted, `(path, class)` tuples)"),
+        ("list-pathlib", folder, f"listing {samples:,} files with `pathlib` `rglob`, sorted, "
+         "one `Sample(path, label)` each (the peer's listing before)"),
     )  # fmt: skip
     rows: dict[str, dict[str, Any]] = {a: {"what": what, "seconds": []} for a, _, what in plan}
     for r in range(args.runs):

@@ -409,16 +409,16 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "peers as in `RESULTS.md`). The datasets repeat the corpus: webdataset and DALI list the "
         "corpus's tars (and DALI their indexes) again and again (symbolic links); LitData and "
         "Mosaic list their chunks (shards) again and again, in an `index.json` of that many "
-        "entries; ImageFolder is a tree of 1,000 class "
-        "folders of symbolic links to its JPEGs, dentries cached (walked once before each "
-        "run). The listing rows time only the part of the ImageFolder start-up that grows with "
-        "the number of files; torchvision's `ImageFolder` lists with `os.walk` into strings, "
-        "closer to the `os.scandir` row than to the peer's `pathlib` one. Seconds; memory is "
-        "the listing process's RSS growth. FFCV is not here: its dataset is one `.beton` file "
-        "that cannot be repeated by links, and writing 1M samples through its re-encoding "
-        "writer would take about 25 minutes here; its start-up at 3,000 samples is already "
-        "10.2 s (`RESULTS.md`), mostly numba compiling its pipeline, which more samples "
-        "cannot shorten.",
+        "entries; ImageFolder is a tree of 1,000 class folders of hard links to its JPEGs "
+        "(regular files), dentries cached (walked once before each run). The listing rows "
+        "time only the part of the ImageFolder start-up that grows with the number of files: "
+        "the peer lists as torchvision's `ImageFolder` does "
+        "(`imagefolder_peer.list_like_torchvision`); the `pathlib` row is the listing the peer "
+        "used before, for comparison. Seconds; memory is the listing process's RSS growth. FFCV "
+        "is not here: its dataset is one `.beton` file that cannot be repeated by links, and "
+        "writing 1M samples through its re-encoding writer would take about 25 minutes here; "
+        "its start-up at 3,000 samples (`RESULTS.md`) is mostly numba compiling its pipeline, "
+        "which more samples cannot shorten.",
         "",
         "| what | runs | seconds, median (range) | RSS growth MiB |",
         "|---|---:|---|---:|",
