@@ -1,7 +1,10 @@
 """Build speed, each kind timed `--repeats` times in one process (after the imports):
 
-- `passthrough`: a fastpack build keeping the JPEGs as they are, and `shardwriter`: the same
-  corpus through `webdataset.ShardWriter` (1 process), as the peers' conversions write it;
+- `passthrough`: a fastpack build keeping the JPEGs as they are (`--workers` processes; with 1
+  the shard jobs run in the build's own process), and `shardwriter`: the same corpus through
+  `webdataset.ShardWriter`, as the peers' conversions write it (`--shardwriter-processes`
+  processes, each writing a disjoint share of the shuffled samples into its own tars; 1, the
+  default: the calling process);
 - `fastpack`: a fastpack `max_side` build, and `reencode`: `processes` processes doing nothing
   but decode + resize + encode on the corpus bytes in memory (the same operations as the build's
   image policy: full-size simplejpeg decode, OpenCV INTER_AREA, simplejpeg quality 90 4:2:0; no
@@ -9,18 +12,30 @@
 
 `python -m benchmarks._build_bench {passthrough,shardwriter,fastpack,reencode} --corpus C
 --workdir W` prints `RESULT <json>`.
+
+`compare` times pass-through builds against `ShardWriter` like with like: for each process count
+of `--process-counts`, fastpack with that many workers and `ShardWriter` in that many processes,
+all in turn (with `--with-max-side`, also the `fastpack` and `reencode` kinds at the largest
+count), `--repeats` rounds in one process after one untimed round; `--out` gets the raw rates
+with the machine, load averages, versions and commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import multiprocessing as mp
+import random
 import shutil
+import statistics
 import time
 from pathlib import Path
+from typing import Any
 
+from . import _sysinfo
 from ._parallel import timed_fork
-from .peers._base import imagefolder_root, list_imagefolder
+from .peers._base import Sample, imagefolder_root, list_imagefolder
 
 QUALITY = 90
 
@@ -62,32 +77,139 @@ def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int | None) -
     return len(list_imagefolder(imagefolder_root(corpus))) / (time.perf_counter() - began)
 
 
-def shardwriter_rate(corpus: Path, out: Path) -> float:
-    """Images per second of `webdataset.ShardWriter` writing the corpus into a fresh `out`."""
+def shardwriter_rate(corpus: Path, out: Path, processes: int = 1) -> float:
+    """Images per second of `webdataset.ShardWriter` writing the corpus into a fresh `out`: in
+    this process, or in `processes` forked processes each writing every `processes`-th sample of
+    the shuffled list into tars of its own (listing and shuffling timed in both cases)."""
     from .peers._wds import write_shards  # noqa: PLC0415
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     began = time.perf_counter()
-    write_shards(corpus, out)
+    if processes == 1:
+        write_shards(corpus, out)
+    else:
+        samples = list_imagefolder(imagefolder_root(corpus))
+        random.Random(0).shuffle(samples)
+        context = mp.get_context("fork")
+        writers = [
+            context.Process(target=_write_share, args=(samples, i, processes, out))
+            for i in range(processes)
+        ]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        codes = [w.exitcode for w in writers]
+        if any(code != 0 for code in codes):
+            raise RuntimeError(f"ShardWriter: a process failed, exit codes {codes}")
     return len(list_imagefolder(imagefolder_root(corpus))) / (time.perf_counter() - began)
+
+
+def _write_share(samples: list[Sample], share: int, shares: int, out: Path) -> None:
+    import webdataset as wds  # noqa: PLC0415
+
+    from .peers._wds import SHARD_SAMPLES  # noqa: PLC0415
+
+    pattern = str(out / f"{share:02d}-%06d.tar")
+    with wds.ShardWriter(pattern, maxcount=SHARD_SAMPLES, verbose=0) as sink:
+        for i in range(share, len(samples), shares):
+            sample = samples[i]
+            sink.write(
+                {"__key__": f"{i:09d}", "jpg": sample.path.read_bytes(), "cls": sample.label}
+            )
+
+
+def _summary(rates: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates)}
+
+
+def compare(
+    corpus: Path, workdir: Path, counts: list[int], repeats: int, max_side: int | None = None
+) -> dict[str, Any]:
+    """Pass-through fastpack builds and ShardWriter at each process count, in turn, `repeats`
+    timed rounds after an untimed one; with `max_side`, also in each round a fastpack build
+    with `max_side` and the decode + resize + encode loop, each at the largest process count.
+    Medians, ranges and ratios of medians."""
+    samples = list_imagefolder(imagefolder_root(corpus))
+    blobs = [sample.path.read_bytes() for sample in samples]  # also warms the page cache
+    runs: dict[str, list[float]] = {}
+    loads = [_sysinfo.load()]
+    for round_ in range(repeats + 1):
+        rates: dict[str, float] = {}
+        for n in counts:
+            rates[f"fastpack-{n}"] = fastpack_rate(corpus, workdir / "pass-through", n, None)
+            rates[f"shardwriter-{n}"] = shardwriter_rate(corpus, workdir / "shardwriter", n)
+        if max_side is not None:
+            n = max(counts)
+            out = workdir / "max-side"
+            rates[f"max-side-{n}"] = fastpack_rate(corpus, out, n, max_side)
+            rates[f"reencode-{n}"] = reencode_rate(blobs, n, max_side)
+        if round_:
+            for name, rate in rates.items():
+                runs.setdefault(name, []).append(rate)
+        loads.append(_sysinfo.load())
+    summaries = {name: _summary(rates) for name, rates in runs.items()}
+    ratios = {
+        f"fastpack-{n} / shardwriter-{n}": summaries[f"fastpack-{n}"]["median"]
+        / summaries[f"shardwriter-{n}"]["median"]
+        for n in counts
+    }
+    if max_side is not None:
+        n = max(counts)
+        ratios[f"max-side-{n} / reencode-{n}"] = (
+            summaries[f"max-side-{n}"]["median"] / summaries[f"reencode-{n}"]["median"]
+        )
+    names = ("fastpack", "webdataset", "numpy", "simplejpeg", "opencv-python-headless")
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent),
+        "machine": _sysinfo.machine(),
+        "versions": _sysinfo.versions(names),
+        "corpus": _sysinfo.corpus(corpus),
+        "repeats": repeats,
+        "max_side": max_side,
+        "load_before_and_after_each_round": loads,
+        "rates": runs,
+        "summaries": summaries,
+        "ratio_of_medians": ratios,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["passthrough", "shardwriter", "fastpack", "reencode"])
+    kinds = ["passthrough", "shardwriter", "fastpack", "reencode", "compare"]
+    parser.add_argument("kind", choices=kinds)
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-side", type=int, default=320)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--shardwriter-processes", type=int, default=1)
+    parser.add_argument("--process-counts", default="1,2", help="compare: comma-separated")
+    parser.add_argument("--out", type=Path, help="compare: the raw JSON")
+    parser.add_argument(
+        "--with-max-side", action="store_true", help="compare: also the --max-side build"
+    )
     args = parser.parse_args()
+    if args.kind == "compare":
+        counts = [int(n) for n in args.process_counts.split(",")]
+        max_side = args.max_side if args.with_max_side else None
+        result = compare(args.corpus, args.workdir, counts, args.repeats, max_side)
+        text = json.dumps(result, indent=1)
+        if args.out:
+            args.out.write_text(text + "\n")
+        print("RESULT " + json.dumps(result["ratio_of_medians"]), flush=True)
+        return
     if args.kind == "passthrough":
         out = args.workdir / "fastpack-pass-through"
         rates = [fastpack_rate(args.corpus, out, args.workers, None) for _ in range(args.repeats)]
     elif args.kind == "shardwriter":
         out = args.workdir / "shardwriter"
-        rates = [shardwriter_rate(args.corpus, out) for _ in range(args.repeats)]
+        rates = [
+            shardwriter_rate(args.corpus, out, args.shardwriter_processes)
+            for _ in range(args.repeats)
+        ]
     elif args.kind == "fastpack":
         out = args.workdir / "fastpack-max-side"
         rates = [

@@ -1,6 +1,7 @@
 """Per-operation costs behind the reader's design choices, each timed in one process on one core.
 
-    python -m benchmarks.costs_bench --corpus /tmp/photo-corpus --out benchmarks/COSTS.md
+    python -m benchmarks.costs_bench --corpus /tmp/photo-corpus --out benchmarks/COSTS.md \
+        --json benchmarks/costs_results.json
 
 Each figure is the median (and range) over `--repeats` timed rounds; a round times a loop of
 several calls and reports the time per call. The design notes in the code point here instead of
@@ -10,6 +11,7 @@ quoting numbers that drift.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import tempfile
@@ -22,6 +24,7 @@ from typing import Any
 import cv2
 import numpy as np
 import simplejpeg
+from fastpack.compiler.images.jpeg_structure import read_jpeg_structure
 from fastpack.formats import IndexPart, IndexWriter
 from fastpack.formats.index import Index
 from fastpack.reader.image.draws import sample_draws
@@ -137,6 +140,17 @@ def index_release_rows(repeats: int) -> list[Row]:
              "ms")]  # fmt: skip
 
 
+def structure_rows(data: list[bytes], repeats: int) -> list[Row]:
+    """The build's default check of a kept JPEG: its marker structure, no decode."""
+
+    def check_all() -> None:
+        for d in data:
+            read_jpeg_structure(d)
+
+    rounds = [t / len(data) for t in per_call(check_all, 5, repeats)]
+    return [("JPEG marker structure check (`read_jpeg_structure`), per photo", rounds, "us")]
+
+
 def context_manager_rows(repeats: int) -> list[Row]:
     @contextmanager
     def guard() -> Any:
@@ -174,23 +188,39 @@ def main() -> None:
     parser.add_argument("--photos", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--json", type=Path, help="the raw numbers")
     args = parser.parse_args()
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = _sysinfo.load()
     data = photos(args.corpus, args.photos)
     rows = decode_rows(data, args.repeats)
+    rows += structure_rows(data, args.repeats)
     rows += draw_rows(args.repeats)
     rows += permutation_rows(args.repeats)
     rows += index_release_rows(args.repeats)
     rows += context_manager_rows(args.repeats)
+    load_after = _sysinfo.load()
+    machine, versions = _sysinfo.machine(), _sysinfo.versions()
+    commit = _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent)
+    if args.json:
+        raw = {
+            "date": date, "commit": commit, "machine": machine, "versions": versions,
+            "load_before": load_before, "load_after": load_after, "repeats": args.repeats,
+            "corpus": _sysinfo.corpus(args.corpus), "photos": len(data),
+            "rows": [{"operation": n, "seconds": t, "unit": u} for n, t, u in rows],
+        }  # fmt: skip
+        args.json.write_text(json.dumps(raw, indent=1) + "\n")
     report = "\n".join([
         "# Per-operation costs",
         "",
-        "`python -m benchmarks.costs_bench --corpus CORPUS --out benchmarks/COSTS.md`: each "
+        "`python -m benchmarks.costs_bench --corpus CORPUS --out benchmarks/COSTS.md --json "
+        "benchmarks/costs_results.json`: each "
         f"figure the median and range over {args.repeats} rounds, one process, one core; decode "
         f"figures over {len(data)} photos of the corpus.",
         "",
-        f"Machine: `{json.dumps(_sysinfo.machine())}`; load `{_sysinfo.load()}`",
-        f"Versions: `{json.dumps(_sysinfo.versions())}`; fastpack "
-        f"`{_sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent)}`",
+        f"Date: {date}; raw numbers: `{args.json.name if args.json else '(not kept)'}`",
+        f"Machine: `{json.dumps(machine)}`; load before / after `{load_before}` / `{load_after}`",
+        f"Versions: `{json.dumps(versions)}`; fastpack `{commit}`",
         f"Corpus: `{json.dumps(_sysinfo.corpus(args.corpus))}`",
         "",
         table(rows),

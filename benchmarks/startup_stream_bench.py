@@ -17,7 +17,7 @@ sample (in the process) or the first batch (`DataLoader`, 2 workers), and the by
 then; the same with the whole index already in the cache (what the index's rows cost); and,
 for comparison, the whole index's download. Straight to the server and through
 `tests.shaping_proxy.ShapingProxy` (`--delay-ms` to the first byte of each response,
-`--rate-mbps` per connection). Writes `--out`.
+`--rate-mbps` per connection). Writes `--out`, and with `--json` the raw numbers.
 """
 
 from __future__ import annotations
@@ -265,6 +265,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate-mbps", type=int, default=50)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--out", type=Path, default=Path("benchmarks/STARTUP_STREAM.md"))
+    p.add_argument("--json", type=Path, help="the raw numbers (every run of every series)")
     return p.parse_args(argv)
 
 
@@ -303,6 +304,19 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(server_root, ignore_errors=True)
     report = render(args, dataset, shards, series, load=(load_before, load_after), started=started)
     args.out.write_text(report)
+    if args.json:
+        raw = {
+            "started": started,
+            "commit": _sysinfo.fastpack_commit(Path(__file__).resolve().parents[1]),
+            "machine": _sysinfo.machine(),
+            "versions": {**_sysinfo.versions(), "fsspec": _version("fsspec")},
+            "load_before": load_before,
+            "load_after": load_after,
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "shards_on_server": shards,
+            "series": [{"name": x.name, "network": x.network, "runs": x.runs} for x in series],
+        }
+        args.json.write_text(json.dumps(raw, indent=1) + "\n")
     print(report)
 
 

@@ -1,6 +1,7 @@
 """zstd on small per-sample fields: per-member frames with and without a trained dictionary.
 
-    python -m benchmarks.zstd_bench --samples 10000 --out benchmarks/FIELDS_ZSTD.md
+    python -m benchmarks.zstd_bench --samples 10000 --out benchmarks/FIELDS_ZSTD.md \
+        --json benchmarks/fields_zstd_results.json
 
 For each field (COCO-like captions as `text`, COCO-like image metadata as `json`), the member
 bytes of every sample are compressed one frame per member, as `fastpack build` stores a `.zst`
@@ -15,6 +16,7 @@ The text is synthetic (benchmarks/_captions.py).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import statistics
 import time
@@ -110,7 +112,9 @@ def report(
         f"Decode: `FieldCodec.decode` per sample, median (range) over {args.repeats} rounds, "
         "one core.",
         "",
-        f"Command: `python -m benchmarks.zstd_bench --samples {samples}`",
+        f"Command: `python -m benchmarks.zstd_bench --samples {samples}`; measured "
+        f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        + (f"; raw numbers: `{args.json.name}`" if args.json else ""),
         "",
         "| field | storage | member bytes | vs no dict | in tar | decode us/sample |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
@@ -137,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--levels", default="3,19")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--json", type=Path, help="the raw numbers")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     bench: Callable[..., list[tuple[str, int, str, int, list[float]]]] = bench_field
@@ -154,6 +159,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
+    if args.json:
+        raw = {
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent),
+            "machine": _sysinfo.machine(),
+            "load": _sysinfo.load(),
+            "versions": {**_sysinfo.versions(), "zstandard": zstandard.__version__},
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "fields": {
+                field: [
+                    {"storage": label, "member_bytes": total, "vs_no_dict": ratio,
+                     "in_tar": tar, "decode_seconds": seconds}
+                    for label, total, ratio, tar, seconds in rows
+                ]
+                for field, rows in results.items()
+            },
+        }  # fmt: skip
+        args.json.write_text(json.dumps(raw, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
