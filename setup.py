@@ -1,7 +1,8 @@
-"""The optional crop decoder: a C extension over the system's libjpeg-turbo (package
-libjpeg62-turbo-dev on Debian and Ubuntu, libjpeg-turbo-devel on Fedora). Where it does not
-build (no compiler, no headers) the install goes on without it and fastpack decodes with
-simplejpeg; everything else is configured in pyproject.toml."""
+"""The optional C extensions over the system's libjpeg-turbo (package libjpeg62-turbo-dev on
+Debian and Ubuntu, libjpeg-turbo-devel on Fedora): the reader's crop decoder and the compiler's
+lossless progressive-to-baseline transcoder (`fastpack build --baseline`). Where they do not
+build (no compiler, no headers) the install goes on without them: fastpack decodes with
+simplejpeg and `--baseline` is refused. Everything else is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -13,6 +14,13 @@ setup(
             libraries=["jpeg"],
             extra_compile_args=["-O2", "-std=c99"],
             optional=True,
-        )
+        ),
+        Extension(
+            "fastpack.compiler.images._jpeg_baseline",
+            sources=["compiler/images/_jpeg_baseline.c"],
+            libraries=["jpeg"],
+            extra_compile_args=["-O2", "-std=c99"],
+            optional=True,
+        ),
     ]
 )

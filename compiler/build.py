@@ -79,7 +79,7 @@ def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> S
     return ShardJob(
         out=str(out), shard=shard, max_side=options.max_side, quality=options.quality,
         check=options.check, strict=options.strict, schema=None if schema.is_v1 else schema,
-        shard_format=options.shard_format,
+        shard_format=options.shard_format, baseline=options.baseline,
     )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from fastpack.formats import SHARD_FORMATS
 
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
+from .images.baseline import require_baseline
 from .images.policy import CHECKS, Check
 from .sources.detect import SOURCE_FORMATS
 from .sources.scan import SourceOptions
@@ -18,6 +19,10 @@ from .sources.scan import SourceOptions
 SourceFormat = Literal["auto", "folder", "list", "wds", "coco", "parquet", "tfrecord"]
 ShardFormat = Literal["tar", "tfrecord"]
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
+# The output-shaping options that `BuildOptions.shaping` records only where set
+RECORDED_WHERE_SET = frozenset(
+    {"schema", "dictionary_size", "images_root", "render_masks", "shard_format", "baseline"}
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +33,7 @@ class BuildOptions:
     max_side: int | None = None  # re-encode images whose longer side exceeds this
     quality: int = 90  # JPEG quality of re-encoded images
     check: Check = "structure"  # how JPEGs kept byte-for-byte are checked (image_policy)
+    baseline: bool = False  # store progressive JPEGs transcoded to baseline (losslessly)
     strict: bool = False  # a reject fails the build (BuildError) instead
     resume: bool = False  # skip the finished shards of an interrupted build
     source_format: SourceFormat = "auto"
@@ -67,6 +73,8 @@ class BuildOptions:
             raise BuildError(
                 f"build option check={self.check!r}: expected one of {', '.join(CHECKS)}"
             )
+        if self.baseline:
+            require_baseline()  # refused here, before any work, where it is not built
         checks = (
             ("workers", self.workers, self.workers is None or self.workers >= 1, ">= 1 or None"),
             ("shard_size", self.shard_size, self.shard_size >= 1, ">= 1"),
@@ -82,8 +90,8 @@ class BuildOptions:
     def shaping(self) -> dict[str, Any]:
         """The options that shape the output bytes (a resume must not change them). `check`
         decides which inputs are rejected, hence which samples the shards hold. The options of
-        multi-field builds appear only where set, so that an image + class build records what
-        it always did."""
+        multi-field builds, and `baseline`, appear only where set, so that an image + class
+        build records what it always did."""
         shaping: dict[str, Any] = {
             "shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
             "max_side": self.max_side, "quality": self.quality, "check": self.check,
@@ -96,6 +104,8 @@ class BuildOptions:
             shaping["images_root"] = os.path.abspath(self.images_root)
         if self.render_masks:
             shaping["render_masks"] = True
+        if self.baseline:
+            shaping["baseline"] = True
         if self.shard_format != "tar":
             shaping["shard_format"] = self.shard_format
         return shaping

@@ -70,6 +70,12 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how JPEGs stored as they are get checked: their marker structure, or also a "
         "decode that reads every byte (slower) (default: structure)",
     )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="store progressive JPEGs transcoded to baseline, losslessly (the same pixels), so "
+        "that crops decode only their window; needs the C extension built with libjpeg-turbo",
+    )
     p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
     p.add_argument("--resume", action="store_true", help="finish an interrupted build")
     p.add_argument(
@@ -347,6 +353,7 @@ def _run_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         shuffle_seed=args.shuffle_seed,
         max_side=args.max_side,
+        baseline=args.baseline,
         strict=args.strict,
         resume=args.resume,
         source_format=args.source_format,

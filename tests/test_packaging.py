@@ -83,14 +83,21 @@ def window_decoder_files(names: list[str]) -> list[str]:
     ]
 
 
+def transcoder_files(names: list[str]) -> list[str]:
+    """The compiled baseline transcoder among a wheel's files."""
+    prefix = "fastpack/compiler/images/_jpeg_baseline."
+    return [n for n in names if n.startswith(prefix) and n.endswith(".so")]
+
+
 def build_tools_present() -> bool:
     return Path("/usr/include/jpeglib.h").exists() and shutil.which("cc") is not None
 
 
-def test_the_wheel_carries_the_window_decoder_where_it_builds(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_carries_the_c_extensions_where_they_build(wheel: zipfile.ZipFile) -> None:
     if not build_tools_present() and os.environ.get("FASTPACK_REQUIRE_WINDOW_DECODER") != "1":
         pytest.skip("no C compiler or libjpeg-turbo headers here: the wheel is built without it")
     assert len(window_decoder_files(wheel.namelist())) == 1
+    assert len(transcoder_files(wheel.namelist())) == 1
 
 
 def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
@@ -99,6 +106,7 @@ def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
     env = {**os.environ, "CC": str(tmp_path / "no-such-compiler")}
     path = build_wheel(tmp_path / "build", env)
     assert window_decoder_files(zipfile.ZipFile(path).namelist()) == []
+    assert transcoder_files(zipfile.ZipFile(path).namelist()) == []
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target, path],
@@ -112,6 +120,11 @@ def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
         "image = np.random.default_rng(0).integers(0, 255, (120, 90, 3), np.uint8)\n"
         "jpeg = cv2.imencode('.jpg', image)[1].tobytes()\n"
         "print(CenterCrop(64)(jpeg).shape, crop_decode.decoder())\n"
+        "from fastpack.compiler import BuildOptions, BuildError\n"
+        "try:\n"
+        "    BuildOptions(baseline=True)\n"
+        "except BuildError as e:\n"
+        "    print('refused:', e)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -124,6 +137,7 @@ def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("(64, 64, 3) simplejpeg ")
     assert "window decoder not built" in result.stdout
+    assert "refused: --baseline needs fastpack's JPEG transcoder" in result.stdout
 
 
 def package_names() -> dict[str, str]:

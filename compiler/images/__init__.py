@@ -1,6 +1,17 @@
 """The image policy (formats/SPEC.md section 6): keep a JPEG byte-for-byte once its structure is
-checked, convert anything else that decodes to an RGB JPEG, reject the rest."""
+checked (progressive ones transcoded to baseline where asked), convert anything else that decodes
+to an RGB JPEG, reject the rest."""
 
+from .baseline import BaselineUnavailableError, baseline_available, to_baseline
 from .policy import CHECKS, Check, PreparedImage, Reject, prepare_image
 
-__all__ = ["CHECKS", "Check", "PreparedImage", "Reject", "prepare_image"]
+__all__ = [
+    "CHECKS",
+    "BaselineUnavailableError",
+    "Check",
+    "PreparedImage",
+    "Reject",
+    "baseline_available",
+    "prepare_image",
+    "to_baseline",
+]

@@ -9,6 +9,9 @@
   the target size; PNG, WebP, BMP, TIFF and the rest by OpenCV, 16-bit scaled to 8 bits, alpha
   composited over white. EXIF orientation is applied; a longer side over `max_side` is shrunk to
   it with an area filter.
+- With `baseline`, a JPEG kept as it is whose frame is progressive is kept transcoded to
+  baseline instead (`baseline`: the same DCT coefficients, so the same pixels); the transcode
+  reads every entropy-coded byte, so it is also that file's `decode` check.
 - Anything else (empty, truncated, not an image) is a `Reject` with its reason.
 """
 
@@ -21,6 +24,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
+from .baseline import PROGRESSIVE_FRAMES, to_baseline
 from .exif import NO_ROTATION, TRANSPOSING, apply_orientation, jpeg_orientation, tiff_orientation
 from .jpeg_structure import read_jpeg_structure
 from .pixels import Pixels, bgr_any_to_rgb, fit_within, resize_area, to_uint8
@@ -32,7 +36,8 @@ CHECKS: tuple[Check, ...] = ("structure", "decode")
 
 @dataclass(frozen=True, slots=True)
 class PreparedImage:
-    """The bytes to store: the input itself (`converted=False`) or a new RGB JPEG.
+    """The bytes to store: the input itself, or transcoded to baseline (`converted=False`),
+    or a new RGB JPEG.
 
     `size` is the stored image's `(height, width)`; `upright_size` the input's once turned
     upright, before any shrink to `max_side` (equal to `size` unless shrunk). What mask and box
@@ -56,25 +61,33 @@ class Reject:
 
 
 def prepare_image(
-    data: bytes, *, max_side: int | None = None, quality: int = 90, check: Check = "structure"
+    data: bytes,
+    *,
+    max_side: int | None = None,
+    quality: int = 90,
+    check: Check = "structure",
+    baseline: bool = False,
 ) -> PreparedImage | Reject:
-    """Apply the image policy to the bytes of one input file."""
+    """Apply the image policy to the bytes of one input file. `baseline` needs the transcoder
+    extension (`baseline.require_baseline`)."""
     if not data:
         return Reject("empty file")
     if data.startswith(JPEG_MAGIC):
-        return _prepare_jpeg(data, max_side, quality, check)
+        return _prepare_jpeg(data, max_side, quality, check, baseline)
     return _convert_other(data, max_side, quality)
 
 
 def _prepare_jpeg(
-    data: bytes, max_side: int | None, quality: int, check: Check
+    data: bytes, max_side: int | None, quality: int, check: Check, baseline: bool
 ) -> PreparedImage | Reject:
     try:
         height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
         orientation = jpeg_orientation(data)
         target = fit_within(height, width, max_side)
         if colorspace == "YCbCr" and orientation == NO_ROTATION and target == (height, width):
-            read_jpeg_structure(data)
+            structure = read_jpeg_structure(data)
+            if baseline and structure.frame.marker in PROGRESSIVE_FRAMES:
+                return _transcoded(data, (height, width))
             if check == "decode":
                 simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
             return PreparedImage(data, False, (height, width), (height, width))
@@ -84,6 +97,13 @@ def _prepare_jpeg(
     except ValueError as e:
         return Reject(f"corrupt JPEG: {e}")
     return _finish(rgb, target, orientation, quality, (height, width))
+
+
+def _transcoded(data: bytes, size: tuple[int, int]) -> PreparedImage | Reject:
+    try:
+        return PreparedImage(to_baseline(data), False, size, size)
+    except ValueError as e:
+        return Reject(f"progressive JPEG not transcoded to baseline: {e}")
 
 
 def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:

@@ -60,6 +60,7 @@ class ImageOptions:
     max_side: int | None
     quality: int
     check: Check
+    baseline: bool = False
 
 
 class _Field(NamedTuple):
@@ -151,7 +152,9 @@ class SampleEncoder:
         if not isinstance(value, bytes):
             raise FieldValueError(f"a jpeg value is bytes, found {type(value).__name__}")
         o = self._images
-        prepared = prepare_image(value, max_side=o.max_side, quality=o.quality, check=o.check)
+        prepared = prepare_image(
+            value, max_side=o.max_side, quality=o.quality, check=o.check, baseline=o.baseline
+        )
         if isinstance(prepared, Reject):
             raise FieldValueError(prepared.reason)
         return prepared.data

@@ -59,6 +59,7 @@ class ShardJob:
     shard_format: str = "tar"  # or "tfrecord"
     # the schema's dictionaries by field, where the job cannot read them from `out`
     dictionaries: Mapping[str, bytes] | None = None
+    baseline: bool = False  # progressive JPEGs kept as they are are transcoded to baseline
 
 
 class _ChecksumSink(io.RawIOBase):
@@ -83,7 +84,9 @@ class _ChecksumSink(io.RawIOBase):
 def _prepare(job: ShardJob, data: bytes | Reject) -> PreparedImage | Reject:
     if isinstance(data, Reject):
         return data
-    return prepare_image(data, max_side=job.max_side, quality=job.quality, check=job.check)
+    return prepare_image(
+        data, max_side=job.max_side, quality=job.quality, check=job.check, baseline=job.baseline
+    )
 
 
 def _unreadable(sizes: list[int], packed: list[bytes], k: int) -> str | None:
@@ -164,7 +167,9 @@ def _write_field_samples(
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     packed = plan.fields(shard.inputs)
     has_image = schema.image_field is not None
-    images = ImageOptions(max_side=job.max_side, quality=job.quality, check=job.check)
+    images = ImageOptions(
+        max_side=job.max_side, quality=job.quality, check=job.check, baseline=job.baseline
+    )
     dictionaries = job.dictionaries
     if dictionaries is None:
         dictionaries = load_dictionaries(Path(job.out), schema)

@@ -17,6 +17,7 @@ from fastpack.formats import MANIFEST_NAME, read_manifest
 
 from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError, BuildError
+from ..options import RECORDED_WHERE_SET
 
 OPTIONS_NAME = "options.json"
 # Builds made before the `check` option existed decoded every JPEG they kept.
@@ -31,8 +32,13 @@ class OutState(Enum):
 
 
 def _differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """The options that differ: those `wanted` gives, and those recorded only where set that
+    `stored` has and `wanted` lacks (a resume without `--baseline` of a build with it)."""
+    dropped = sorted(k for k in stored.keys() & RECORDED_WHERE_SET if k not in wanted)
     return [
-        f"{k}={stored.get(k)!r} (now {wanted[k]!r})" for k in wanted if stored.get(k) != wanted[k]
+        f"{k}={stored.get(k)!r} (now {wanted.get(k)!r})"
+        for k in [*wanted, *dropped]
+        if stored.get(k) != wanted.get(k)
     ]
 
 
