@@ -17,7 +17,8 @@
 of `--process-counts`, fastpack with that many workers and `ShardWriter` in that many processes,
 all in turn (with `--with-max-side`, also the `fastpack` and `reencode` kinds at the largest
 count), `--repeats` rounds in one process after one untimed round; `--out` gets the raw rates
-with the machine, load averages, versions and commit.
+and the CPU time per image of each run (this process and its children: what other work on the
+machine disturbs least), with the machine, load averages, versions and commit.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ import random
 import shutil
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import _sysinfo
-from ._parallel import timed_fork
+from ._parallel import cpu_seconds, timed_fork
 from .peers._base import Sample, imagefolder_root, list_imagefolder
 
 QUALITY = 90
@@ -133,21 +136,27 @@ def compare(
     Medians, ranges and ratios of medians."""
     samples = list_imagefolder(imagefolder_root(corpus))
     blobs = [sample.path.read_bytes() for sample in samples]  # also warms the page cache
+    steps: list[tuple[str, Callable[[], float]]] = []
+    for n in counts:
+        steps.append((f"fastpack-{n}", partial(fastpack_rate, corpus, workdir / "pass", n, None)))
+        steps.append((f"shardwriter-{n}", partial(shardwriter_rate, corpus, workdir / "sw", n)))
+    if max_side is not None:
+        n = max(counts)
+        steps.append(
+            (f"max-side-{n}", partial(fastpack_rate, corpus, workdir / "max", n, max_side))
+        )
+        steps.append((f"reencode-{n}", partial(reencode_rate, blobs, n, max_side)))
     runs: dict[str, list[float]] = {}
+    cpu_ms: dict[str, list[float]] = {}
     loads = [_sysinfo.load()]
     for round_ in range(repeats + 1):
-        rates: dict[str, float] = {}
-        for n in counts:
-            rates[f"fastpack-{n}"] = fastpack_rate(corpus, workdir / "pass-through", n, None)
-            rates[f"shardwriter-{n}"] = shardwriter_rate(corpus, workdir / "shardwriter", n)
-        if max_side is not None:
-            n = max(counts)
-            out = workdir / "max-side"
-            rates[f"max-side-{n}"] = fastpack_rate(corpus, out, n, max_side)
-            rates[f"reencode-{n}"] = reencode_rate(blobs, n, max_side)
-        if round_:
-            for name, rate in rates.items():
+        for name, step in steps:
+            before = cpu_seconds()
+            rate = step()
+            cpu = (cpu_seconds() - before) * 1000 / len(samples)
+            if round_:
                 runs.setdefault(name, []).append(rate)
+                cpu_ms.setdefault(name, []).append(cpu)
         loads.append(_sysinfo.load())
     summaries = {name: _summary(rates) for name, rates in runs.items()}
     ratios = {
@@ -172,6 +181,8 @@ def compare(
         "load_before_and_after_each_round": loads,
         "rates": runs,
         "summaries": summaries,
+        "cpu_ms_per_image": cpu_ms,
+        "cpu_ms_per_image_summaries": {name: _summary(ms) for name, ms in cpu_ms.items()},
         "ratio_of_medians": ratios,
     }
 
