@@ -53,6 +53,7 @@ def _header(results: dict[str, Any]) -> list[str]:
         "- Versions: " + ", ".join(f"{k} {versions[k]}" for k in shown if k in versions) + ".",
         "- Parts (command, date, load average over 1, 5, 15 min before / after, fastpack sources):",
         *runs,
+        "- Raw numbers: `startup_results.json` beside this page (the run's results.json).",
         "",
     ]
 
@@ -351,9 +352,9 @@ def _memory_notes(results: dict[str, Any]) -> list[str]:
     trainer_small = _med(small_rows[first]["trainer_anon"]) / MIB
     notes.append(
         f"- The trainer's anonymous private memory is {trainer:,.0f} MiB at {_samples(large)} "
-        f"against {trainer_small:,.0f} MiB at {_samples(min(two, key=int))}: the epoch's order, "
-        f"{int(large) * 8 / 2**20:,.1f} MiB of int64, held by the sampler's generator "
-        "for the whole epoch (see below)."
+        f"against {trainer_small:,.0f} MiB at {_samples(min(two, key=int))}: the sampler no "
+        f"longer holds the epoch's order ({int(large) * 8 / 2**20:,.1f} MiB of int64 at this "
+        "size) but evaluates a keyed permutation per batch (see below)."
     )
     return [*notes, ""]
 
