@@ -171,7 +171,7 @@ def compare(
         )
     names = ("fastpack", "webdataset", "numpy", "simplejpeg", "opencv-python-headless")
     return {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent),
         "machine": _sysinfo.machine(),
         "versions": _sysinfo.versions(names),
