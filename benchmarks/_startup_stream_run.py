@@ -65,8 +65,8 @@ def count_fetches() -> None:
             _add("manifest_bytes", len(data))
         return data
 
-    def counted_fetch(target: Any, start: int, end: int, *rest: Any) -> None:
-        fetch_range(target, start, end, *rest)
+    def counted_fetch(target: Any, start: int, end: int, digest: Any) -> None:
+        fetch_range(target, start, end, digest)
         _add("index_bytes" if target.url.endswith(INDEX_NAME) else "shard_bytes", end - start)
 
     setup: Callable[..., None] = IndexRows.__init__

@@ -190,7 +190,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--json", type=Path, help="the raw numbers")
     args = parser.parse_args()
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load_before = _sysinfo.load()
     data = photos(args.corpus, args.photos)
     rows = decode_rows(data, args.repeats)

@@ -208,7 +208,9 @@ def render(args: argparse.Namespace, dataset: Path, shards: list[int], series: l
     lines = [
         "# StreamingDataset cold start over S3 at 10 million samples", "",
         f"Measured {started} with `python -m benchmarks.startup_stream_bench "
-        f"--runs {args.runs}`.", "",
+        f"--runs {args.runs}`"
+        + (f"; raw numbers: `{args.json.name}`." if args.json else "."),
+        "",
         f"- Machine: {machine['cpu']}, {machine['cores']} cores (nproc), {machine['ram_gib']} GiB "
         f"RAM, Linux {machine['kernel']}, Python {machine['python']}; load average (1, 5, 15 "
         f"min) {load[0]} before, {load[1]} after.",

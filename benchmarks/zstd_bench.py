@@ -113,7 +113,7 @@ def report(
         "one core.",
         "",
         f"Command: `python -m benchmarks.zstd_bench --samples {samples}`; measured "
-        f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
         + (f"; raw numbers: `{args.json.name}`" if args.json else ""),
         "",
         "| field | storage | member bytes | vs no dict | in tar | decode us/sample |",
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.out.write_text(text, encoding="utf-8")
     if args.json:
         raw = {
-            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent),
             "machine": _sysinfo.machine(),
             "load": _sysinfo.load(),
