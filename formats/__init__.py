@@ -24,6 +24,13 @@ from .errors import (
 )
 from .example import Feature, encode_example, parse_example
 from .field_codec import FieldCodec, decode_value, encode_value, train_dictionary
+from .field_types import (
+    FieldTypeDef,
+    field_type,
+    field_type_names,
+    register_field_type,
+    unregister_field_type,
+)
 from .index import ABSENT, Index, IndexPart, IndexWriter, Section, section_table, table_size
 from .layout import (
     INDEX_NAME,
@@ -51,6 +58,8 @@ from .manifest import (
 from .schema import (
     DICTIONARY_DIR,
     FIELD_TYPES,
+    IMAGE_TYPE,
+    LABEL_TYPE,
     V1_SCHEMA,
     ZSTD_SUFFIX,
     Dictionary,
@@ -109,9 +118,11 @@ __all__ = [
     "FIELD_PREFIX",
     "FIELD_TYPES",
     "IMAGE_FEATURE",
+    "IMAGE_TYPE",
     "INDEX_NAME",
     "KEY_FEATURE",
     "LABEL_FEATURE",
+    "LABEL_TYPE",
     "MANIFEST_NAME",
     "REJECTS_NAME",
     "SHARDS_DIR",
@@ -132,6 +143,7 @@ __all__ = [
     "FieldCodec",
     "FieldSpec",
     "FieldType",
+    "FieldTypeDef",
     "FieldValueError",
     "FileInfo",
     "FormatError",
@@ -166,6 +178,8 @@ __all__ = [
     "encode_example",
     "encode_value",
     "feature_name",
+    "field_type",
+    "field_type_names",
     "file_crc32c",
     "file_sha256",
     "format_record_index",
@@ -187,6 +201,7 @@ __all__ = [
     "read_records",
     "read_view_file",
     "read_wds_index",
+    "register_field_type",
     "sample_key",
     "scan_members",
     "scan_records",
@@ -199,6 +214,7 @@ __all__ = [
     "train_dictionary",
     "type_of_extension",
     "unpack_strings",
+    "unregister_field_type",
     "version_for",
     "view_file_name",
     "view_from_bytes",

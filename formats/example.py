@@ -34,14 +34,18 @@ _KINDS: dict[int, Kind] = {1: "bytes", 2: "float", 3: "int64"}
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 _INT64 = range(-(1 << 63), 1 << 63)
+_LOW7 = 0x7F  # a varint byte's value bits
+_MORE = 0x80  # a varint byte's continuation bit: bytes below it end the varint
+_LAST_SHIFT = 63  # a 64-bit varint's last byte starts at bit 63 (10 bytes)
+_KEY, _VALUE = 1, 2  # the field numbers of a map entry's key and value
 
 
 def varint(value: int) -> bytes:
     """`value` as a protobuf varint; a negative int64 as its 64-bit two's complement (10 bytes)."""
     value &= _U64
     out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
+    while value > _LOW7:
+        out.append(value & _LOW7 | _MORE)
         value >>= 7
     out.append(value)
     return bytes(out)
@@ -173,14 +177,14 @@ def _read_varint(data: Buffer, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     begin = pos
     while True:
-        if shift > 63:
+        if shift > _LAST_SHIFT:
             raise ValueError(f"the varint at byte {begin} is longer than 10 bytes")
         if pos >= end:
             raise ValueError(f"the varint at byte {begin} runs past its message (ends at {end})")
         byte = data[pos]
         pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
+        value |= (byte & _LOW7) << shift
+        if byte < _MORE:
             return value, pos
         shift += 7
 
@@ -205,7 +209,7 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
     while pos < end:
         at = pos
         tag = data[pos]
-        if tag < 0x80:  # one-byte varints (tags, short lengths) read inline: the common case
+        if tag < _MORE:  # one-byte varints (tags, short lengths) read inline: the common case
             pos += 1
         else:
             tag, pos = _read_varint(data, pos, end)
@@ -213,7 +217,7 @@ def _fields(data: Buffer, pos: int, end: int) -> list[tuple[int, int, int, int]]
         if number == 0 or tag > _U32:
             raise ValueError(f"tag {tag} at byte {at}: field numbers are 1 to 2^29 - 1")
         if wire == _LEN:
-            if pos < end and data[pos] < 0x80:
+            if pos < end and data[pos] < _MORE:
                 size = data[pos]
                 pos += 1
             else:
@@ -315,9 +319,9 @@ def _parse_entry(data: Buffer, lo: int, hi: int) -> tuple[str, Feature | None]:
     name = ""
     value: list[tuple[int, int]] = []
     for k, kw, ka, kb in _fields(data, lo, hi):
-        if k == 1 and kw == _LEN:
+        if k == _KEY and kw == _LEN:
             name = bytes(data[ka:kb]).decode("utf-8")
-        elif k == 2 and kw == _LEN:
+        elif k == _VALUE and kw == _LEN:
             value.append((ka, kb))
     return name, _parse_feature(data, value)
 

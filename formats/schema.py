@@ -5,23 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 from .errors import ManifestError
+from .field_types import NDARRAY_DTYPES, field_type, field_type_names
 
-FieldType = Literal["jpeg", "png", "class", "class_ids", "ndarray", "text", "json", "raw"]
+# a field type's name: one of the registry's (formats/field_types/), the built-in ones below
+FieldType = str
 Geometry = Literal["mask", "boxes"]
-FIELD_TYPES: tuple[FieldType, ...] = get_args(FieldType)
+FIELD_TYPES: tuple[FieldType, ...] = field_type_names()  # the built-in types
 GEOMETRIES: tuple[Geometry, ...] = get_args(Geometry)
-COMPRESSIBLE: tuple[FieldType, ...] = ("class_ids", "ndarray", "text", "json", "raw")
+COMPRESSIBLE: tuple[FieldType, ...] = tuple(t for t in FIELD_TYPES if field_type(t).compressible)
 ZSTD_SUFFIX = ".zst"
 DICTIONARY_DIR = "dicts"
 MAX_FIELD_NAME = 40
 ZSTD_LEVELS = range(-7, 23)
-# the dtypes an ndarray field may declare: numeric, little-endian or single-byte, no objects
-NDARRAY_DTYPES = (
-    "|b1", "|u1", "|i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8", "<f2", "<f4", "<f8",
-)  # fmt: skip
+IMAGE_TYPE = "jpeg"  # the type of a sample's image: the first field of it
+LABEL_TYPE = "class"  # the type of the label: the first field of it fills the index's labels
 _NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 
 # What an extension (the last part of a member name) holds, as webdataset's default decoders read
@@ -77,9 +77,10 @@ class FieldSpec:
     @property
     def fixed_shape(self) -> bool:
         """Whether every value of the field has one shape (known from the schema)."""
-        if self.type == "class":
+        batch = field_type(self.type).batch
+        if batch == "scalar":
             return True
-        return self.type == "ndarray" and self.shape is not None and None not in self.shape
+        return batch == "shaped" and self.shape is not None and None not in self.shape
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -115,9 +116,11 @@ def check_field(spec: FieldSpec) -> None:
             f"{where}: a field name is 1 to {MAX_FIELD_NAME} characters of [a-z0-9_] in "
             "dot-separated parts (a member extension such as 'jpg', 'seg.png', 'txt.zst')"
         )
-    if spec.type not in FIELD_TYPES:
-        raise ManifestError(f"{where}: type {spec.type!r}, expected one of {FIELD_TYPES}")
-    if (spec.dtype is not None or spec.shape is not None) and spec.type != "ndarray":
+    try:
+        kind = field_type(spec.type)
+    except ManifestError as e:
+        raise ManifestError(f"{where}: {e}") from None
+    if (spec.dtype is not None or spec.shape is not None) and not kind.shaped:
         raise ManifestError(f"{where}: dtype and shape belong to ndarray fields, not {spec.type}")
     if spec.dtype is not None and spec.dtype not in NDARRAY_DTYPES:
         raise ManifestError(f"{where}: dtype {spec.dtype!r}, expected one of {NDARRAY_DTYPES}")
@@ -128,7 +131,7 @@ def check_field(spec: FieldSpec) -> None:
             raise ManifestError(f"{where}: shape {spec.shape}: only the first dimension may vary")
     if spec.geometry is not None:
         _check_geometry(spec, where)
-    if spec.classes and spec.type not in ("class", "class_ids"):
+    if spec.classes and not kind.classes:
         raise ManifestError(f"{where}: classes belong to class and class_ids fields")
     _check_zstd(spec, where)
 
@@ -136,7 +139,7 @@ def check_field(spec: FieldSpec) -> None:
 def _check_zstd(spec: FieldSpec, where: str) -> None:
     compressed = spec.name.endswith(ZSTD_SUFFIX)
     if spec.zstd is not None:
-        if spec.type not in COMPRESSIBLE:
+        if not field_type(spec.type).compressible:
             raise ManifestError(f"{where}: {spec.type} members are never recompressed")
         if not compressed:
             raise ManifestError(f"{where}: a zstd-compressed field's name ends in {ZSTD_SUFFIX}")
@@ -151,15 +154,19 @@ def _check_zstd(spec: FieldSpec, where: str) -> None:
         raise ManifestError(f"{where}: a name ending in {ZSTD_SUFFIX} needs zstd compression")
 
 
+_GEOMETRY_RULES: dict[str, str] = {
+    "mask": "a mask is a png field",
+    "boxes": "boxes are an ndarray field of shape (N, 4)",
+}
+
+
 def _check_geometry(spec: FieldSpec, where: str) -> None:
     if spec.geometry not in GEOMETRIES:
         raise ManifestError(f"{where}: geometry {spec.geometry!r}, expected one of {GEOMETRIES}")
-    if spec.geometry == "mask" and spec.type != "png":
-        raise ManifestError(f"{where}: a mask is a png field")
-    if spec.geometry == "boxes" and (
-        spec.type != "ndarray" or (spec.shape is not None and spec.shape[1:] != (4,))
-    ):
-        raise ManifestError(f"{where}: boxes are an ndarray field of shape (N, 4)")
+    if spec.geometry not in field_type(spec.type).geometries:
+        raise ManifestError(f"{where}: {_GEOMETRY_RULES[spec.geometry]}")
+    if spec.geometry == "boxes" and spec.shape is not None and spec.shape[1:] != (4,):
+        raise ManifestError(f"{where}: {_GEOMETRY_RULES['boxes']}")
 
 
 @dataclass(frozen=True)
@@ -198,12 +205,12 @@ class Schema:
     @property
     def image_field(self) -> str | None:
         """The first jpeg field: the sample's image."""
-        return next((s.name for s in self.fields if s.type == "jpeg"), None)
+        return next((s.name for s in self.fields if s.type == IMAGE_TYPE), None)
 
     @property
     def label_field(self) -> str | None:
         """The first class field: its values fill the index's `label` section."""
-        return next((s.name for s in self.fields if s.type == "class"), None)
+        return next((s.name for s in self.fields if s.type == LABEL_TYPE), None)
 
     @property
     def is_v1(self) -> bool:
@@ -271,7 +278,7 @@ def parse_field(data: Any, where: str) -> FieldSpec:
     try:
         return FieldSpec(
             name=_get(data, "name", (str,), where),
-            type=cast(FieldType, _get(data, "type", (str,), where)),
+            type=_get(data, "type", (str,), where),
             optional=_get(data, "optional", (bool,), where) if "optional" in data else False,
             dtype=_get(data, "dtype", (str,), where) if data.get("dtype") is not None else None,
             shape=shape,

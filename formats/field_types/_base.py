@@ -1,0 +1,107 @@
+"""What a field type is (`FieldTypeDef`), and the value checks several types share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ..errors import FieldValueError
+
+if TYPE_CHECKING:
+    from ..schema import FieldSpec
+
+# How a reader batches a field's values (reader/fields/layout.py gives each its column kinds):
+# `image`: decoded pixels, stacked or decoded in place; `scalar`: one int64 per sample;
+# `shaped`: arrays, stacked when the schema fixes their shape, else padded or listed;
+# `ragged`: 1-d int64 arrays of any length, padded or listed; `object`: a list of values.
+Batch = Literal["image", "scalar", "shaped", "ragged", "object"]
+# What the DALI reader returns for a required field of the type: its member's bytes, or (`class`)
+# the index's label.
+Dali = Literal["bytes", "class"]
+
+Encode = Callable[[Any, "FieldSpec"], bytes]
+Decode = Callable[[bytes, "FieldSpec"], Any]
+EncodeColumn = Callable[[Sequence[Any], "FieldSpec"], list["bytes | FieldValueError"]]
+
+
+def _bytes_value(data: bytes, spec: FieldSpec) -> Any:
+    return data
+
+
+def _as_written(text: str) -> Any:
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldTypeDef:
+    """One field type: how its values become member bytes and back, and how every layer treats
+    it. A new type is one module that builds one of these and `register_field_type`s it.
+
+    - `encode(value, spec)`: the member's bytes (before zstd), FieldValueError when `value`
+      does not fit `spec`; `decode(data, spec)`: the value of a member's (decompressed) bytes;
+    - `encode_column(values, spec)`: `encode` of a shard's values at once, each value's bytes
+      or its FieldValueError (None: `encode` one by one);
+    - `parse_cell(text)`: the value of a CSV/TSV cell (default: the text as it is);
+    - `verify(value, spec)`: checks of a decoded member beyond `decode` (default: it encodes
+      again under `spec`: shape, dtype, integer ids), FieldValueError when it fails;
+    - `compressible`: members may be zstd-compressed; `classes`: the field may name its
+      values' classes (they are class numbers, remapped by a mix); `shaped`: dtype and shape
+      apply; `geometries`: the geometries the field may carry;
+    - `image`: members are images the reader decodes to pixels (its decoders are in
+      reader/fields/images.py); `batch`: how a reader batches it (`Batch`); `batch_dtype`: the
+      dtype of its arrays in a batch when the spec names none; `dali`: what the DALI reader
+      returns for it (`Dali`)."""
+
+    name: str
+    encode: Encode
+    decode: Decode = _bytes_value
+    encode_column: EncodeColumn | None = None
+    parse_cell: Callable[[str], Any] = _as_written
+    verify: Callable[[Any, FieldSpec], None] | None = None
+    compressible: bool = False
+    classes: bool = False
+    shaped: bool = False
+    geometries: tuple[str, ...] = ()
+    image: bool = False
+    batch: Batch = "object"
+    batch_dtype: str | None = None
+    dali: Dali = "bytes"
+
+    def encode_all(self, values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+        """Each value's member bytes, or the FieldValueError that says why it does not fit."""
+        if self.encode_column is not None:
+            return self.encode_column(values, spec)
+        out: list[bytes | FieldValueError] = []
+        for value in values:
+            try:
+                out.append(self.encode(value, spec))
+            except FieldValueError as e:
+                out.append(e)
+        return out
+
+    def check_value(self, value: Any, spec: FieldSpec) -> None:
+        """Raise FieldValueError unless a decoded member's `value` is what `spec` says."""
+        if self.verify is not None:
+            self.verify(value, spec)
+        else:
+            self.encode(value, spec)
+
+
+def as_bytes(value: Any, spec: FieldSpec) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise FieldValueError(f"a {spec.type} value is bytes, found {type(value).__name__}")
+
+
+def integer(value: Any, what: str) -> int:
+    """An int from an int (not a bool), an integral numpy scalar, or decimal text."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit() and text.isascii():
+            return int(text)
+    raise FieldValueError(f"{what} is not an integer: {value!r:.80}")

@@ -1,0 +1,12 @@
+"""`jpeg`: a JPEG file's bytes; the first jpeg field is the sample's image."""
+
+from __future__ import annotations
+
+from ._base import FieldTypeDef
+from .images import image_encoder
+
+JPEG_SIGNATURE = b"\xff\xd8"
+
+JPEG = FieldTypeDef(
+    name="jpeg", encode=image_encoder(JPEG_SIGNATURE, "JPEG"), image=True, batch="image"
+)
