@@ -37,7 +37,7 @@ _INT64 = range(-(1 << 63), 1 << 63)
 _LOW7 = 0x7F  # a varint byte's value bits
 _MORE = 0x80  # a varint byte's continuation bit: bytes below it end the varint
 _LAST_SHIFT = 63  # a 64-bit varint's last byte starts at bit 63 (10 bytes)
-_KEY, _VALUE = 1, 2  # the field numbers of a map entry's key and value
+_ENTRY_KEY, _ENTRY_VALUE = 1, 2  # the field numbers of a map entry's key and value
 
 
 def varint(value: int) -> bytes:
@@ -319,9 +319,9 @@ def _parse_entry(data: Buffer, lo: int, hi: int) -> tuple[str, Feature | None]:
     name = ""
     value: list[tuple[int, int]] = []
     for k, kw, ka, kb in _fields(data, lo, hi):
-        if k == _KEY and kw == _LEN:
+        if k == _ENTRY_KEY and kw == _LEN:
             name = bytes(data[ka:kb]).decode("utf-8")
-        elif k == _VALUE and kw == _LEN:
+        elif k == _ENTRY_VALUE and kw == _LEN:
             value.append((ka, kb))
     return name, _parse_feature(data, value)
 
