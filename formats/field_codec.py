@@ -92,7 +92,11 @@ class FieldCodec:
             raise ValueError(f"field {spec.name!r} is not compressed; it takes no dictionary")
 
     def encode(self, value: Any) -> bytes:
-        data = encode_value(self.spec, value)
+        return self.compress(encode_value(self.spec, value))
+
+    def compress(self, data: bytes) -> bytes:
+        """The member of the bytes `encode_value` gave: as they are, compressed, or (`varint`)
+        the label's varint."""
         if self.varint:
             return encode_varint(int(data))
         if self._compress is None:

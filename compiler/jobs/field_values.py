@@ -3,10 +3,9 @@ references read, list-file cell text parsed by the field's type."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from fastpack.formats import FieldSpec, FieldValueError
+from fastpack.formats import FieldSpec, FieldValueError, field_type
 
 from ..images.policy import Reject
 from ..sources.sample_fields import FieldValue, FileRef, InvalidValue, MemberRef
@@ -32,14 +31,7 @@ def resolve(value: FieldValue, reader: InputReader) -> Any:
 
 
 def parse_cell(spec: FieldSpec, text: str) -> Any:
-    """The value of a CSV/TSV cell for field `spec`: class ids as space-separated integers or a
-    JSON list, an ndarray as a JSON (nested) list, json as JSON text; others as they are."""
-    kind = spec.type
-    if kind == "json":
-        return text.encode("utf-8")  # checked (and kept as written) by the json encoder
-    if kind == "ndarray" or (kind == "class_ids" and text.lstrip().startswith("[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise FieldValueError(f"not a JSON list ({e.msg} at character {e.pos})") from e
-    return text
+    """The value of a CSV/TSV cell for field `spec`, by its type's `parse_cell`: class ids as
+    space-separated integers or a JSON list, an ndarray as a JSON (nested) list, json as JSON
+    text; others as they are."""
+    return field_type(spec.type).parse_cell(text)

@@ -175,6 +175,8 @@ def _write_field_samples(
         dictionaries = load_dictionaries(Path(job.out), schema)
     with InputReader(meta) as reader:
         encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
+        values = [unpack_fields(p) for p in packed]
+        encoder.prepare(values)  # the shard's inline values, a field at a time
         for k, source_bytes in enumerate(shard.sources):
             source = source_bytes.decode("utf-8", "replace")
             unreadable = _unreadable(shard.sizes, packed, k)
@@ -191,7 +193,7 @@ def _write_field_samples(
             if isinstance(image, Reject):
                 _reject(job, rows, source, image.reason, None)
                 continue
-            encoded = encoder.encode(image, shard.labels[k], packed[k])
+            encoded = encoder.encode_row(image, shard.labels[k], values[k], k)
             if isinstance(encoded, FieldReject):
                 _reject(job, rows, source, encoded.reason, encoded.field)
                 continue
