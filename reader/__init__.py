@@ -7,7 +7,7 @@ asked for (`fields=`: default the image and the label).
 
 from fastpack.storage import RetryPolicy
 
-from .dali import DaliLoader, make_dali_loader
+from .dali import DaliLoader, DaliOptions, make_dali_loader
 from .errors import (
     DaliReadError,
     MissingDependencyError,
@@ -31,6 +31,7 @@ __all__ = [
     "IMAGENET_STD",
     "CenterCrop",
     "DaliLoader",
+    "DaliOptions",
     "DaliReadError",
     "Dataset",
     "EpochBatchSampler",

@@ -4,5 +4,7 @@ samples fed in fastpack's order (`fn.external_source`); DALI itself is imported 
 loader is made."""
 
 from .loader import DaliLoader, make_dali_loader
+from .options import DaliOptions
+from .transforms import register_transform
 
-__all__ = ["DaliLoader", "make_dali_loader"]
+__all__ = ["DaliLoader", "DaliOptions", "make_dali_loader", "register_transform"]

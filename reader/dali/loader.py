@@ -4,7 +4,7 @@
 fields from `fastpack/<field>`), decoded on the CPU (`device="cpu"`) or on the GPU
 (`device="gpu"`).
 
-    loader = make_dali_loader("data/train", batch_size=256, train=True, seed=0)
+    loader = make_dali_loader("data/train", batch_size=256, transform=RandomResizedCrop(224))
     for epoch in range(epochs):
         for images, labels in loader:  # uint8 (B, 224, 224, 3) and int64 (B,), on the CPU
             ...
@@ -12,7 +12,9 @@ fields from `fastpack/<field>`), decoded on the CPU (`device="cpu"`) or on the G
 Extra fields of a version-2 dataset come as a third element, a dict by field name (fields.py
 says how each is returned; a mask is cropped and flipped with its image):
 
-    loader = make_dali_loader("data/seg", batch_size=64, train=True, fields=("seg.png", "txt"))
+    loader = make_dali_loader(
+        "data/seg", batch_size=64, transform=RandomResizedCrop(224), fields=("seg.png", "txt")
+    )
     for images, labels, fields in loader:
         masks = fields["seg.png"]  # uint8 (B, 224, 224, C), aligned with `images`
         captions = [bytes(t.numpy()).decode() for t in fields["txt"]]
@@ -40,7 +42,8 @@ Two sources of samples, the same graph after them (decode, resize, crop, flip, n
 
 Sharding and epoch length. Over a path, rank `r` of `n` reads DALI shard `r` of `n` (samples
 are split over all shard files concatenated); over a `Dataset`, every `n`-th position of the
-epoch's order from `r` (`EpochBatchSampler`). `r` and `n` come from the arguments, else from
+epoch's order from `r` (`EpochBatchSampler`). `r` and `n` come from the arguments (`rank`,
+`world_size`), else from
 torch.distributed, else from RANK and WORLD_SIZE. Every rank yields the same number of batches
 per epoch, so DDP never waits on a rank that ran out:
 
@@ -54,13 +57,15 @@ per epoch, so DDP never waits on a rank that ran out:
 
 Host memory. DALI's decoded images come in every size; glibc's malloc, which raises its mmap
 threshold as it goes, then keeps them in fragmenting heap arenas and resident memory drifts by tens
-of MiB between epochs. `make_dali_loader` therefore fixes the threshold (`malloc_mmap_threshold`,
-default 256 KiB, process-wide; `None` or a `MALLOC_MMAP_THRESHOLD_` environment variable leaves
-malloc alone). benchmarks/DALI.md has the resident memory over 25 epochs with and without it.
+of MiB between epochs. `make_dali_loader` therefore fixes the threshold
+(`DaliOptions.malloc_mmap_threshold`, default 256 KiB, process-wide; `None` or a
+`MALLOC_MMAP_THRESHOLD_` environment variable leaves malloc alone). benchmarks/DALI.md has the
+resident memory over 25 epochs with and without it.
 
-The test suite runs the CPU path (it needs no GPU). The GPU path (`device="gpu"`: nvJPEG decode
-with `device="mixed"`, resize and `crop_mirror_normalize` on the GPU, float32 NCHW out) was run
-and checked against the CPU path on an H100: labels, shapes and pixels (benchmarks/GPU.md).
+The test suite runs the CPU path (it needs no GPU). The GPU path (`DaliOptions(device="gpu")`:
+nvJPEG decode with `device="mixed"`, resize and `crop_mirror_normalize` on the GPU, float32 NCHW
+out) was run and checked against the CPU path on an H100: labels, shapes and pixels
+(benchmarks/GPU.md).
 
 DALI and torch are imported when a loader is made, not when this module is imported.
 """
@@ -71,6 +76,7 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -84,18 +90,19 @@ from fastpack.formats import (
 
 from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
-from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
+from ..image.transforms import Transform
 from ..map_style.dataset import Dataset
 from ..order.state import Progress, make_state, read_state
 from ..ranks import local_device_id, resolve_rank
-from ..shard_files import resolve_io
+from ..shard_files import IoChoice, resolve_io
 from ..stats import LoaderMeter, LoaderStats
 from ..torch_loader.sampler import EpochBatchSampler
 from .feed import FedFields, SampleFeed
 from .fields import SAMPLE_INDEX, FieldBatch, output_names, plan_fields
 from .labels import parse_labels, record_labels
 from .malloc import fix_mmap_threshold
-from .options import LABEL_FIELD, READER_NAME, Device, PipelineOptions
+from .options import LABEL_FIELD, READER_NAME, DaliOptions, PipelineOptions
+from .transforms import DaliTransform, dali_transform
 
 if TYPE_CHECKING:
     import torch
@@ -104,9 +111,7 @@ if TYPE_CHECKING:
 Batch = tuple[Any, ...]
 
 
-def _dali_iterator(
-    options: PipelineOptions, drop_last: bool, source: str, feed: SampleFeed | None = None
-) -> Any:
+def _dali_iterator(options: PipelineOptions, source: str, feed: SampleFeed | None = None) -> Any:
     """A `DALIGenericIterator` over a new pipeline; it builds the pipeline and reads one batch
     (DALI's errors there, on damaged files of dataset `source`, raise `DaliReadError`). Over
     `feed` it only builds the pipeline: DALI asks the feed for batches once an iteration has
@@ -130,7 +135,7 @@ def _dali_iterator(
             [pipeline],
             output_names(options.fields, options.records),
             reader_name=READER_NAME,
-            last_batch_policy=LastBatchPolicy.DROP if drop_last else LastBatchPolicy.FILL,
+            last_batch_policy=LastBatchPolicy.DROP if options.drop_last else LastBatchPolicy.FILL,
             auto_reset=True,
         )
     except RuntimeError as e:
@@ -179,7 +184,8 @@ class DaliLoader(ClosesOnExit):
     with extra fields `(images, labels, fields)` (`options.fields`).
 
     `images`: uint8 (B, size, size, 3) CPU tensor with `device="cpu"`; float32 (B, 3, size, size)
-    normalized with `mean`/`std` on the GPU with `device="gpu"`. `labels`: int64 (B,) parsed from
+    normalized with `mean`/`std` on the GPU with `DaliOptions(device="gpu")`. `labels`: int64
+    (B,) parsed from
     the samples' `cls` members (record shards: `image/class/label`; fed samples: the index's),
     on the images' device.
     `fields`: each extra field's values by name (fields.py); `codecs` decompress its zstd
@@ -204,7 +210,6 @@ class DaliLoader(ClosesOnExit):
         options: PipelineOptions,
         *,
         num_samples: int,
-        drop_last: bool,
         source: str,
         codecs: Mapping[str, FieldCodec] | None = None,
         feed: SampleFeed | None = None,
@@ -212,14 +217,13 @@ class DaliLoader(ClosesOnExit):
         self.options = options
         self.codecs = dict(codecs or {})
         self.num_samples = num_samples
-        self.drop_last = drop_last
         self.feed = feed
         self.epoch_source: EpochSource | None = None
         # `make_loader` sets the Dataset's fields: batches then come as one value per field in
         # this order (the image field's images, the label field's labels, the others' values)
         self.order: tuple[str, ...] | None = None
         self._source = source
-        self._iterator: Any = _dali_iterator(options, drop_last, source, feed)
+        self._iterator: Any = _dali_iterator(options, source, feed)
         self._in_epoch = False
         self._epochs_started = 0
         self._ended = False  # the fed pipeline ended its epoch: reset it before the next
@@ -237,18 +241,19 @@ class DaliLoader(ClosesOnExit):
         if self.feed is not None:
             return self.feed.sampler.samples_per_rank()
         o = self.options
-        return _samples_per_epoch(self.num_samples, o.num_shards, o.batch_size, self.drop_last)
+        return _samples_per_epoch(self.num_samples, o.num_shards, o.batch_size, o.drop_last)
 
     @property
     def batch_size(self) -> int:
         return self.options.batch_size
 
     @property
-    def shard_id(self) -> int:
+    def rank(self) -> int:
+        """This loader's rank (DALI's shard), of `world_size`."""
         return self.options.shard_id
 
     @property
-    def num_shards(self) -> int:
+    def world_size(self) -> int:
         return self.options.num_shards
 
     def __len__(self) -> int:
@@ -292,10 +297,13 @@ class DaliLoader(ClosesOnExit):
             self._rebuild()
         sampler = feed.sampler
         progress = self._progress = Progress(
-            epoch=feed.dataset.epoch, start=feed.begin(), batches=len(sampler),
-            batch_size=sampler.batch_size, world_size=sampler.world_size,
+            epoch=feed.dataset.epoch,
+            start=feed.begin(),
+            batches=len(sampler),
+            batch_size=sampler.batch_size,
+            world_size=sampler.world_size,
             length=len(sampler.epoch_order),
-        )  # fmt: skip
+        )
         if progress.batches == 0:  # nothing to read: DALI is not asked
             feed.stop()
             return progress
@@ -308,7 +316,7 @@ class DaliLoader(ClosesOnExit):
     def _rebuild(self) -> None:
         """Drop the pipeline and the batches it prefetched; build a new one."""
         self._iterator = None
-        self._iterator = _dali_iterator(self.options, self.drop_last, self._source, self.feed)
+        self._iterator = _dali_iterator(self.options, self._source, self.feed)
         self._in_epoch = self._ended = False
 
     def _fed_epoch(self, progress: Progress) -> Iterator[Batch]:
@@ -348,9 +356,12 @@ class DaliLoader(ClosesOnExit):
         else:  # no iteration of this epoch yet: where the next one starts
             position = feed.sampler.start()
         return make_state(
-            identity=feed.dataset.order_identity(), seed=feed.sampler.seed,
-            shuffle=feed.sampler.shuffle, epoch=epoch, position=position,
-        )  # fmt: skip
+            identity=feed.dataset.order_identity(),
+            seed=feed.sampler.seed,
+            shuffle=feed.sampler.shuffle,
+            epoch=epoch,
+            position=position,
+        )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a `state_dict()` of this loader or of the torch loader, saved with any
@@ -360,9 +371,13 @@ class DaliLoader(ClosesOnExit):
         feed = self._fed("load_state_dict")
         sampler = feed.sampler
         epoch, position = read_state(
-            state, identity=feed.dataset.order_identity(), seed=sampler.seed,
-            shuffle=sampler.shuffle, length=len(sampler.epoch_order), where=self._source,
-        )  # fmt: skip
+            state,
+            identity=feed.dataset.order_identity(),
+            seed=sampler.seed,
+            shuffle=sampler.shuffle,
+            length=len(sampler.epoch_order),
+            where=self._source,
+        )
         feed.dataset.set_epoch(epoch)
         sampler.resume_at(epoch, position)
         if self._in_epoch and self._iterator is not None:
@@ -450,10 +465,9 @@ def _label_field(ds: DatasetFiles) -> str:
     return label or LABEL_FIELD
 
 
-def _check_dataset(
-    ds: DatasetFiles, field: str, num_shards: int, batch_size: int, *, drop_last: bool, n: int
-) -> None:
-    """Refuse a dataset (of `n` samples read) that the loader cannot read as asked."""
+def _check_fields(ds: DatasetFiles, field: str) -> None:
+    """Refuse a dataset whose samples lack what the loader reads: the image field `field` and
+    the label, both required, the image a jpeg in record shards."""
     schema, label = ds.manifest.schema, _label_field(ds)
     missing = [f for f in (field, label) if f not in schema]
     if missing:
@@ -472,137 +486,210 @@ def _check_dataset(
             f"{ds.root}: field {optional[0]!r} is optional; the DALI reader needs an image and "
             "a label in every sample"
         )
-    if n < num_shards:
+
+
+def _check_split(root: str, o: PipelineOptions, n: int) -> None:
+    """Refuse to split `n` samples over `o`'s ranks where a rank would read nothing."""
+    if n < o.num_shards:
         raise ValueError(
-            f"{ds.root}: {n} samples cannot be split over {num_shards} shards "
+            f"{root}: {n} samples cannot be split over {o.num_shards} shards "
             "(every shard needs at least one sample)"
         )
-    if drop_last and n // num_shards < batch_size:
+    if o.drop_last and n // o.num_shards < o.batch_size:
         raise ValueError(
-            f"{ds.root}: with drop_last, {n} samples over {num_shards} shards leave "
-            f"{n // num_shards} per shard, less than one batch of {batch_size}"
+            f"{root}: with drop_last, {n} samples over {o.num_shards} shards leave "
+            f"{n // o.num_shards} per shard, less than one batch of {o.batch_size}"
         )
 
 
-def _feed(dataset: Dataset, o: PipelineOptions, drop_last: bool) -> SampleFeed:
+def _check_threads(where: str, num_workers: int | None, prefetch_factor: int) -> None:
+    """`num_workers` (DALI's threads) and `prefetch_factor` (its queue depth), as DALI takes
+    them."""
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(
+            f"{where} runs at least one DALI thread; num_workers={num_workers} (loading in "
+            "the main process) has no DALI equivalent"
+        )
+    if prefetch_factor < 1:
+        raise ValueError(
+            f"{where}: prefetch_factor (DALI's prefetch_queue_depth) must be at least 1, "
+            f"got {prefetch_factor}"
+        )
+
+
+def _feed(dataset: Dataset, o: PipelineOptions) -> SampleFeed:
     """The feed of `o`'s rank: `dataset` in the torch loader's order (`EpochBatchSampler`)."""
     sampler = EpochBatchSampler(
-        dataset, o.batch_size, shuffle=o.shuffle, drop_last=drop_last, seed=o.seed,
-        rank=o.shard_id, world_size=o.num_shards,
-    )  # fmt: skip
+        dataset,
+        o.batch_size,
+        shuffle=o.shuffle,
+        drop_last=o.drop_last,
+        seed=o.seed,
+        rank=o.shard_id,
+        world_size=o.num_shards,
+    )
     return SampleFeed(dataset, sampler, o.field, [f.name for f in o.fields if f.kind == "mask"])
 
 
-def make_dali_loader(
-    path: str | os.PathLike[str] | Dataset,
+@dataclass(frozen=True)
+class _Read:
+    """What the loader reads of a Dataset where `make_dali_loader` is not told otherwise: its
+    transform, its image field and its other fields (but the label), and the order of its
+    fields that batches then take (None: `(images, labels[, {field: values}])`)."""
+
+    transform: object
+    field: str
+    fields: Sequence[str]  # checked by plan_fields
+    order: tuple[str, ...] | None
+
+
+def _dataset_read(
+    dataset: Dataset, transform: object, field: str | None, fields: Sequence[str] | None
+) -> _Read:
+    """`_Read` of `dataset`, each part given here taking the place of the Dataset's."""
+    if field is None and dataset.field is None:
+        raise ValueError(
+            f"{dataset.path}: DALI decodes an image, but the dataset has no jpeg field"
+        )
+    image = field if field is not None else str(dataset.field)
+    if fields is not None:
+        return _Read(transform or dataset.transform, image, fields, None)
+    if dataset.image_label:
+        return _Read(transform or dataset.transform, image, (), None)
+    label = dataset.manifest.schema.label_field
+    extra = tuple(f for f in dataset.fields if f not in (image, label))
+    order = tuple(dataset.fields) if extra else None
+    return _Read(transform or dataset.transform, image, extra, order)
+
+
+def _check_seed(dataset: Dataset, crop: DaliTransform, seed: int, where: str) -> None:
+    """DALI draws shuffling and crops from one seed: a Dataset's random transform, whose crops
+    its `seed` draws on the torch path, needs that seed to be the loader's."""
+    if crop.random and dataset.seed != seed:
+        raise ValueError(
+            f"{where} draws shuffling and crops from one seed, but the Dataset's seed is "
+            f"{dataset.seed} and the loader's seed is {seed}: give both the same value"
+        )
+
+
+def make_dali_loader(  # noqa: PLR0913 - make_loader's and a Dataset's keyword options, one each
+    dataset: str | os.PathLike[str] | Dataset,
     *,
     batch_size: int,
-    train: bool,
-    size: int = 224,
-    device: Device = "cpu",
+    transform: Transform | None = None,
     shuffle: bool | None = None,
+    num_workers: int | None = None,
     drop_last: bool = False,
-    num_threads: int | None = None,
     seed: int = 0,
-    shard_id: int | None = None,
-    num_shards: int | None = None,
-    device_id: int | None = None,
-    resize_size: int | None = None,
-    scale: tuple[float, float] = (0.08, 1.0),
-    ratio: tuple[float, float] = (3 / 4, 4 / 3),
-    mean: Sequence[float] = IMAGENET_MEAN,
-    std: Sequence[float] = IMAGENET_STD,
-    initial_fill: int = 1024,
-    prefetch_queue_depth: int = 2,
-    dont_use_mmap: bool | None = None,
-    malloc_mmap_threshold: int | None = 256 * 1024,
-    flip_prob: float = 0.5,
-    field: str = "jpg",
-    fast_idct: bool = False,
-    fancy_upsampling: bool = True,
-    fields: Sequence[str] = (),
+    prefetch_factor: int = 2,
+    field: str | None = None,
+    fields: Sequence[str] | None = None,
+    io: IoChoice | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    dali: DaliOptions | None = None,
 ) -> DaliLoader:
-    """A DALI loader over the dataset at `path`, for this process's rank: DALI's own reader
-    over a path, fastpack's order over a `Dataset` (the module docstring says why both; the
-    Dataset's view and epoch are read, its transform and fields are not: give them here, as
-    `make_loader` does; `initial_fill` and `dont_use_mmap` then do nothing, the Dataset reads
-    its shards with its own `io`).
+    """A DALI loader over `dataset`, for this process's rank: DALI's own reader over a path,
+    fastpack's order over a `Dataset` (the module docstring says why both). Its options are
+    said as for `Dataset` and `make_loader`; what only DALI has is in `dali` (`DaliOptions`:
+    device, device_id, mean, std, initial_fill, malloc_mmap_threshold).
 
-    `train=True`: random-resized-crop (`scale`, `ratio`; only the crop's region is decoded) to
-    `size` x `size` and a horizontal flip with probability `flip_prob`. `train=False`: shorter
-    side resized to `resize_size` (default `round(size / 0.875)`), then the centre `size` x `size`.
-    Images are the samples' `field` members. `fast_idct` uses libjpeg-turbo's faster, less
-    accurate IDCT (the CPU decoder, and the GPU path's CPU fallback). `fancy_upsampling=False`
-    lets nvJPEG upsample chroma the fast way (`device="gpu"` only: the CPU decoder always
-    upsamples smoothly).
-    `shuffle` (default: `train`) over a path reshuffles the tars' order every epoch and draws
-    samples at random from a buffer of `initial_fill`; over a Dataset it reads each epoch in a
-    keyed permutation of `(seed, epoch)`. `num_threads` (default: the CPUs this process may use) is
-    DALI's thread count; `seed` fixes shuffling and augmentation. `device="gpu"` decodes on GPU
-    `device_id` (default: LOCAL_RANK) and returns float32 NCHW normalized by `mean` and `std`
-    (0..1 scale, as `to_float`); benchmarks/GPU.md checks it against the CPU path.
-    `dont_use_mmap` reads the tars with plain file I/O instead of maps; None (default): on a
-    network or FUSE file system (where a page fault is a round trip), as `Dataset(io="auto")`.
-    `malloc_mmap_threshold` keeps host memory flat (see the module docstring, like sharding and
-    the last-batch policy).
-    `fields` names extra fields of the samples to return beside images and labels: each batch is
-    then `(images, labels, {field: values})`. A mask follows its image's crop, flip and resize;
-    a class field comes as int64 labels; any other field as each sample's member bytes (zstd
-    frames decompressed), None where an optional field is absent; boxes are refused (fields.py).
-    A record dataset (TFRecord shards) is read with `fn.readers.tfrecord` (same sharding,
-    shuffling and last-batch policy): images from `image/encoded`, labels from
-    `image/class/label`, extra fields from `fastpack/<field>`; its optional fields are refused
-    (fields.py).
+    `transform` is the torch path's transform object, which DALI runs with its own operators
+    (transforms.py): `RandomResizedCrop` (square `size`, `scale`, `ratio`, `flip_prob`; only the
+    window is decoded; DALI draws its own windows) or `CenterCrop` (square `size`, `resize`);
+    `fastdct` becomes libjpeg-turbo's fast IDCT, `fastupsample` nvJPEG's fast chroma
+    upsampling (`device="gpu"` only: the CPU decoder always upsamples smoothly); `max_upscale`
+    bounds a reduced-scale decode, and DALI decodes at full scale, within every bound. Any
+    other transform is refused with a ValueError that names it.
+    Images are the samples' `field` members (default "jpg"); `fields` names extra fields to
+    return beside images and labels: each batch is then `(images, labels, {field: values})`. A
+    mask follows its image's crop, flip and resize; a class field comes as int64 labels; any
+    other field as each sample's member bytes (zstd frames decompressed), None where an optional
+    field is absent; boxes are refused (fields.py). A record dataset (TFRecord shards) is read
+    with `fn.readers.tfrecord` (same sharding, shuffling and last-batch policy): images from
+    `image/encoded`, labels from `image/class/label`, extra fields from `fastpack/<field>`; its
+    optional fields are refused (fields.py). `io` ("auto", "mmap", "pread"), as
+    `Dataset(io=)`: how DALI's reader reads the shards ("pread": plain file I/O, no maps; "auto":
+    pread on a network or FUSE file system, where a page fault is a round trip).
+
+    Over a `Dataset`, `transform`, `field` and `fields` default to the Dataset's; with the
+    Dataset's fields, batches are one value per field in its order, as on the torch path. Its
+    random transform's seed must be `seed`. The Dataset reads the members it feeds to DALI with
+    its own `io` (giving `io` here is refused), so `initial_fill` does nothing.
+
+    `shuffle` (default: whether the transform is random) over a path reshuffles the shards'
+    order every epoch and draws samples at random from a buffer of `initial_fill`; over a
+    Dataset it reads each epoch in a keyed permutation of `(seed, epoch)`. `seed` also seeds
+    DALI's augmentations. `num_workers` (default: the CPUs this process may use) is DALI's
+    thread count, `prefetch_factor` its `prefetch_queue_depth` (batches prepared ahead for the
+    whole pipeline). `rank` of `world_size` (default: torch.distributed, else RANK and
+    WORLD_SIZE), `drop_last`: the module docstring's sharding and last-batch policy.
     """
-    resize_size = resize_size if resize_size is not None else round(size / 0.875)
-    num_threads = num_threads if num_threads is not None else len(os.sched_getaffinity(0))
-    shard, shards = resolve_rank(shard_id, num_shards)
-    gpu = (device_id if device_id is not None else local_device_id()) if device == "gpu" else None
-    fed = path if isinstance(path, Dataset) else None
-    ds = DatasetFiles(path.path if isinstance(path, Dataset) else path)
-    num_samples = len(ds) if fed is None else len(fed)
-    _check_dataset(ds, field, shards, batch_size, drop_last=drop_last, n=num_samples)
+    dali = dali or DaliOptions()
+    fed = dataset if isinstance(dataset, Dataset) else None
+    ds = DatasetFiles(dataset.path if isinstance(dataset, Dataset) else dataset)
+    root = str(ds.root)
+    where = f"{root}: the DALI loader"
+    read = _Read(transform, field or "jpg", fields or (), None)
+    if fed is not None:
+        if io is not None:
+            raise ValueError(f"{where} reads a Dataset with the Dataset's own io, not io={io!r}")
+        read = _dataset_read(fed, transform, field, fields)
+    crop = dali_transform(read.transform, where)
+    if fed is not None and transform is None:
+        _check_seed(fed, crop, seed, where)
+    if not crop.fancy_upsampling and dali.device == "cpu":
+        raise ValueError(
+            f"{where} cannot honour fastupsample=True on the CPU ({read.transform!r}): DALI's "
+            "CPU decoder always upsamples chroma smoothly (DaliOptions(device='gpu') can)"
+        )
+    _check_threads(where, num_workers, prefetch_factor)
+    _check_fields(ds, read.field)
+    rank, world_size = resolve_rank(rank, world_size)
     schema, label = ds.manifest.schema, _label_field(ds)
     records = ds.records and fed is None  # read by DALI's TFRecord reader
-    extra = plan_fields(schema, fields, field, str(ds.root), label=label, records=records)
-    codecs = {f.name: ds.codec(f.name) for f in extra if schema[f.name].zstd}
+    extra = plan_fields(schema, read.fields, read.field, root, label=label, records=records)
     paths, index_paths = _shard_files(ds) if fed is None else ((), ())
-    features = [(f, feature_name(schema, f)) for f in (field, *(e.name for e in extra))]
+    features = [(f, feature_name(schema, f)) for f in (read.field, *(e.name for e in extra))]
+    gpu = dali.device == "gpu"
     options = PipelineOptions(
         paths=paths,
         index_paths=index_paths,
         batch_size=batch_size,
-        train=train,
-        shuffle=train if shuffle is None else shuffle,
-        size=size,
-        resize_size=resize_size,
-        device=device,
-        device_id=gpu,
-        num_threads=num_threads,
+        transform=crop,
+        shuffle=crop.random if shuffle is None else shuffle,
+        drop_last=drop_last,
+        device=dali.device,
+        device_id=(local_device_id() if dali.device_id is None else dali.device_id)
+        if gpu
+        else None,
+        num_threads=len(os.sched_getaffinity(0)) if num_workers is None else num_workers,
         seed=seed,
-        shard_id=shard,
-        num_shards=shards,
-        initial_fill=initial_fill,
-        prefetch_queue_depth=prefetch_queue_depth,
-        dont_use_mmap=(
-            resolve_io("auto", ds.root) == "pread" if dont_use_mmap is None else dont_use_mmap
-        ),
-        scale=scale,
-        ratio=ratio,
-        mean=tuple(mean),
-        std=tuple(std),
-        flip_prob=flip_prob,
-        field=field,
-        fast_idct=fast_idct,
-        fancy_upsampling=fancy_upsampling,
+        shard_id=rank,
+        num_shards=world_size,
+        initial_fill=dali.initial_fill,
+        prefetch_queue_depth=prefetch_factor,
+        dont_use_mmap=(resolve_io(io or "auto", ds.root) if fed is None else fed.io) == "pread",
+        mean=tuple(dali.mean),
+        std=tuple(dali.std),
+        field=read.field,
         fields=extra,
         label=label,
         features=tuple(features) if records else (),
         fed=fed is not None,
     )
-    if malloc_mmap_threshold is not None:
-        fix_mmap_threshold(malloc_mmap_threshold)
-    return DaliLoader(
-        options, num_samples=num_samples, drop_last=drop_last, source=str(ds.root),
-        codecs=codecs, feed=None if fed is None else _feed(fed, options, drop_last),
-    )  # fmt: skip
+    num_samples = len(ds) if fed is None else len(fed)
+    _check_split(root, options, num_samples)
+    codecs = {f.name: ds.codec(f.name) for f in extra if schema[f.name].zstd}
+    if dali.malloc_mmap_threshold is not None:
+        fix_mmap_threshold(dali.malloc_mmap_threshold)
+    loader = DaliLoader(
+        options,
+        num_samples=num_samples,
+        source=root,
+        codecs=codecs,
+        feed=None if fed is None else _feed(fed, options),
+    )
+    loader.epoch_source = fed
+    loader.order = read.order
+    return loader

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
+from .transforms import DaliRandomResizedCrop, DaliTransform
 
 READER_NAME = "shards"
 LABEL_FIELD = "cls"  # the label member of tar shards; also the pipeline's output of labels
@@ -24,16 +27,57 @@ class FieldOutput:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DaliOptions:
+    """DALI's own settings, which mean nothing on the torch path (the rest of a DALI loader is
+    said as for the torch loader: the transform, batch size, shuffle, seed, ...).
+
+    `device="gpu"` decodes with nvJPEG on GPU `device_id` (default: LOCAL_RANK) and returns
+    float32 NCHW normalized by `mean` and `std` (per channel, 0..1 scale, as `to_float`);
+    `"cpu"` (default) returns uint8 NHWC. `initial_fill`: the buffer DALI's own reader (over a
+    path) draws shuffled samples from. `malloc_mmap_threshold`: the
+    process's malloc mmap threshold in bytes, which keeps host memory flat (loader.py); None
+    leaves malloc alone.
+    """
+
+    device: Device = "cpu"
+    device_id: int | None = None
+    mean: tuple[float, ...] = IMAGENET_MEAN
+    std: tuple[float, ...] = IMAGENET_STD
+    initial_fill: int = 1024
+    malloc_mmap_threshold: int | None = 256 * 1024
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "gpu"):
+            raise ValueError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:  # noqa: PLR2004 - RGB
+            raise ValueError(f"mean and std need 3 values, std > 0; got {self.mean}, {self.std}")
+        if self.initial_fill < 1:
+            raise ValueError(f"initial_fill must be at least 1, got {self.initial_fill}")
+
+    @classmethod
+    def from_keywords(cls, keywords: dict[str, Any], where: str) -> DaliOptions:
+        """`DaliOptions(**keywords)`; a ValueError starting with `where` that names the
+        keywords it does not take (a torch DataLoader option, say) and lists those it does."""
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(keywords) - set(names))
+        if unknown:
+            raise ValueError(
+                f"{where} cannot honour {', '.join(unknown)}: not options of the DALI loader "
+                f"(torch DataLoader options do not apply); DaliOptions takes {', '.join(names)}"
+            )
+        return cls(**keywords)
+
+
+@dataclass(frozen=True, kw_only=True)
 class PipelineOptions:
     """Everything that shapes one rank's pipeline, checked on construction."""
 
     paths: tuple[str, ...]
     index_paths: tuple[str, ...]
     batch_size: int
-    train: bool
+    transform: DaliTransform  # decode, crop, resize, flip (transforms.py)
     shuffle: bool
-    size: int
-    resize_size: int
+    drop_last: bool
     device: Device
     device_id: int | None
     num_threads: int
@@ -43,14 +87,9 @@ class PipelineOptions:
     initial_fill: int
     prefetch_queue_depth: int
     dont_use_mmap: bool
-    scale: tuple[float, float]
-    ratio: tuple[float, float]
     mean: tuple[float, ...]  # per channel, 0..1 scale, as `to_float`
     std: tuple[float, ...]
-    flip_prob: float = 0.5  # training only: probability of a horizontal flip
     field: str = "jpg"  # the image member's extension
-    fast_idct: bool = False  # libjpeg-turbo's faster, less accurate IDCT
-    fancy_upsampling: bool = True  # smooth chroma upsampling (the CPU decoder always does it)
     fields: tuple[FieldOutput, ...] = ()  # extra fields, returned beside images and labels
     label: str = LABEL_FIELD  # the label field (tars: its `cls` members; records: the schema's)
     # Record shards (TFRecord, `fn.readers.tfrecord`): the Example feature of the image field and
@@ -60,6 +99,11 @@ class PipelineOptions:
     # DALI's reader: `paths`, `index_paths`, `initial_fill`, `dont_use_mmap` and `features` are
     # then unused (empty), and the labels and non-mask fields are read from the dataset.
     fed: bool = False
+
+    @property
+    def train(self) -> bool:
+        """Whether DALI draws crops and flips (the training pipeline), else centre crops."""
+        return self.transform.random
 
     @property
     def records(self) -> bool:
@@ -73,19 +117,13 @@ class PipelineOptions:
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
-        for name in ("batch_size", "size", "num_threads", "initial_fill", "prefetch_queue_depth"):
+        for name in ("batch_size", "num_threads", "initial_fill", "prefetch_queue_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
-        if self.resize_size < self.size:
-            raise ValueError(f"resize_size {self.resize_size} must be at least size {self.size}")
-        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
-            raise ValueError(f"mean and std need 3 values, std > 0; got {self.mean}, {self.std}")
-        _check_range("scale", self.scale, 1.0)
-        _check_range("ratio", self.ratio, None)
-        if not 0 <= self.flip_prob <= 1:
-            raise ValueError(f"flip_prob must be in [0, 1], got {self.flip_prob}")
+        if isinstance(self.transform, DaliRandomResizedCrop):
+            _check_scale(self.transform.scale)
         if not self.field or ";" in self.field or self.field == self.label:
             raise ValueError(f"field must name the image member, not {self.field!r}")
         names = [f.name for f in self.fields]
@@ -102,15 +140,15 @@ class PipelineOptions:
             raise ValueError(f"record shards: no Example feature given for fields {unnamed}")
         if self.fed and (self.paths or self.features):
             raise ValueError("fed samples come from the feed, not from shard paths or features")
-        if not self.fancy_upsampling and self.device == "cpu":
+        if not self.transform.fancy_upsampling and self.device == "cpu":
             raise ValueError(
-                "fancy_upsampling=False needs device='gpu': DALI's CPU decoder always upsamples "
-                "chroma smoothly"
+                "fancy_upsampling=False (a transform's fastupsample=True) needs device='gpu': "
+                "DALI's CPU decoder always upsamples chroma smoothly"
             )
 
 
-def _check_range(name: str, value: tuple[float, float], upper: float | None) -> None:
-    low, high = value
-    if not (0 < low <= high and (upper is None or high <= upper)):
-        bound = f" <= {upper}" if upper is not None else ""
-        raise ValueError(f"{name} must satisfy 0 < low <= high{bound}, got {value}")
+def _check_scale(scale: tuple[float, float]) -> None:
+    """DALI crops within the image: a window's area is at most the whole."""
+    low, high = scale
+    if not 0 < low <= high <= 1:
+        raise ValueError(f"DALI's crop scale must satisfy 0 < low <= high <= 1, got {scale}")

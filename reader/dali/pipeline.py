@@ -31,6 +31,7 @@ from .fields import (
     output_names,
 )
 from .options import LABEL_FIELD, READER_NAME, PipelineOptions
+from .transforms import DaliCenterCrop, DaliRandomResizedCrop
 
 __all__ = ["READER_NAME", "build_pipeline"]
 
@@ -130,43 +131,31 @@ def _one(node: DataNode | Sequence[DataNode] | None) -> DataNode:
 
 
 def _decoder_options(o: PipelineOptions) -> dict[str, Any]:
-    """The arguments both decoders take: device, RGB output, IDCT and chroma upsampling."""
-    options: dict[str, Any] = {
-        "device": "mixed" if o.device == "gpu" else "cpu",
+    """The arguments both decoders take: device, RGB output, the transform's IDCT and chroma
+    upsampling."""
+    gpu = o.device == "gpu"
+    return {
+        "device": "mixed" if gpu else "cpu",
         "output_type": types.DALIImageType.RGB,
-        "use_fast_idct": o.fast_idct,
+        **o.transform.decoder_args(gpu),
     }
-    if o.device == "gpu":  # the CPU decoder always upsamples smoothly and has no such switch
-        options["jpeg_fancy_upsampling"] = o.fancy_upsampling
-    return options
 
 
-def _train_images(jpg: DataNode, o: PipelineOptions, mirror: DataNode) -> DataNode:
+def _train_images(
+    jpg: DataNode, t: DaliRandomResizedCrop, o: PipelineOptions, mirror: DataNode
+) -> DataNode:
     """Random-resized-crop (decoding only the crop's region) and a horizontal flip where
     `mirror`."""
-    images = _one(
-        fn.decoders.image_random_crop(
-            jpg,
-            random_area=list(o.scale),
-            random_aspect_ratio=list(o.ratio),
-            num_attempts=10,
-            **_decoder_options(o),
-        )
-    )
-    images = _one(fn.resize(images, resize_x=o.size, resize_y=o.size))
+    images = _one(fn.decoders.image_random_crop(jpg, **t.window_args(), **_decoder_options(o)))
+    images = _one(fn.resize(images, resize_x=t.size, resize_y=t.size))
     return _finish(images, o, mirror=mirror)
 
 
-def _crop_window(shape: DataNode, o: PipelineOptions) -> Window:
+def _crop_window(shape: DataNode, t: DaliRandomResizedCrop) -> Window:
     """A random-resized-crop window of each image of `shape` (from its header): what
-    `image_random_crop` draws (same generator, `scale`, `ratio` and attempts), as data that
-    several operators can share."""
-    window = fn.random_crop_generator(
-        shape,
-        random_area=list(o.scale),
-        random_aspect_ratio=list(o.ratio),
-        num_attempts=10,
-    )
+    `image_random_crop` draws (same generator and arguments), as data that several operators
+    can share."""
+    window = fn.random_crop_generator(shape, **t.window_args())
     if not isinstance(window, Sequence) or len(window) != 2:
         raise RuntimeError(f"fn.random_crop_generator returned {window!r}, expected 2 outputs")
     return window[0], window[1]
@@ -180,19 +169,19 @@ _ABSOLUTE_WINDOW: dict[str, Any] = {
 
 
 def _train_images_in(
-    jpg: DataNode, window: Window, o: PipelineOptions, mirror: DataNode
+    jpg: DataNode, window: Window, t: DaliRandomResizedCrop, o: PipelineOptions, mirror: DataNode
 ) -> DataNode:
     """`_train_images` with the crop window given: the image's region decoded, resized, flipped."""
     images = _one(fn.decoders.image_slice(jpg, *window, **_ABSOLUTE_WINDOW, **_decoder_options(o)))
-    images = _one(fn.resize(images, resize_x=o.size, resize_y=o.size))
+    images = _one(fn.resize(images, resize_x=t.size, resize_y=t.size))
     return _finish(images, o, mirror=mirror)
 
 
-def _eval_images(jpg: DataNode, o: PipelineOptions) -> DataNode:
+def _eval_images(jpg: DataNode, t: DaliCenterCrop, o: PipelineOptions) -> DataNode:
     """Shorter side resized to `resize_size`, then the centre `size` x `size` square."""
     images = _one(fn.decoders.image(jpg, **_decoder_options(o)))
-    images = _one(fn.resize(images, resize_shorter=o.resize_size))
-    return _finish(images, o, crop=[o.size, o.size])
+    images = _one(fn.resize(images, resize_shorter=t.resize_size))
+    return _finish(images, o, crop=[t.size, t.size])
 
 
 def _decode_mask(png: DataNode, o: PipelineOptions) -> DataNode:
@@ -207,17 +196,18 @@ _NEAREST: dict[str, Any] = {"interp_type": types.DALIInterpType.INTERP_NN, "anti
 def _train_mask(png: DataNode, window: Window, o: PipelineOptions, mirror: DataNode) -> DataNode:
     """The image's crop window, size and flip, applied to its mask (resized nearest-neighbour).
     A window past a smaller mask's edge is padded with zeros: `FieldBatch` refuses such masks."""
+    size = o.transform.size
     masks = _one(
         fn.slice(_decode_mask(png, o), *window, **_ABSOLUTE_WINDOW, out_of_bounds_policy="pad")
     )
-    masks = _one(fn.resize(masks, resize_x=o.size, resize_y=o.size, **_NEAREST))
+    masks = _one(fn.resize(masks, resize_x=size, resize_y=size, **_NEAREST))
     return _finish_mask(masks, o, mirror=mirror)
 
 
-def _eval_mask(png: DataNode, o: PipelineOptions) -> DataNode:
+def _eval_mask(png: DataNode, t: DaliCenterCrop, o: PipelineOptions) -> DataNode:
     """The image's resize (shorter side, nearest-neighbour) and centre crop, applied to its mask."""
-    masks = _one(fn.resize(_decode_mask(png, o), resize_shorter=o.resize_size, **_NEAREST))
-    return _finish_mask(masks, o, crop=[o.size, o.size])
+    masks = _one(fn.resize(_decode_mask(png, o), resize_shorter=t.resize_size, **_NEAREST))
+    return _finish_mask(masks, o, crop=[t.size, t.size])
 
 
 def _finish_mask(
@@ -308,17 +298,20 @@ def _pictures(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Dat
     shape = _one(fn.peek_image_shape(jpg))
     masks = [f.name for f in o.fields if f.kind == "mask"]
     nodes: dict[str, DataNode] = {}
-    if o.train:
-        mirror = _one(fn.random.coin_flip(probability=o.flip_prob))
+    t = o.transform
+    if isinstance(t, DaliRandomResizedCrop):
+        mirror = _one(fn.random.coin_flip(probability=t.flip_prob))
         if masks:
-            window = _crop_window(shape, o)
-            nodes["images"] = _train_images_in(jpg, window, o, mirror)
+            window = _crop_window(shape, t)
+            nodes["images"] = _train_images_in(jpg, window, t, o, mirror)
             nodes.update({m: _train_mask(members[m], window, o, mirror) for m in masks})
         else:
-            nodes["images"] = _train_images(jpg, o, mirror)
-    else:
-        nodes["images"] = _eval_images(jpg, o)
-        nodes.update({m: _eval_mask(members[m], o) for m in masks})
+            nodes["images"] = _train_images(jpg, t, o, mirror)
+    elif isinstance(t, DaliCenterCrop):
+        nodes["images"] = _eval_images(jpg, t, o)
+        nodes.update({m: _eval_mask(members[m], t, o) for m in masks})
+    else:  # transforms.py makes no other
+        raise TypeError(f"no DALI operators for {t!r}")
     if masks:
         nodes[IMAGE_SHAPE] = shape
     for m in masks:

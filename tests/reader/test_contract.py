@@ -19,7 +19,7 @@ import simplejpeg
 from fastpack.compiler import BuildOptions, build
 from fastpack.compiler.publish import Uploader
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
-from fastpack.reader import Dataset, EpochBatchSampler, StreamingDataset
+from fastpack.reader import CenterCrop, DaliOptions, Dataset, EpochBatchSampler, StreamingDataset
 from fastpack.reader import make_dali_loader as dali_loader
 from fastpack.reader.shard_files import IoMethod
 from fastpack.reader.streaming import FetchOptions
@@ -200,8 +200,9 @@ class TestDaliCpu(ReaderContract):
 
     def read(self, root: Path, *, rank: int, world: int, seed: int, epoch: int) -> Read:
         loader = dali_loader(
-            root, batch_size=3, train=False, size=SIZE, resize_size=RESIZE, shuffle=True,
-            seed=seed, shard_id=rank, num_shards=world, num_threads=1, initial_fill=4,
+            root, batch_size=3, transform=CenterCrop(SIZE, resize=RESIZE), shuffle=True,
+            seed=seed, rank=rank, world_size=world, num_workers=1,
+            dali=DaliOptions(initial_fill=4),
         )  # fmt: skip
         with loader:
             epochs: Iterator[Read] = (

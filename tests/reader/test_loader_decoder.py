@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from fastpack.reader import CenterCrop, DaliLoader, Dataset, RandomResizedCrop, make_loader
+from fastpack.reader.dali.transforms import DaliCenterCrop, DaliRandomResizedCrop
 from fastpack.reader.errors import MissingFieldError
 
 from .conftest import Built
@@ -53,8 +54,8 @@ def test_dali_decoder_training_shapes(build_dataset: Callable[..., Built]) -> No
 @pytest.mark.parametrize(
     ("transform", "message"),
     [
-        (None, "needs a RandomResizedCrop or CenterCrop transform, got None"),
-        (CenterCrop((32, 48)), r"makes square crops \(size\), got \(32, 48\)"),
+        (None, r"needs a transform \(CenterCrop, RandomResizedCrop\), got None"),
+        (CenterCrop((32, 48)), r"makes square crops, but CenterCrop\(.*\) makes \(32, 48\)"),
     ],
 )
 def test_dali_decoder_refuses_what_it_cannot_do(
@@ -84,11 +85,11 @@ def test_dali_options_follow_the_training_transform_and_dataset(
     )  # fmt: skip
     assert isinstance(loader, DaliLoader)
     o = loader.options
-    assert (o.train, o.shuffle, o.size, o.scale, o.ratio) == (
-        True, True, 24, (0.3, 0.9), (0.8, 1.25)
+    assert o.transform == DaliRandomResizedCrop(
+        size=24, scale=(0.3, 0.9), ratio=(0.8, 1.25), flip_prob=0.25, fast_idct=True,
+        fancy_upsampling=True,
     )  # fmt: skip
-    assert (o.flip_prob, o.fast_idct, o.fancy_upsampling) == (0.25, True, True)
-    assert (o.seed, o.field, o.dont_use_mmap) == (7, "jpg", True)
+    assert (o.train, o.shuffle, o.seed, o.field, o.dont_use_mmap) == (True, True, 7, "jpg", True)
     assert (o.num_threads, o.prefetch_queue_depth, o.initial_fill) == (2, 3, 16)
     loader.close()
 
@@ -101,8 +102,9 @@ def test_dali_options_follow_the_evaluation_transform(
     loader = make_loader(dataset, batch_size=2, num_workers=1, shuffle=False, decoder="dali")
     assert isinstance(loader, DaliLoader)
     o = loader.options
-    assert (o.train, o.shuffle, o.size, o.resize_size) == (False, False, 24, 40)
-    assert (o.seed, o.dont_use_mmap, o.fast_idct, o.prefetch_queue_depth) == (0, False, False, 2)
+    assert o.transform == DaliCenterCrop(size=24, resize_size=40)
+    assert (o.train, o.shuffle) == (False, False)
+    assert (o.seed, o.dont_use_mmap, o.prefetch_queue_depth) == (0, False, 2)
     loader.close()
 
 
@@ -147,10 +149,10 @@ def test_dali_follows_the_dataset_epoch(build_dataset: Callable[..., Built]) -> 
             None, 0, {"timeout": 5, "worker_init_fn": print},
             "cannot honour timeout, worker_init_fn: not options of the DALI loader",
         ),
-        (None, 0, {"scale": (0.5, 1.0)}, "sets scale from the Dataset's transform; do not pass"),
-        (None, 0, {"num_threads": 3}, "sets num_threads from num_workers; do not pass"),
-        (None, 0, {"dont_use_mmap": True}, r"sets dont_use_mmap from Dataset\(io=...\)"),
-        (None, 1, {"seed": 2}, "the Dataset's seed is 1 and make_loader's seed is 2"),
+        (None, 0, {"scale": (0.5, 1.0)}, "cannot honour scale: not options of the DALI loader"),
+        (None, 0, {"num_threads": 3}, "cannot honour num_threads: not options of the DALI"),
+        (None, 0, {"dont_use_mmap": True}, "cannot honour dont_use_mmap: not options of the"),
+        (None, 1, {"seed": 2}, "the Dataset's seed is 1 and the loader's seed is 2"),
         (
             RandomResizedCrop(16, fastupsample=True), 0, {},
             "cannot honour fastupsample=True on the CPU",

@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +17,8 @@ import simplejpeg
 import torch
 from fastpack.compiler import BuildOptions, build
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+from fastpack.reader.dali import DaliOptions
 from fastpack.reader.dali.labels import parse_labels
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.dali.malloc import ENV_VARIABLE, fix_mmap_threshold
@@ -46,10 +49,13 @@ def dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Path:
     return tmp_path / "ds"
 
 
-def _loader(path: Path, **kwargs: object) -> DaliLoader:
-    options: dict[str, object] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
+EVAL = CenterCrop(SIZE, resize=RESIZE)
+
+
+def _loader(path: Path | Dataset, **kwargs: object) -> DaliLoader:
+    options: dict[str, object] = {"batch_size": 4, "transform": EVAL, "num_workers": 2}
     options.update(kwargs)
-    return make_dali_loader(path, resize_size=RESIZE, **options)  # type: ignore[arg-type]
+    return make_dali_loader(path, **options)  # type: ignore[arg-type]
 
 
 def _epoch(loader: DaliLoader) -> Batches:
@@ -103,7 +109,13 @@ def test_every_sample_once_per_epoch(
     """Each rank yields ceil(N / n) samples in equal batches; together they cover every sample,
     and only a rank whose share is one short repeats a sample, once. Shuffled tars and samples."""
     loaders = [
-        _loader(dataset, train=True, batch_size=batch_size, shard_id=r, num_shards=num_shards)
+        _loader(
+            dataset,
+            transform=RandomResizedCrop(SIZE),
+            batch_size=batch_size,
+            rank=r,
+            world_size=num_shards,
+        )
         for r in range(num_shards)
     ]
     share = math.ceil(N / num_shards)
@@ -126,7 +138,7 @@ def test_every_sample_once_per_epoch(
 
 def test_drop_last_gives_equal_full_batches(dataset: Path) -> None:
     loaders = [
-        _loader(dataset, batch_size=4, drop_last=True, shard_id=r, num_shards=2) for r in range(2)
+        _loader(dataset, batch_size=4, drop_last=True, rank=r, world_size=2) for r in range(2)
     ]
     for _ in range(2):
         labels = []
@@ -139,7 +151,9 @@ def test_drop_last_gives_equal_full_batches(dataset: Path) -> None:
 
 
 def test_train_crops_are_seeded_and_vary(dataset: Path) -> None:
-    first, second = (_loader(dataset, train=True, seed=5, size=32, batch_size=5) for _ in range(2))
+    first, second = (
+        _loader(dataset, transform=RandomResizedCrop(32), seed=5, batch_size=5) for _ in range(2)
+    )
     epochs = [_epoch(first), _epoch(first)]
     assert all(images.shape[1:] == (32, 32, 3) for images, _ in epochs[0])
     assert all(torch.equal(a[0], b[0]) for a, b in zip(epochs[0], _epoch(second), strict=True))
@@ -166,28 +180,70 @@ def test_shard_from_environment(dataset: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     loader = _loader(dataset)
-    assert (loader.shard_id, loader.num_shards) == (1, 2)
+    assert (loader.rank, loader.world_size) == (1, 2)
     assert _labels(_epoch(loader)) == list(range(6, N))  # DALI shard 1 of 2: samples 6..12
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"device": "tpu"}, "device must be 'cpu' or 'gpu', got 'tpu'"),
         ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
-        ({"size": 80}, "resize_size 64 must be at least size 80"),
-        ({"scale": (0.5, 1.5)}, r"scale must satisfy 0 < low <= high <= 1.0, got \(0.5, 1.5\)"),
-        ({"num_shards": 14, "shard_id": 0}, "13 samples cannot be split over 14 shards"),
-        ({"drop_last": True, "batch_size": 7, "num_shards": 2}, "leave 6 per shard, less than"),
+        (
+            {"transform": RandomResizedCrop(SIZE, scale=(0.5, 1.5))},
+            r"DALI's crop scale must satisfy 0 < low <= high <= 1, got \(0.5, 1.5\)",
+        ),
+        ({"world_size": 14, "rank": 0}, "13 samples cannot be split over 14 shards"),
+        ({"drop_last": True, "batch_size": 7, "world_size": 2}, "leave 6 per shard, less than"),
         ({"seed": -1}, "seed must be >= 0, got -1"),
-        ({"train": True, "flip_prob": 1.5}, r"flip_prob must be in \[0, 1\], got 1.5"),
         ({"field": "cls"}, "field must name the image member, not 'cls'"),
-        ({"fancy_upsampling": False}, "fancy_upsampling=False needs device='gpu'"),
+        ({"num_workers": 0}, r"num_workers=0 \(loading in the main process\) has no DALI"),
+        ({"prefetch_factor": 0}, "prefetch_factor .* must be at least 1, got 0"),
+        (
+            {"transform": CenterCrop(SIZE, resize=RESIZE, fastupsample=True)},
+            r"cannot honour fastupsample=True on the CPU \(CenterCrop\(",
+        ),
+        ({"transform": CenterCrop((32, 48))}, r"makes square crops, but CenterCrop\(.*\(32, 48\)"),
+        ({"transform": None}, r"needs a transform \(CenterCrop, RandomResizedCrop\), got None"),
     ],
 )
 def test_bad_arguments(dataset: Path, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _loader(dataset, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"device": "tpu"}, "device must be 'cpu' or 'gpu', got 'tpu'"),
+        ({"mean": (0.5, 0.5)}, "mean and std need 3 values"),
+        ({"std": (0.5, 0.0, 0.5)}, "std > 0"),
+        ({"initial_fill": 0}, "initial_fill must be at least 1, got 0"),
+    ],
+)
+def test_bad_dali_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DaliOptions(**options)
+
+
+def test_dali_options_from_keywords_names_what_it_does_not_take() -> None:
+    assert DaliOptions.from_keywords({"initial_fill": 8}, "ds") == DaliOptions(initial_fill=8)
+    with pytest.raises(ValueError, match=r"^ds cannot honour scale, timeout: not options of the"):
+        DaliOptions.from_keywords({"timeout": 5, "scale": (0.5, 1.0), "device": "cpu"}, "ds")
+
+
+def test_io_names_how_dali_reads_the_shards(dataset: Path) -> None:
+    """`io` as `Dataset(io=)`: "pread" reads without maps; a Dataset reads with its own."""
+    for io, expected in (("pread", True), ("mmap", False), ("auto", False), (None, False)):
+        loader = _loader(dataset, io=io)
+        assert loader.options.dont_use_mmap is expected
+        loader.close()
+    fed = _loader(Dataset(dataset, io="pread"))
+    assert fed.options.dont_use_mmap is True
+    fed.close()
+    with pytest.raises(
+        ValueError, match="reads a Dataset with the Dataset's own io, not io='mmap'"
+    ):
+        _loader(Dataset(dataset), io="mmap")
 
 
 def test_missing_dataset_and_shard_index(dataset: Path, tmp_path: Path) -> None:

@@ -208,6 +208,6 @@ def test_a_state_of_another_dataset_is_refused(
     state = make_loader(other, batch_size=2, num_workers=0).state_dict()
     with pytest.raises(ValueError, match="the state was saved reading dataset"):
         ranks.make(1, 4)[0].load_state_dict(state)
-    reader = make_dali_loader(one_class_per_sample, batch_size=4, train=False, size=8)
+    reader = make_dali_loader(one_class_per_sample, batch_size=4, transform=CenterCrop(8))
     with pytest.raises(ValueError, match="state_dict needs fastpack's order"):
         reader.state_dict()

@@ -52,10 +52,13 @@ def fields(tmp_path_factory: pytest.TempPathFactory) -> Pair:
     return build_fields_pair(tmp_path_factory.mktemp("dali-fields"), shard_size=40_000)
 
 
+EVAL = CenterCrop(SIZE, resize=RESIZE)
+
+
 def _loader(path: Path, **kwargs: Any) -> DaliLoader:
-    options: dict[str, Any] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
+    options: dict[str, Any] = {"batch_size": 4, "transform": EVAL, "num_workers": 2}
     options.update(kwargs)
-    return make_dali_loader(path, resize_size=RESIZE, **options)
+    return make_dali_loader(path, **options)
 
 
 def test_eval_pixels_and_labels_match_simplejpeg(pair: Pair) -> None:
@@ -79,7 +82,8 @@ def test_eval_pixels_and_labels_match_simplejpeg(pair: Pair) -> None:
 
 def test_batches_equal_the_tar_datasets(pair: Pair) -> None:
     """The same samples in the same order, decoded alike, with or without shuffling."""
-    for options in ({}, {"train": True, "seed": 5, "shard_id": 1, "num_shards": 2}):
+    train = {"transform": RandomResizedCrop(SIZE), "seed": 5, "rank": 1, "world_size": 2}
+    for options in ({}, train):
         tar, records = _loader(pair.tar, **options), _loader(pair.records, **options)
         for _ in range(2):
             a, b = _epoch(tar), _epoch(records)
@@ -91,7 +95,8 @@ def test_batches_equal_the_tar_datasets(pair: Pair) -> None:
 
 def test_two_ranks_cover_every_sample(pair: Pair) -> None:
     """Each rank yields ceil(N / 2) = 7 samples; together every sample, one read twice."""
-    loaders = [_loader(pair.records, train=True, shard_id=r, num_shards=2) for r in range(2)]
+    crop = RandomResizedCrop(SIZE)
+    loaders = [_loader(pair.records, transform=crop, rank=r, world_size=2) for r in range(2)]
     orders = []
     for _ in range(3):
         seen: Counter[int] = Counter()
@@ -108,7 +113,7 @@ def test_two_ranks_cover_every_sample(pair: Pair) -> None:
 
 
 def test_drop_last(pair: Pair) -> None:
-    loaders = [_loader(pair.records, drop_last=True, shard_id=r, num_shards=2) for r in range(2)]
+    loaders = [_loader(pair.records, drop_last=True, rank=r, world_size=2) for r in range(2)]
     labels = [label for loader in loaders for label in _labels(_epoch(loader))]
     assert len(labels) == len(set(labels)) == 8
 
@@ -117,10 +122,10 @@ FIELDS = ("seg.png", "txt", "story.txt.zst", "ids.json", "meta.json.zst")
 
 
 def _field_batches(path: Path, **options: Any) -> list[tuple[Any, ...]]:
+    crop = CenterCrop(24, resize=28)
     loader = make_dali_loader(
-        path, batch_size=5, train=False, size=24, resize_size=28, num_threads=2,
-        fields=FIELDS, **options,
-    )  # fmt: skip
+        path, batch_size=5, transform=crop, num_workers=2, fields=FIELDS, **options
+    )
     return list(loader)
 
 
@@ -153,16 +158,16 @@ def test_fields_equal_the_tar_datasets(fields: Pair) -> None:
 
 def test_refused_fields_name_the_dataset(fields: Pair) -> None:
     with pytest.raises(ValueError, match=f"{fields.records}: field 'boxes.npy' holds boxes"):
-        make_dali_loader(fields.records, batch_size=2, train=False, fields=("boxes.npy",))
+        make_dali_loader(fields.records, batch_size=2, transform=EVAL, fields=("boxes.npy",))
     with pytest.raises(ValueError, match="field 'cls' is returned as the labels already"):
-        make_dali_loader(fields.records, batch_size=2, train=False, fields=("cls",))
+        make_dali_loader(fields.records, batch_size=2, transform=EVAL, fields=("cls",))
     message = (
         f"{fields.records}: field 'note.txt' is optional, and the dataset has record shards: "
         "DALI's TFRecord reader cannot batch"
     )
     with pytest.raises(ValueError, match=message):
-        make_dali_loader(fields.records, batch_size=2, train=False, fields=("txt", "note.txt"))
-    tar = make_dali_loader(fields.tar, batch_size=2, train=False, fields=("note.txt",))
+        make_dali_loader(fields.records, batch_size=2, transform=EVAL, fields=("txt", "note.txt"))
+    tar = make_dali_loader(fields.tar, batch_size=2, transform=EVAL, fields=("note.txt",))
     assert tar.options.fields[0].optional  # tars can: DALI's webdataset reader marks them
 
 

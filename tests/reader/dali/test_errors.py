@@ -13,7 +13,7 @@ from fastpack.formats import (
     OffsetOutOfRangeError,
     TruncatedFileError,
 )
-from fastpack.reader import Dataset
+from fastpack.reader import CenterCrop, Dataset
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 
@@ -21,7 +21,7 @@ from ..conftest import Built, section
 
 
 def _loader(path: Path | Dataset, **kwargs: object) -> DaliLoader:
-    options: dict[str, object] = {"batch_size": 2, "train": False, "size": 16, "num_threads": 1}
+    options: dict[str, object] = {"batch_size": 2, "transform": CenterCrop(16), "num_workers": 1}
     options.update(kwargs)
     return make_dali_loader(path, **options)  # type: ignore[arg-type]
 

@@ -15,7 +15,7 @@ import pytest
 import simplejpeg
 import torch
 from fastpack.formats import FastpackError, Schema, ShardFormatError, decode_value
-from fastpack.reader import Dataset
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 from PIL import Image
@@ -91,10 +91,18 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+EVAL = CenterCrop(SIZE, resize=RESIZE)
+
+
+def _crop(train: bool, **options: Any) -> CenterCrop | RandomResizedCrop:
+    """The training crop with `options`, or the evaluation one."""
+    return RandomResizedCrop(SIZE, **options) if train else EVAL
+
+
 def _loader(path: Path | Dataset, **kwargs: Any) -> DaliLoader:
-    options: dict[str, Any] = {"batch_size": 4, "train": False, "size": SIZE, "num_threads": 2}
+    options: dict[str, Any] = {"batch_size": 4, "transform": EVAL, "num_workers": 2}
     options.update(kwargs)
-    return make_dali_loader(path, resize_size=RESIZE, **options)
+    return make_dali_loader(path, **options)
 
 
 def _samples(loader: DaliLoader) -> dict[int, tuple[torch.Tensor, dict[str, Any]]]:
@@ -115,7 +123,7 @@ def agreement(image: torch.Tensor, mask: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("train", [False, True])
 def test_masks_follow_their_images(dataset: Path, train: bool) -> None:
-    loader = _loader(dataset, train=train, fields=("seg.png",), seed=3, scale=(0.3, 1.0))
+    loader = _loader(dataset, transform=_crop(train, scale=(0.3, 1.0)), fields=("seg.png",), seed=3)
     seen = _samples(loader)
     assert sorted(seen) == list(range(N))
     flipped = []
@@ -131,7 +139,8 @@ def test_masks_follow_their_images(dataset: Path, train: bool) -> None:
 
 def test_train_crops_with_masks_vary_and_are_seeded(dataset: Path) -> None:
     first, second = (
-        _loader(dataset, train=True, fields=("seg.png",), seed=9, batch_size=6) for _ in range(2)
+        _loader(dataset, transform=_crop(True), fields=("seg.png",), seed=9, batch_size=6)
+        for _ in range(2)
     )
     epochs = [_samples(first), _samples(first)]
     again = _samples(second)
@@ -142,7 +151,7 @@ def test_train_crops_with_masks_vary_and_are_seeded(dataset: Path) -> None:
 def test_one_coin_flips_image_and_mask(dataset: Path) -> None:
     """The same seed draws the same windows; flip_prob 1 then mirrors both image and mask."""
     kept, flipped = (
-        _samples(_loader(dataset, train=True, fields=("seg.png",), seed=4, flip_prob=p))
+        _samples(_loader(dataset, transform=_crop(True, flip_prob=p), fields=("seg.png",), seed=4))
         for p in (0.0, 1.0)
     )
     for k in range(N):
@@ -176,7 +185,7 @@ def test_fed_samples_give_the_readers_fields(dataset: Path, train: bool) -> None
     """Over a Dataset (fastpack's order, feed.py) masks come from DALI as from its reader, the
     other fields from the dataset: the same values."""
     fields = ("seg.png", "txt", "caption.txt.zst", "id", "tags.json", "emb.npy")
-    options: dict[str, Any] = {"fields": fields, "seed": 3, "train": train}
+    options: dict[str, Any] = {"fields": fields, "seed": 3, "transform": _crop(train)}
     reader, fed = (
         _samples(_loader(dataset, **options)),
         _samples(_loader(Dataset(dataset), **options)),
@@ -245,7 +254,7 @@ def test_masks_are_decoded_as_opencv_decodes_them(tmp_path: Path, palette: bool)
     samples = [{"jpg": _image(i, SIZE, SIZE), "cls": i, "seg.png": encoded[i]} for i in range(4)]
     path = _one_field_dataset(tmp_path, spec("seg.png", "png", geometry="mask"), samples=samples)
     loader = make_dali_loader(
-        path, batch_size=2, train=False, size=SIZE, resize_size=SIZE, fields=("seg.png",)
+        path, batch_size=2, transform=CenterCrop(SIZE, resize=SIZE), fields=("seg.png",)
     )
     seen = _samples(loader)
     for i, data in enumerate(encoded):
@@ -289,7 +298,7 @@ def test_masks_the_reader_cannot_follow(
     samples[3]["seg.png"] = mask
     path = _one_field_dataset(tmp_path, spec("seg.png", "png", geometry="mask"), samples=samples)
     with pytest.raises(ShardFormatError, match=rf"shards/000001\.tar: key 000000003: {message}"):
-        list(_loader(path, fields=("seg.png",), train=train))
+        list(_loader(path, fields=("seg.png",), transform=_crop(train)))
 
 
 def test_a_required_member_that_is_absent(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from fastpack.formats import DatasetNotFoundError, TruncatedFileError, read_manifest
 from fastpack.reader import CenterCrop, Dataset, StreamingDataset, make_loader
+from fastpack.reader.shard_files import IoChoice
 from fastpack.reader.torch_loader.sampler import EpochBatch
 
 from tests.network_fs import NetworkFs
@@ -184,11 +185,12 @@ def test_make_dali_loader_reads_a_mount_without_maps_unless_told(
 ) -> None:
     from fastpack.reader import make_dali_loader  # noqa: PLC0415 - imports DALI
 
-    for path, told, expected in (
-        (mounted_dataset, None, True),
-        (local(network_fs, mounted_dataset), None, False),
-        (mounted_dataset, False, False),
-    ):
-        loader = make_dali_loader(path, batch_size=5, train=False, dont_use_mmap=told)
+    cases: list[tuple[Path, IoChoice, bool]] = [
+        (mounted_dataset, "auto", True),
+        (local(network_fs, mounted_dataset), "auto", False),
+        (mounted_dataset, "mmap", False),
+    ]
+    for path, told, expected in cases:
+        loader = make_dali_loader(path, batch_size=5, transform=CenterCrop(32), io=told)
         assert loader.options.dont_use_mmap is expected
         loader.close()

@@ -216,7 +216,7 @@ def test_dali_counts_the_trainers_side(build_dataset: Callable[..., Built], fed:
         ds = Dataset(path, transform=CenterCrop(32))
         loader = make_loader(ds, batch_size=4, num_workers=1, decoder="dali")
     else:
-        loader = make_dali_loader(path, batch_size=4, train=False, size=32, num_threads=1)
+        loader = make_dali_loader(path, batch_size=4, transform=CenterCrop(32), num_workers=1)
     for _ in loader:
         pass
     stats = loader.stats()

@@ -1,0 +1,120 @@
+"""The torch path's transforms as DALI's operator arguments (reader/dali/transforms.py): what
+each gives, the one registry, and a transform DALI has no equivalent for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
+from fastpack.reader.dali import DaliLoader, make_dali_loader, register_transform
+from fastpack.reader.dali import transforms as dali_transforms
+from fastpack.reader.dali.transforms import (
+    CROP_ATTEMPTS,
+    DaliCenterCrop,
+    DaliRandomResizedCrop,
+    DaliTransform,
+    dali_transform,
+)
+from fastpack.reader.image.decode import Image, JpegData
+
+from ..conftest import Built
+
+
+def test_random_resized_crop_gives_its_window_flip_and_decoder_arguments() -> None:
+    transform = RandomResizedCrop(
+        24, scale=(0.3, 0.9), ratio=(0.8, 1.25), flip_prob=0.25, max_upscale=2.0, fastdct=True
+    )
+    crop = dali_transform(transform, "ds")
+    assert crop == DaliRandomResizedCrop(
+        size=24, fast_idct=True, fancy_upsampling=True, scale=(0.3, 0.9), ratio=(0.8, 1.25),
+        flip_prob=0.25,
+    )  # fmt: skip
+    assert crop.random
+    assert crop.window_args() == {
+        "random_area": [0.3, 0.9],
+        "random_aspect_ratio": [0.8, 1.25],
+        "num_attempts": CROP_ATTEMPTS,
+    }
+    assert crop.decoder_args(gpu=False) == {"use_fast_idct": True}
+    assert crop.decoder_args(gpu=True) == {"use_fast_idct": True, "jpeg_fancy_upsampling": True}
+
+
+def test_center_crop_gives_its_resize_and_decoder_arguments() -> None:
+    crop = dali_transform(CenterCrop(24, resize=40, fastupsample=True), "ds")
+    assert crop == DaliCenterCrop(size=24, fast_idct=False, fancy_upsampling=False, resize_size=40)
+    assert not crop.random
+    assert crop.decoder_args(gpu=True) == {"use_fast_idct": False, "jpeg_fancy_upsampling": False}
+    assert dali_transform(CenterCrop(24), "ds") == DaliCenterCrop(size=24, resize_size=27)
+
+
+class Grayscale:
+    """A transform of the torch path's protocol that DALI has no operators for."""
+
+    output_shape = (8, 8)
+    draws = 0
+
+    def __call__(
+        self, data: JpegData, draws: object = None, out: Image | None = None
+    ) -> Image:  # pragma: no cover - never run here
+        return np.zeros((8, 8, 3), np.uint8)
+
+    def __repr__(self) -> str:
+        return "Grayscale()"
+
+
+class JitteredCrop(RandomResizedCrop):
+    """A subclass may do more than its base: it is not read as its base."""
+
+
+@pytest.mark.parametrize(
+    ("transform", "name"), [(Grayscale(), "Grayscale"), (JitteredCrop(8), "JitteredCrop")]
+)
+def test_a_transform_without_dali_equivalent_is_refused_by_name(
+    build_dataset: Callable[..., Built], transform: object, name: str
+) -> None:
+    path = build_dataset().path
+    message = (
+        rf"the DALI loader: transform {name} \(.*\) has no DALI equivalent; DALI runs "
+        r"CenterCrop, RandomResizedCrop"
+    )
+    with pytest.raises(ValueError, match=message):
+        make_dali_loader(path, batch_size=2, transform=transform)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):  # the same through make_loader
+        make_loader(Dataset(path, transform=transform), batch_size=2, decoder="dali")  # type: ignore[arg-type]
+
+
+def test_a_registered_transform_is_read(
+    build_dataset: Callable[..., Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def adapter(t: JitteredCrop, where: str) -> DaliTransform:
+        return DaliRandomResizedCrop(size=t.output_shape[0], flip_prob=0.0)
+
+    monkeypatch.setattr(dali_transforms, "_ADAPTERS", dict(dali_transforms._ADAPTERS))
+    register_transform(JitteredCrop, adapter)
+    loader = make_dali_loader(
+        build_dataset().path, batch_size=2, transform=JitteredCrop(8), num_workers=1
+    )
+    assert loader.options.transform == DaliRandomResizedCrop(size=8, flip_prob=0.0)
+    images, _ = next(iter(loader))
+    assert tuple(images.shape[1:]) == (8, 8, 3)
+    loader.close()
+
+
+def test_a_dataset_gives_its_transform_field_and_seed(build_dataset: Callable[..., Built]) -> None:
+    """Over a Dataset, make_dali_loader reads its transform; given here, one takes its place."""
+    path: Path = build_dataset().path
+    dataset = Dataset(path, transform=RandomResizedCrop(16, flip_prob=0.0), seed=4)
+    loader = make_dali_loader(dataset, batch_size=2, seed=4, num_workers=1)
+    assert isinstance(loader, DaliLoader)
+    assert loader.options.transform == DaliRandomResizedCrop(size=16, flip_prob=0.0)
+    assert (loader.options.field, loader.options.shuffle, loader.order) == ("jpg", True, None)
+    loader.close()
+    with pytest.raises(ValueError, match="the Dataset's seed is 4 and the loader's seed is 0"):
+        make_dali_loader(dataset, batch_size=2)
+    other = make_dali_loader(dataset, batch_size=2, transform=CenterCrop(8), num_workers=1)
+    assert other.options.transform == DaliCenterCrop(size=8, resize_size=9)
+    assert not other.options.shuffle  # the default follows the transform: not random
+    other.close()
