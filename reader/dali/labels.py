@@ -11,6 +11,7 @@ from .options import LABEL_FIELD
 
 _ZERO, _NINE, _MINUS = ord("0"), ord("9"), ord("-")
 MAX_DIGITS = 18  # any 18-digit decimal fits an int64
+_BATCH_NDIM = 2  # a batch of rows: (batch, width) bytes, or (batch, 1) record labels
 
 
 def parse_labels(
@@ -22,7 +23,7 @@ def parse_labels(
     Every row must be `-?[0-9]+` (formats/SPEC.md section 4); `source` names the dataset in the
     error raised for a row that is not.
     """
-    if padded.ndim != 2:
+    if padded.ndim != _BATCH_NDIM:
         raise ValueError(
             f"expected a (batch, width) array of {field} bytes, got shape {padded.shape}"
         )
@@ -57,7 +58,7 @@ def record_labels(labels: npt.NDArray[np.int64], source: str) -> npt.NDArray[np.
     """The labels of a batch read from record shards: int64 (batch, 1), each sample's one
     `image/class/label` value (formats/SPEC.md section 4.2), as a new (batch,) array. `source`
     names the dataset in the error raised for a batch with a record that lacks its label."""
-    if labels.ndim != 2 or labels.shape[1:] != (1,) or labels.dtype != np.int64:
+    if labels.ndim != _BATCH_NDIM or labels.shape[1:] != (1,) or labels.dtype != np.int64:
         raise ShardFormatError(
             f"{source}: a batch of labels of shape {tuple(labels.shape)} ({labels.dtype}), "
             "expected one int64 image/class/label per record (formats/SPEC.md section 4.2)"

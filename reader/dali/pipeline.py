@@ -36,6 +36,7 @@ from .transforms import DaliCenterCrop, DaliRandomResizedCrop
 __all__ = ["READER_NAME", "build_pipeline"]
 
 Window = tuple[DataNode, DataNode]  # (anchor, shape) of a crop, in (height, width) order
+_WINDOW_OUTPUTS = 2  # fn.random_crop_generator's: anchor and shape
 Feed = Callable[[], Any]  # an external source in batches (feed.py's `SampleFeed`)
 
 
@@ -67,9 +68,12 @@ def _fed(o: PipelineOptions, feed: Feed) -> dict[str, DataNode]:
     names = [o.field, SAMPLE_INDEX, *masks]
     uint8, int64 = types.DALIDataType.UINT8, types.DALIDataType.INT64
     outputs = fn.external_source(
-        source=feed, num_outputs=len(names), batch=True, ndim=[1] * len(names),
+        source=feed,
+        num_outputs=len(names),
+        batch=True,
+        ndim=[1] * len(names),
         dtype=[uint8, int64, *[uint8] * len(masks)],
-    )  # fmt: skip
+    )
     if not isinstance(outputs, Sequence) or len(outputs) != len(names):
         raise RuntimeError(f"fn.external_source returned {outputs!r}, expected {len(names)}")
     return dict(zip(names, outputs, strict=True))
@@ -112,9 +116,11 @@ def _read_records(o: PipelineOptions) -> dict[str, DataNode]:
     features[KEY_FEATURE] = tfrecord.FixedLenFeature([], tfrecord.string, "")
     features[LABEL_FEATURE] = tfrecord.FixedLenFeature([1], tfrecord.int64, -1)
     outputs: Any = fn.readers.tfrecord(  # a dict by feature name (its stubs say otherwise)
-        path=list(o.paths), index_path=list(o.index_paths), features=features,
+        path=list(o.paths),
+        index_path=list(o.index_paths),
+        features=features,
         **_reader_options(o),
-    )  # fmt: skip
+    )
     if not isinstance(outputs, Mapping) or set(outputs) != set(features):
         raise RuntimeError(f"fn.readers.tfrecord returned {outputs!r}, expected {list(features)}")
     members = {n: outputs[o.feature(n)] for n in names}
@@ -156,7 +162,7 @@ def _crop_window(shape: DataNode, t: DaliRandomResizedCrop) -> Window:
     `image_random_crop` draws (same generator and arguments), as data that several operators
     can share."""
     window = fn.random_crop_generator(shape, **t.window_args())
-    if not isinstance(window, Sequence) or len(window) != 2:
+    if not isinstance(window, Sequence) or len(window) != _WINDOW_OUTPUTS:
         raise RuntimeError(f"fn.random_crop_generator returned {window!r}, expected 2 outputs")
     return window[0], window[1]
 
