@@ -19,6 +19,7 @@ from .formats import (
 from .sizes import format_size
 
 SHOWN_CLASSES = 8
+_NAMED_SHARDS = 2  # up to this many shards are all named; more: the first and last
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +89,7 @@ class DatasetInfo:
 def _shard_names(manifest: Manifest) -> str:
     """The first and last shard files, as the manifest names them."""
     names = [s.name for s in manifest.shards]
-    if len(names) <= 2:
+    if len(names) <= _NAMED_SHARDS:
         return ", ".join(names) or "none"
     return f"{names[0]} .. {names[-1]}"
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import FieldCodec, FieldValueError, Schema, ShardFormatError
+from fastpack.formats import FieldCodec, FieldValueError, Schema, ShardFormatError, field_type
 
 from ..errors import MissingFieldError
 from .labels import parse_labels
@@ -53,9 +53,10 @@ OUTPUT_SUFFIXES: dict[FieldKind, tuple[str, ...]] = {
 # Record shards: a bytes field's count is -1 where a record lacks it; no source info per member.
 RECORD_SUFFIXES: dict[FieldKind, tuple[str, ...]] = {**OUTPUT_SUFFIXES, "bytes": ("", "/size")}
 PNG_BIT_DEPTH = 24  # byte offset of the bit depth in a PNG (in its IHDR chunk)
+_WIDE_BITS = 16  # a 16-bit PNG's bit depth: masks are decoded to 8 bits
 
 
-def plan_fields(
+def plan_fields(  # noqa: PLR0913 (the dataset's schema and names, and two keyword options)
     schema: Schema,
     names: Sequence[str],
     image_field: str,
@@ -107,7 +108,7 @@ def _plan_field(schema: Schema, name: str, returned: tuple[str, str], source: st
                 "for one that a sample lacks"
             )
         kind = "mask"
-    elif spec.type == "class" and not spec.optional:
+    elif field_type(spec.type).dali == "class" and not spec.optional:
         kind = "class"
     return FieldOutput(name=name, kind=kind, optional=spec.optional)
 
@@ -204,7 +205,7 @@ class FieldBatch:
         """Refuse a batch with a 16-bit mask or a mask whose size is not its image's."""
         header, shape = self._numpy(f"{name}/header"), self._numpy(f"{name}/shape")
         image = self._numpy(IMAGE_SHAPE)
-        wide = np.flatnonzero(header[:, 0] == 16)
+        wide = np.flatnonzero(header[:, 0] == _WIDE_BITS)
         if wide.size:
             raise ShardFormatError(
                 f"{self._samples[wide[0]]}: mask {name!r} is a 16-bit PNG; the DALI reader "

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from fastpack.formats import field_type
 
 from .layout import BatchLayout, Column
 
@@ -25,7 +26,8 @@ class Padded(NamedTuple):
 def _stack(column: Column, values: Sequence[Any], rows: Sequence[int], where: str) -> AnyArray:
     """One array of the same-shape `values` of the samples `rows`."""
     if not values:
-        dtype = np.int64 if column.spec.type == "class" else np.dtype(column.spec.dtype or "u1")
+        kind = field_type(column.spec.type)
+        dtype = np.dtype(column.spec.dtype or kind.batch_dtype or "u1")
         shape = column.shape or tuple(d or 0 for d in column.spec.shape or ())
         return np.empty((0, *shape), dtype)
     first = np.shape(values[0])
@@ -34,7 +36,7 @@ def _stack(column: Column, values: Sequence[Any], rows: Sequence[int], where: st
             hint = (
                 "give the Dataset a transform (RandomResizedCrop, CenterCrop) or read samples "
                 "one at a time"
-                if column.spec.type in ("jpeg", "png")
+                if field_type(column.spec.type).image
                 else "read samples one at a time"
             )
             raise ValueError(
@@ -63,8 +65,8 @@ def pad_arrays(
             )
     if spec.dtype is not None:
         dtype = np.dtype(spec.dtype)
-    elif spec.type == "class_ids":
-        dtype = np.dtype(np.int64)
+    elif field_type(spec.type).batch_dtype is not None:
+        dtype = np.dtype(field_type(spec.type).batch_dtype)
     else:
         dtype = np.result_type(*(v for _, v in present)) if present else np.dtype(np.float32)
     lengths = np.array([-1 if v is None else len(v) for v in values], np.int64)
@@ -83,8 +85,9 @@ def assemble(
     if column.kind in ("slot", "stack"):
         return _stack(column, values, rows, where)
     if column.kind == "array":
-        if column.spec.type == "class":
-            return np.array(values, np.int64)
+        kind = field_type(column.spec.type)
+        if kind.batch == "scalar":
+            return np.array(values, np.dtype(kind.batch_dtype or "<i8"))
         return _stack(column, values, rows, where)
     if column.kind == "padded":
         return pad_arrays(column, values, rows, where, pad_value)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from fastpack.formats import FieldSpec, Schema
+from fastpack.formats import IMAGE_TYPE, FieldSpec, Schema, field_type
 
 from ..image.transforms import Transform
+from .images import image_reader
 
 ColumnKind = Literal["slot", "stack", "array", "padded", "list"]
 
@@ -58,20 +59,21 @@ class BatchLayout:
 
 
 def _column(spec: FieldSpec, schema: Schema, transform: Transform | None, pad: bool) -> Column:
+    kind = field_type(spec.type)
     follows = transform is not None and spec.geometry is not None
     label = spec.name == schema.label_field
-    variable = spec.type == "class_ids" or (
-        spec.type == "ndarray" and (not spec.fixed_shape or (follows and spec.geometry == "boxes"))
+    variable = kind.batch == "ragged" or (
+        kind.batch == "shaped" and (not spec.fixed_shape or (follows and spec.geometry == "boxes"))
     )
     if spec.optional:
         kind: ColumnKind = "padded" if pad and variable else "list"
         return Column(spec, kind, from_label=label, follows_image=follows)
-    if transform is not None and (spec.type == "jpeg" or (follows and spec.type == "png")):
-        shape = (*transform.output_shape, 3) if spec.type == "jpeg" else transform.output_shape
+    if transform is not None and kind.image and (spec.type == IMAGE_TYPE or follows):
+        shape = (*transform.output_shape, *image_reader(spec.type).channels)
         return Column(spec, "slot", shape, follows_image=follows)
-    if spec.type in ("jpeg", "png"):
+    if kind.image:
         return Column(spec, "stack")
-    if spec.type == "class" or (spec.type == "ndarray" and not variable):
+    if kind.batch == "scalar" or (kind.batch == "shaped" and not variable):
         return Column(spec, "array", from_label=label)
     if variable:
         return Column(spec, "padded" if pad else "list", follows_image=follows)

@@ -19,11 +19,19 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import AbsentFieldError, DatasetFiles, FieldCodec, ShardFormatError
+from fastpack.formats import (
+    IMAGE_TYPE,
+    AbsentFieldError,
+    DatasetFiles,
+    FieldCodec,
+    ShardFormatError,
+    field_type,
+)
 
-from ..image.decode import decode, decode_png, jpeg_size
+from ..image.decode import jpeg_size
 from ..image.geometry import Crop, crop_boxes, crop_mask
 from ..image.transforms import GeometryTransform, Transform
+from .images import ImageReader, image_reader
 from .layout import BatchLayout, Column
 
 AnyArray = npt.NDArray[Any]
@@ -49,7 +57,7 @@ class SampleDecoder:
     contexts): one decoder per process or thread. `where(i, field)` names a member in errors;
     `image` is the field that geometry follows."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword options of one decoder, as Dataset passes them)
         self,
         files: DatasetFiles,
         layout: BatchLayout,
@@ -63,9 +71,13 @@ class SampleDecoder:
         self.drop_empty_boxes = drop_empty_boxes
         self.where = where
         self.labels: npt.NDArray[np.int64] = files.index.label.view(np.ndarray)
-        self._codecs: list[FieldCodec | None] = [
-            None if c.spec.type in ("jpeg", "png") or c.from_label else files.codec(c.name)
+        self._images: list[ImageReader | None] = [
+            image_reader(c.spec.type) if field_type(c.spec.type).image else None
             for c in layout.columns
+        ]
+        self._codecs: list[FieldCodec | None] = [
+            None if image is not None or c.from_label else files.codec(c.name)
+            for c, image in zip(layout.columns, self._images, strict=True)
         ]
         self._geometry = any(c.follows_image for c in layout.columns)
 
@@ -119,7 +131,7 @@ class SampleDecoder:
             raise ShardFormatError(f"{self.where(i, self.image)} does not decode: {e}") from e
         return cast(GeometryTransform, transform).crop(height, width, draws)
 
-    def _value(
+    def _value(  # noqa: PLR0913 (one column of one sample, and its draws, crop and slot)
         self,
         k: int,
         column: Column,
@@ -129,13 +141,11 @@ class SampleDecoder:
         crop: Crop | None,
         out: AnyArray | None,
     ) -> Any:
-        kind = column.spec.type
-        if kind == "jpeg":
-            if self.transform is None:
-                return decode(data)
+        if column.spec.type == IMAGE_TYPE and self.transform is not None:
             return self.transform(data, draws, out)
-        if kind == "png":
-            image = decode_png(data)
+        reader = self._images[k]
+        if reader is not None:
+            image = reader.decode(data)
             if crop is not None and column.follows_image:
                 return crop_mask(image, crop, out)
             return image

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fastpack.formats import Schema
+from fastpack.formats import IMAGE_TYPE, Schema
 
 from ..errors import MissingFieldError
 
@@ -21,7 +21,7 @@ def image_field(schema: Schema, field: str | None, where: str) -> str | None:
     if field not in schema:
         raise _missing(where, field, schema)
     kind = schema[field].type
-    if kind != "jpeg":
+    if kind != IMAGE_TYPE:
         raise ValueError(f"{where}: field {field!r} holds {kind} values; the image is a jpeg field")
     return field
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+from fastpack.formats import field_type
 
 from ..fields import Column, Padded
 from .classes import remap
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from .dataset import Mix
 
 Allocate = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
-_CLASS_TYPES = ("class", "class_ids")
 
 
 def merge_batches(mix: Mix, parts: Sequence[tuple[int, list[int]]], epoch: int) -> tuple[Any, ...]:
@@ -57,7 +57,7 @@ def remap_sample(mix: Mix, source: int, sample: tuple[Any, ...]) -> tuple[Any, .
     """One sample of `source` with its class ids in the unified table."""
     columns = mix.layout.columns
     return tuple(
-        _remap_value(mix, source, c, v) if c.spec.type in _CLASS_TYPES else v
+        _remap_value(mix, source, c, v) if field_type(c.spec.type).classes else v
         for c, v in zip(columns, sample, strict=True)
     )
 
@@ -76,7 +76,7 @@ def _rows_of(slots: dict[int, npt.NDArray[np.uint8]], first: int, count: int) ->
 
 
 def _in_union(mix: Mix, source: int, column: Column, value: Any) -> Any:
-    if column.spec.type not in _CLASS_TYPES:
+    if not field_type(column.spec.type).classes:
         return value
     if column.kind == "list":
         return [None if v is None else _remap_value(mix, source, column, v) for v in value]

@@ -13,19 +13,20 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
-import cv2
 import numpy as np
 import numpy.typing as npt
-import simplejpeg
 from fastpack.formats import (
     ABSENT,
     FastpackError,
     FieldCodec,
+    FieldSpec,
     FieldValueError,
     Index,
     Schema,
-    encode_value,
+    field_type,
 )
+
+from ..fields import image_reader
 
 Rows = npt.NDArray[np.intp]
 
@@ -198,27 +199,19 @@ class MemberChecks:
         if not self.decode:
             return
         spec = codec.spec
-        if spec.type == "jpeg":
-            simplejpeg.decode_jpeg(plain, colorspace="RGB", strict=True)
-            if spec.name == self.schema.image_field:
-                height, width, _, _ = simplejpeg.decode_jpeg_header(plain)
-                self._image = (p.row, (int(height), int(width)))
-        elif spec.type == "png":
-            self._check_png(plain, p.row, spec.geometry == "mask")
-        else:
-            value = codec.decode_plain(plain)
-            if spec.type == "ndarray" and spec.dtype is not None and value.dtype != spec.dtype:
-                raise FieldValueError(f"array of dtype {value.dtype}, the schema says {spec.dtype}")
-            encode_value(spec, value)  # the schema's shape, finite boxes, integer class ids
+        kind = field_type(spec.type)
+        if kind.image:  # decoded to pixels by the reader's decoder of the type
+            self._check_image(spec, image_reader(spec.type).check(plain), p.row)
+        else:  # decoded, then the type's checks: the schema's shape, dtype, integer class ids
+            kind.check_value(codec.decode_plain(plain), spec)
 
-    def _check_png(self, data: bytes | memoryview, row: int, mask: bool) -> None:
-        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-        if image is None:
-            raise FieldValueError("not a PNG that OpenCV decodes")
-        if mask and self._image is not None and self._image[0] == row:
-            size = (int(image.shape[0]), int(image.shape[1]))
-            if size != self._image[1]:
-                raise FieldValueError(
-                    f"a mask of {size[0]}x{size[1]} pixels, its image is "
-                    f"{self._image[1][0]}x{self._image[1][1]}"
-                )
+    def _check_image(self, spec: FieldSpec, size: tuple[int, int], row: int) -> None:
+        """Keep the size of the sample's image; a mask must have it."""
+        if spec.name == self.schema.image_field:
+            self._image = (row, size)
+            return
+        image = self._image
+        if spec.geometry == "mask" and image is not None and image[0] == row and size != image[1]:
+            raise FieldValueError(
+                f"a mask of {size[0]}x{size[1]} pixels, its image is {image[1][0]}x{image[1][1]}"
+            )

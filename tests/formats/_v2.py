@@ -159,4 +159,4 @@ def wants_dictionary(field: str, level: int = 3) -> Zstd:
 
 
 def spec(name: str, kind: str, **options: Any) -> FieldSpec:
-    return FieldSpec(name=name, type=kind, **options)  # type: ignore[arg-type]
+    return FieldSpec(name=name, type=kind, **options)
