@@ -29,9 +29,13 @@ def test_random_resized_crop_gives_its_window_flip_and_decoder_arguments() -> No
     )
     crop = dali_transform(transform, "ds")
     assert crop == DaliRandomResizedCrop(
-        size=24, fast_idct=True, fancy_upsampling=True, scale=(0.3, 0.9), ratio=(0.8, 1.25),
+        size=24,
+        fast_idct=True,
+        fancy_upsampling=True,
+        scale=(0.3, 0.9),
+        ratio=(0.8, 1.25),
         flip_prob=0.25,
-    )  # fmt: skip
+    )
     assert crop.random
     assert crop.window_args() == {
         "random_area": [0.3, 0.9],
@@ -118,3 +122,41 @@ def test_a_dataset_gives_its_transform_field_and_seed(build_dataset: Callable[..
     assert other.options.transform == DaliCenterCrop(size=8, resize_size=9)
     assert not other.options.shuffle  # the default follows the transform: not random
     other.close()
+
+
+@pytest.mark.parametrize("masks", [False, True])
+@pytest.mark.parametrize(
+    "crop",
+    [
+        DaliRandomResizedCrop(size=32, fast_idct=True, fancy_upsampling=False),
+        DaliCenterCrop(size=32, resize_size=40, fancy_upsampling=False),
+    ],
+)
+def test_the_gpu_graph_takes_the_transforms_arguments(crop: DaliTransform, masks: bool) -> None:
+    """The GPU pipeline is defined (not built: no GPU here) with every argument the transform
+    gives, nvJPEG's chroma upsampling included; DALI checks argument names as operators are
+    made, so a misspelt one fails here."""
+    from fastpack.reader.dali.options import FieldOutput, PipelineOptions  # noqa: PLC0415
+    from fastpack.reader.dali.pipeline import build_pipeline  # noqa: PLC0415 - imports DALI
+
+    options = PipelineOptions(
+        paths=("a.tar",),
+        index_paths=("a.idx",),
+        batch_size=2,
+        transform=crop,
+        shuffle=True,
+        drop_last=False,
+        device="gpu",
+        device_id=0,
+        num_threads=1,
+        seed=0,
+        shard_id=0,
+        num_shards=1,
+        initial_fill=4,
+        prefetch_queue_depth=2,
+        dont_use_mmap=False,
+        mean=(0.5, 0.5, 0.5),
+        std=(0.2, 0.2, 0.2),
+        fields=(FieldOutput(name="seg.png", kind="mask"),) if masks else (),
+    )
+    assert build_pipeline(options) is not None
