@@ -533,9 +533,9 @@ def _feed(dataset: Dataset, o: PipelineOptions) -> SampleFeed:
 
 @dataclass(frozen=True)
 class _Read:
-    """What the loader reads of a Dataset where `make_dali_loader` is not told otherwise: its
-    transform, its image field and its other fields (but the label), and the order of its
-    fields that batches then take (None: `(images, labels[, {field: values}])`)."""
+    """What the loader reads: the transform (any object: `dali_transform` checks it), the image
+    field, the extra fields (but the label), and the order of a Dataset's fields that batches
+    then take (None: `(images, labels[, {field: values}])`)."""
 
     transform: object
     field: str
@@ -546,20 +546,21 @@ class _Read:
 def _dataset_read(
     dataset: Dataset, transform: object, field: str | None, fields: Sequence[str] | None
 ) -> _Read:
-    """`_Read` of `dataset`, each part given here taking the place of the Dataset's."""
+    """`_Read` of `dataset`: its transform, image field and other fields (but the label), each
+    given here (not None) taking the place of the Dataset's."""
     if field is None and dataset.field is None:
         raise ValueError(
             f"{dataset.path}: DALI decodes an image, but the dataset has no jpeg field"
         )
     image = field if field is not None else str(dataset.field)
+    transform = transform if transform is not None else dataset.transform
     if fields is not None:
-        return _Read(transform or dataset.transform, image, fields, None)
+        return _Read(transform, image, fields, None)
     if dataset.image_label:
-        return _Read(transform or dataset.transform, image, (), None)
+        return _Read(transform, image, (), None)
     label = dataset.manifest.schema.label_field
     extra = tuple(f for f in dataset.fields if f not in (image, label))
-    order = tuple(dataset.fields) if extra else None
-    return _Read(transform or dataset.transform, image, extra, order)
+    return _Read(transform, image, extra, tuple(dataset.fields) if extra else None)
 
 
 def _check_seed(dataset: Dataset, crop: DaliTransform, seed: int, where: str) -> None:
@@ -651,7 +652,9 @@ def make_dali_loader(  # noqa: PLR0913 - make_loader's and a Dataset's keyword o
     extra = plan_fields(schema, read.fields, read.field, root, label=label, records=records)
     paths, index_paths = _shard_files(ds) if fed is None else ((), ())
     features = [(f, feature_name(schema, f)) for f in (read.field, *(e.name for e in extra))]
-    gpu = dali.device == "gpu"
+    device_id = None
+    if dali.device == "gpu":
+        device_id = local_device_id() if dali.device_id is None else dali.device_id
     options = PipelineOptions(
         paths=paths,
         index_paths=index_paths,
@@ -660,9 +663,7 @@ def make_dali_loader(  # noqa: PLR0913 - make_loader's and a Dataset's keyword o
         shuffle=crop.random if shuffle is None else shuffle,
         drop_last=drop_last,
         device=dali.device,
-        device_id=(local_device_id() if dali.device_id is None else dali.device_id)
-        if gpu
-        else None,
+        device_id=device_id,
         num_threads=len(os.sched_getaffinity(0)) if num_workers is None else num_workers,
         seed=seed,
         shard_id=rank,

@@ -341,3 +341,21 @@ def test_make_loader_gives_dali_batches_the_torch_paths_shape(dataset: Path) -> 
         assert [t is None for t in texts] == [True, False, False, True], decoder
         shapes[decoder] = (tuple(images.shape), tuple(masks.shape[:3]))
     assert shapes["dali"] == shapes["simplejpeg"] == ((4, SIZE, SIZE, 3), (4, SIZE, SIZE))
+
+
+def test_make_dali_loader_reads_a_datasets_own_fields_in_its_shape(dataset: Path) -> None:
+    """Over a Dataset, `make_dali_loader` reads its transform and fields as `make_loader`
+    does: one value per field in the Dataset's order; fields given here take their place."""
+    fields = ("seg.png", "jpg", "txt", "cls")
+    ds = Dataset(dataset, transform=EVAL, fields=fields)
+    loader = make_dali_loader(ds, batch_size=4, num_workers=1)
+    assert (loader.options.shuffle, loader.order) == (False, fields)  # CenterCrop: not random
+    masks, images, texts, labels = next(iter(loader))
+    assert labels.tolist() == [0, 1, 2, 3]
+    assert [t is None for t in texts] == [True, False, False, True]
+    assert (tuple(images.shape), tuple(masks.shape[:3])) == ((4, SIZE, SIZE, 3), (4, SIZE, SIZE))
+    loader.close()
+    asked = make_dali_loader(ds, batch_size=4, num_workers=1, fields=("txt",))
+    images, labels, values = next(iter(asked))
+    assert (asked.order, list(values)) == (None, ["txt"])
+    asked.close()
