@@ -49,8 +49,9 @@ class Ranks:
             ds = Dataset(self.path, transform=CenterCrop(8), view=view)
             ds.set_epoch(epoch)
             options.update(decoder="dali" if dali else "simplejpeg", seed=seed)
-            loaders.append(make_loader(ds, batch_size=batch, num_workers=threads if dali else 0,
-                                       **options))  # fmt: skip
+            loaders.append(
+                make_loader(ds, batch_size=batch, num_workers=threads if dali else 0, **options)
+            )
         return loaders
 
 
@@ -170,9 +171,12 @@ def _write_view(path: Path, name: str, rows: list[int], balance: str | None = No
 
     manifest = read_manifest(path / MANIFEST_NAME)
     made = view.View(
-        name=name, dataset=manifest_digest(manifest), num_samples=manifest.num_samples,
-        rows=np.array(rows), balance=balance,
-    )  # fmt: skip
+        name=name,
+        dataset=manifest_digest(manifest),
+        num_samples=manifest.num_samples,
+        rows=np.array(rows),
+        balance=balance,
+    )
     view.write_view_file(path / view.view_file_name(name), made)
 
 

@@ -63,8 +63,10 @@ def _loader(path: Path, **kwargs: Any) -> DaliLoader:
 
 def test_eval_pixels_and_labels_match_simplejpeg(pair: Pair) -> None:
     dataset = Dataset(pair.records)
-    references = {int(dataset.labels[i]): _reference(bytes(dataset.read_bytes(i)))
-                  for i in range(len(dataset))}  # fmt: skip
+    references = {
+        int(dataset.labels[i]): _reference(bytes(dataset.read_bytes(i)))
+        for i in range(len(dataset))
+    }
     batches = _epoch(_loader(pair.records))
     assert sorted(_labels(batches)) == list(range(N))
     diffs = []
@@ -189,18 +191,25 @@ def test_fed_records_give_optional_fields(fields: Pair) -> None:
 
 def test_make_loader_with_the_dali_decoder(pair: Pair, fields: Pair) -> None:
     dataset = Dataset(pair.records, transform=CenterCrop(32))
-    dali = [(x.clone(), y.clone()) for x, y in make_loader(
-        dataset, batch_size=4, shuffle=False, num_workers=1, decoder="dali")]  # fmt: skip
+    dali = [
+        (x.clone(), y.clone())
+        for x, y in make_loader(dataset, batch_size=4, shuffle=False, num_workers=1, decoder="dali")
+    ]
     assert torch.cat([y for _, y in dali]).tolist() == dataset.labels.tolist()
     assert all(x.shape[1:] == (32, 32, 3) for x, _ in dali)
     names = ("jpg", "seg.png", "cls", "txt")
     per_field = [
-        list(make_loader(
-            Dataset(path, fields=names, transform=RandomResizedCrop(24), seed=2),
-            batch_size=6, seed=2, num_workers=1, decoder="dali",
-        ))
+        list(
+            make_loader(
+                Dataset(path, fields=names, transform=RandomResizedCrop(24), seed=2),
+                batch_size=6,
+                seed=2,
+                num_workers=1,
+                decoder="dali",
+            )
+        )
         for path in fields
-    ]  # fmt: skip
+    ]
     _same(per_field[0], per_field[1], "make_loader fields")
     assert all(len(batch) == len(names) for batch in per_field[1])
 
