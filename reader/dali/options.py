@@ -14,6 +14,7 @@ Device = Literal["cpu", "gpu"]
 # How the pipeline returns an extra field: a mask decoded and cropped with the image, a class
 # parsed into int64 labels, anything else as each member's bytes.
 FieldKind = Literal["mask", "class", "bytes"]
+CHANNELS = 3  # RGB: what `mean` and `std` give a value for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,9 +35,8 @@ class DaliOptions:
     `device="gpu"` decodes with nvJPEG on GPU `device_id` (default: LOCAL_RANK) and returns
     float32 NCHW normalized by `mean` and `std` (per channel, 0..1 scale, as `to_float`);
     `"cpu"` (default) returns uint8 NHWC. `initial_fill`: the buffer DALI's own reader (over a
-    path) draws shuffled samples from. `malloc_mmap_threshold`: the
-    process's malloc mmap threshold in bytes, which keeps host memory flat (loader.py); None
-    leaves malloc alone.
+    path) draws shuffled samples from. `malloc_mmap_threshold`: the process's malloc mmap
+    threshold in bytes, which keeps host memory flat (loader.py); None leaves malloc alone.
     """
 
     device: Device = "cpu"
@@ -49,7 +49,7 @@ class DaliOptions:
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {self.device!r}")
-        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:  # noqa: PLR2004 - RGB
+        if len(self.mean) != CHANNELS or len(self.std) != CHANNELS or min(self.std) <= 0:
             raise ValueError(f"mean and std need 3 values, std > 0; got {self.mean}, {self.std}")
         if self.initial_fill < 1:
             raise ValueError(f"initial_fill must be at least 1, got {self.initial_fill}")
