@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from fastpack.formats import (
     IMAGE_TYPE,
@@ -105,6 +105,8 @@ class SampleEncoder:
             for k, s in enumerate(schema.fields)
         ]
         self._prepared: list[list[Prepared] | None] = [None] * len(self._fields)
+        self._ready: list[bool] = []
+        self._positions = list(range(len(self._fields)))
         self._image = schema.image_field
         self._label = schema.label_field
         self._reader = reader
@@ -114,9 +116,14 @@ class SampleEncoder:
     def prepare(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Encode (and compress) the inline values of a shard's `rows` (each an unpacked
         sample's fields) of every `direct` field, a column at a time; `encode_row(..., k)`
-        then takes row `k`'s members from here."""
+        then takes row `k`'s members from here. A row whose every member but the image is
+        ready (or the plan's label) is `ready`: `encode_row` only puts it together."""
+        ready = [True] * len(rows)
         for field in self._fields:
+            if field.name == self._image:
+                continue
             if not field.direct:
+                ready = [False] * len(rows)
                 continue
             at: list[int] = []
             values: list[Any] = []
@@ -133,13 +140,18 @@ class SampleEncoder:
             compress = field.codec.compress
             for k, data in zip(at, field.kind.encode_all(values, field.spec), strict=True):
                 column[k] = data if isinstance(data, FieldValueError) else compress(data)
+            for k, data in enumerate(column):
+                if type(data) is not bytes and not (name == self._label and name not in rows[k]):
+                    ready[k] = False
             self._prepared[field.position] = column
+        self._ready = ready
 
     def encode(
         self, image: PreparedImage | None, label: int, packed: bytes
     ) -> Encoded | FieldReject:
         """One sample's members from its packed fields (`pack_fields`), by itself."""
         self._prepared = [None] * len(self._fields)
+        self._ready = []
         return self.encode_row(image, label, unpack_fields(packed), -1)
 
     def encode_row(
@@ -147,6 +159,14 @@ class SampleEncoder:
     ) -> Encoded | FieldReject:
         """The members of row `k` of the last `prepare` (-1: none), whose fields are
         `values`."""
+        if 0 <= k < len(self._ready) and self._ready[k] and (image is not None or not self._image):
+            return self._ready_row(image, label, k)
+        return self._row(image, label, values, k)
+
+    def _row(
+        self, image: PreparedImage | None, label: int, values: Mapping[str, Any], k: int
+    ) -> Encoded | FieldReject:
+        """`encode_row` field by field: references read, cells parsed, images prepared."""
         members: list[tuple[str, bytes]] = []
         positions: list[int] = []
         index_label = -1
@@ -183,6 +203,23 @@ class SampleEncoder:
             members.append((name, data))
             positions.append(position)
         return Encoded(members, positions, index_label)
+
+    def _ready_row(self, image: PreparedImage | None, label: int, k: int) -> Encoded:
+        """The members of a `ready` row `k` of the last `prepare`."""
+        members: list[tuple[str, bytes]] = []
+        index_label = -1
+        for position, name, *_ in self._fields:
+            column = self._prepared[position]
+            data = column[k] if column is not None else None
+            if name == self._image and image is not None:
+                data = image.data
+            elif name == self._label:
+                if data is None:  # the plan's label
+                    data, index_label = str(label).encode("ascii"), label
+                else:
+                    index_label = int(cast(bytes, data))
+            members.append((name, cast(bytes, data)))
+        return Encoded(members, self._positions, index_label)
 
     def _member(
         self, spec: FieldSpec, codec: FieldCodec, value: Any, image: PreparedImage | None

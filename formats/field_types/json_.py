@@ -4,7 +4,7 @@ written)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FieldValueError
@@ -32,8 +32,21 @@ def encode_json(value: Any, spec: FieldSpec) -> bytes:
         raise FieldValueError(f"not representable as JSON ({e})") from e
 
 
+def _c_encoder() -> Callable[[Any], str]:
+    """`_JSON.encode` for objects without its per-call set-up: the C encoder it makes on each
+    call (CPython's `json.encoder.c_make_encoder`, same arguments), made once; `_JSON.encode`
+    where there is none."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _JSON.encode
+    encoder = make(
+        {}, _JSON.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda value: "".join(encoder(value, 0))
+
+
 def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
-    encode = _JSON.encode
+    encode = _c_encoder()
     out: list[bytes | FieldValueError] = []
     for value in values:
         if type(value) is dict:  # the common case, without the checks bytes need
@@ -42,6 +55,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
                 continue
             except (TypeError, ValueError) as e:
                 out.append(FieldValueError(f"not representable as JSON ({e})"))
+                encode = _c_encoder()  # its circular-reference markers may hold this value
                 continue
         try:
             out.append(encode_json(value, spec))

@@ -30,14 +30,14 @@ SCHEMA = Schema((
 ))  # fmt: skip
 
 
-def encoder(tmp_path: Path, *, text_cells: bool = False) -> SampleEncoder:
+def encoder(tmp_path: Path, *, text_cells: bool = False, schema: Schema = SCHEMA) -> SampleEncoder:
     (tmp_path / "blob.bin").write_bytes(b"0123456789")
     meta = PlanMeta(
         kind="test", root=str(tmp_path), containers=("blob.bin",), classes=(), num_inputs=1,
         total_size=0, samples_per_shard=1, num_shards=1, key_width=9, shuffled=False,
     )  # fmt: skip
     images = ImageOptions(max_side=None, quality=90, check="structure")
-    return SampleEncoder(SCHEMA, {}, InputReader(meta), images, text_cells=text_cells)
+    return SampleEncoder(schema, {}, InputReader(meta), images, text_cells=text_cells)
 
 
 def encode(tmp_path: Path, values: dict[str, Any], **kw: Any) -> dict[str, Any] | FieldReject:
@@ -94,3 +94,35 @@ def test_values_that_do_not_fit_name_the_field(
     assert isinstance(result, FieldReject)
     assert result.field == field
     assert result.reason.startswith(str(reason)), result.reason
+
+
+PLAIN = Schema((
+    FieldSpec(name="jpg", type="jpeg"),
+    FieldSpec(name="cls", type="class"),
+    FieldSpec(name="txt", type="text", optional=True),
+    FieldSpec(name="ids.json.zst", type="class_ids", zstd=Zstd(level=3)),
+    FieldSpec(name="meta.json", type="json", optional=True),
+))  # fmt: skip
+ROWS: list[dict[str, Any]] = [
+    {"txt": "a", "ids.json.zst": [1, 2], "meta.json": {"k": [1, 2.5]}},  # ready: the plan's label
+    {"cls": 7, "txt": "é", "ids.json.zst": [], "meta.json": {}},  # ready: its own label
+    {"ids.json.zst": [3]},  # optional members absent: field by field
+    {"txt": FileRef("t.txt"), "ids.json.zst": "4 5"},  # a reference: field by field
+    {"cls": None, "ids.json.zst": [1]},  # a null label: rejected
+    {"txt": 3, "ids.json.zst": [1]},  # a value that does not fit
+    {"ids.json.zst": [1], "meta.json": {"nan": float("nan")}},
+    {"txt": "no ids"},  # a required field missing
+]
+
+
+@pytest.mark.parametrize("schema", [PLAIN, SCHEMA], ids=["ready", "not-ready"])
+def test_a_prepared_shard_encodes_as_each_sample_alone(tmp_path: Path, schema: Schema) -> None:
+    (tmp_path / "t.txt").write_bytes(b"from a file")
+    alone, shard = encoder(tmp_path, schema=schema), encoder(tmp_path, schema=schema)
+    rows = [{k: v for k, v in r.items() if k in schema} for r in ROWS]
+    shard.prepare(rows)
+    # SCHEMA's thumb.jpg goes through the image policy: no row of it is ready
+    ready = [True] * 2 + [False] * 6 if schema is PLAIN else [False] * 8
+    assert shard._ready == ready
+    for k, row in enumerate(rows):
+        assert shard.encode_row(IMAGE, 9, row, k) == alone.encode(IMAGE, 9, pack_fields(row)), k
