@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from fastpack.formats import (
     IMAGE_TYPE,
@@ -83,6 +83,13 @@ class _Field(NamedTuple):
     kind: FieldTypeDef
 
 
+_READY, _IMAGE, _LABEL = 0, 1, 2  # where a ready row's member comes from
+
+
+def _role(name: str, image: str | None, label: str | None) -> int:
+    return _IMAGE if name == image else _LABEL if name == label else _READY
+
+
 class SampleEncoder:
     def __init__(
         self,
@@ -106,6 +113,7 @@ class SampleEncoder:
         ]
         self._prepared: list[list[Prepared] | None] = [None] * len(self._fields)
         self._ready: list[bool] = []
+        self._assembly: list[tuple[str, list[Prepared], int]] = []
         self._positions = list(range(len(self._fields)))
         self._image = schema.image_field
         self._label = schema.label_field
@@ -145,6 +153,10 @@ class SampleEncoder:
                     ready[k] = False
             self._prepared[field.position] = column
         self._ready = ready
+        self._assembly = [
+            (f.name, self._prepared[f.position] or [], _role(f.name, self._image, self._label))
+            for f in self._fields
+        ]
 
     def encode(
         self, image: PreparedImage | None, label: int, packed: bytes
@@ -208,17 +220,18 @@ class SampleEncoder:
         """The members of a `ready` row `k` of the last `prepare`."""
         members: list[tuple[str, bytes]] = []
         index_label = -1
-        for position, name, *_ in self._fields:
-            column = self._prepared[position]
-            data = column[k] if column is not None else None
-            if name == self._image and image is not None:
-                data = image.data
-            elif name == self._label:
-                if data is None:  # the plan's label
-                    data, index_label = str(label).encode("ascii"), label
+        for name, column, role in self._assembly:
+            if role == _READY:
+                members.append((name, column[k]))  # type: ignore[arg-type]  # ready: bytes
+            elif role == _IMAGE:
+                members.append((name, image.data))  # type: ignore[union-attr]  # ready: an image
+            else:  # the label: its own, or (None) the plan's
+                data = column[k]
+                if data is None:
+                    data, index_label = b"%d" % label, label
                 else:
-                    index_label = int(cast(bytes, data))
-            members.append((name, cast(bytes, data)))
+                    index_label = int(data)  # type: ignore[arg-type]  # ready: bytes
+                members.append((name, data))  # type: ignore[arg-type]
         return Encoded(members, self._positions, index_label)
 
     def _member(

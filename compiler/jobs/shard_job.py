@@ -33,6 +33,7 @@ from ..images.policy import Check, PreparedImage, Reject, prepare_image
 from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
 from .dictionaries import load_dictionaries
+from .field_values import unpack_shard
 from .index_parts import part_path, save_part
 from .inputs import InputReader
 from .sample_encoder import FieldReject, ImageOptions, SampleEncoder
@@ -175,7 +176,7 @@ def _write_field_samples(
         dictionaries = load_dictionaries(Path(job.out), schema)
     with InputReader(meta) as reader:
         encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
-        values = [unpack_fields(p) for p in packed]
+        values = unpack_shard(packed)
         encoder.prepare(values)  # the shard's inline values, a field at a time
         for k, source_bytes in enumerate(shard.sources):
             source = source_bytes.decode("utf-8", "replace")
