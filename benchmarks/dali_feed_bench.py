@@ -36,14 +36,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Start-up seconds and images/s per epoch of one loader, in this process; on the fed path
     also whether each epoch's labels came in the torch loader's order (`order_matches`)."""
     import nvidia.dali.plugin.pytorch  # noqa: F401, PLC0415 - imported before the clock starts
-    from fastpack.reader import Dataset, EpochBatchSampler, make_dali_loader  # noqa: PLC0415
+    from fastpack.reader import (  # noqa: PLC0415
+        CenterCrop,
+        DaliOptions,
+        Dataset,
+        EpochBatchSampler,
+        RandomResizedCrop,
+        make_dali_loader,
+    )
 
     dataset, mode, batch = Path(spec["dataset"]), spec["mode"], spec["batch_size"]
     started = time.perf_counter()
     source: Any = dataset if mode == "reader" else Dataset(dataset)
     loader = make_dali_loader(
-        source, batch_size=batch, train=spec["train"], size=224, device=spec["device"],
-        num_threads=spec["threads"], seed=0,
+        source, batch_size=batch, seed=0, num_workers=spec["threads"],
+        transform=RandomResizedCrop(224) if spec["train"] else CenterCrop(224),
+        dali=DaliOptions(device=spec["device"]),
     )  # fmt: skip
     first, rates, cpu, matches = 0.0, [], [], []
     for epoch in range(spec["epochs"]):

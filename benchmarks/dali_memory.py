@@ -81,11 +81,17 @@ def status_kib() -> dict[str, int]:
 
 def run_memory(dataset: Path, train: bool, fix: bool, epochs: int, threads: int) -> dict[str, Any]:
     """Per-epoch memory and throughput of one DALI CPU loader."""
-    from fastpack.reader import make_dali_loader  # noqa: PLC0415
+    from fastpack.reader import (  # noqa: PLC0415
+        CenterCrop,
+        DaliOptions,
+        RandomResizedCrop,
+        make_dali_loader,
+    )
 
     loader = make_dali_loader(
-        dataset, batch_size=64, train=train, size=224, device="cpu", num_threads=threads,
-        malloc_mmap_threshold=FIX_BYTES if fix else None,
+        dataset, batch_size=64, num_workers=threads,
+        transform=RandomResizedCrop(224) if train else CenterCrop(224),
+        dali=DaliOptions(malloc_mmap_threshold=FIX_BYTES if fix else None),
     )  # fmt: skip
     rows = []
     for epoch in range(epochs):
@@ -120,7 +126,7 @@ def run_compare(dataset: Path, decoder: str, epochs: int, threads: int) -> dict[
     sampler = TreeSampler(os.getpid(), interval=0.1).start()
     if decoder == "dali":
         loader: Any = make_dali_loader(
-            dataset, batch_size=64, train=True, size=224, device="cpu", num_threads=threads
+            dataset, batch_size=64, transform=RandomResizedCrop(224), num_workers=threads
         )
         rates = _timed_epochs(loader, epochs)
         loader.close()

@@ -60,15 +60,19 @@ def build_dataset(corpus: Path, out: Path, shard_format: str) -> dict[str, Any]:
 
 
 def _loader(path: Path, args: argparse.Namespace, *, train: bool, device: str) -> Any:
-    from fastpack.reader import make_dali_loader  # noqa: PLC0415
+    from fastpack.reader import (  # noqa: PLC0415
+        CenterCrop,
+        DaliOptions,
+        RandomResizedCrop,
+        make_dali_loader,
+    )
 
     return make_dali_loader(
         path,
         batch_size=args.batch_size,
-        train=train,
-        device=device,
-        device_id=0 if device == "gpu" else None,
-        num_threads=args.threads,
+        transform=RandomResizedCrop(224) if train else CenterCrop(224),
+        dali=DaliOptions(device=device, device_id=0 if device == "gpu" else None),  # type: ignore[arg-type]
+        num_workers=args.threads,
         seed=1,
     )
 

@@ -22,7 +22,14 @@ import numpy as np
 import simplejpeg
 import torch
 from fastpack.formats import Schema
-from fastpack.reader import IMAGENET_MEAN, IMAGENET_STD, make_dali_loader
+from fastpack.reader import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    CenterCrop,
+    DaliOptions,
+    RandomResizedCrop,
+    make_dali_loader,
+)
 
 from benchmarks.gpu_bench import gpu_info
 from tests.formats._v2 import spec, write_v2_dataset
@@ -43,9 +50,10 @@ def sample(i: int) -> dict[str, Any]:
 
 def loader(path: Path, args: argparse.Namespace, *, train: bool, device: str, masks: bool) -> Any:
     return make_dali_loader(
-        path, batch_size=args.batch_size, train=train, device=device,
-        device_id=0 if device == "gpu" else None, num_threads=args.threads, seed=1,
-        fields=("seg.png",) if masks else (),
+        path, batch_size=args.batch_size,
+        transform=RandomResizedCrop(224) if train else CenterCrop(224),
+        dali=DaliOptions(device=device, device_id=0 if device == "gpu" else None),  # type: ignore[arg-type]
+        num_workers=args.threads, seed=1, fields=("seg.png",) if masks else (),
     )  # fmt: skip
 
 
