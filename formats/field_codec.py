@@ -91,6 +91,11 @@ class FieldCodec:
         elif dictionary is not None:
             raise ValueError(f"field {spec.name!r} is not compressed; it takes no dictionary")
 
+    @property
+    def plain(self) -> bool:
+        """Whether members are `encode_value`'s bytes as they are (`compress` keeps them)."""
+        return not self.varint and self._compress is None
+
     def encode(self, value: Any) -> bytes:
         return self.compress(encode_value(self.spec, value))
 

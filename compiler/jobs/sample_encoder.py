@@ -133,23 +133,22 @@ class SampleEncoder:
             if not field.direct:
                 ready = [False] * len(rows)
                 continue
-            at: list[int] = []
-            values: list[Any] = []
             name, cells = field.name, self._text_cells
-            for k, row in enumerate(rows):
-                value = row.get(name)
-                if value is None or isinstance(value, _REFERENCES):
-                    continue
-                if cells and isinstance(value, str):
-                    continue
-                at.append(k)
-                values.append(value)
+            inline = [
+                (k, value)
+                for k, row in enumerate(rows)
+                if (value := row.get(name)) is not None
+                and not isinstance(value, _REFERENCES)
+                and not (cells and isinstance(value, str))
+            ]
+            encoded = field.kind.encode_all([value for _, value in inline], field.spec)
+            compress = None if field.codec.plain else field.codec.compress
             column: list[Prepared] = [None] * len(rows)
-            compress = field.codec.compress
-            for k, data in zip(at, field.kind.encode_all(values, field.spec), strict=True):
-                column[k] = data if isinstance(data, FieldValueError) else compress(data)
-            for k, data in enumerate(column):
-                if type(data) is not bytes and not (name == self._label and name not in rows[k]):
+            for (k, _), data in zip(inline, encoded, strict=True):
+                plain = compress is None or isinstance(data, FieldValueError)
+                column[k] = data if plain else compress(data)  # type: ignore[misc,arg-type]
+            for k, member in enumerate(column):
+                if type(member) is not bytes and not (name == self._label and name not in rows[k]):
                     ready[k] = False
             self._prepared[field.position] = column
         self._ready = ready

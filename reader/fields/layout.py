@@ -59,21 +59,21 @@ class BatchLayout:
 
 
 def _column(spec: FieldSpec, schema: Schema, transform: Transform | None, pad: bool) -> Column:
-    kind = field_type(spec.type)
+    ftype = field_type(spec.type)
     follows = transform is not None and spec.geometry is not None
     label = spec.name == schema.label_field
-    variable = kind.batch == "ragged" or (
-        kind.batch == "shaped" and (not spec.fixed_shape or (follows and spec.geometry == "boxes"))
+    variable = ftype.batch == "ragged" or (
+        ftype.batch == "shaped" and (not spec.fixed_shape or (follows and spec.geometry == "boxes"))
     )
     if spec.optional:
         kind: ColumnKind = "padded" if pad and variable else "list"
         return Column(spec, kind, from_label=label, follows_image=follows)
-    if transform is not None and kind.image and (spec.type == IMAGE_TYPE or follows):
+    if transform is not None and ftype.image and (spec.type == IMAGE_TYPE or follows):
         shape = (*transform.output_shape, *image_reader(spec.type).channels)
         return Column(spec, "slot", shape, follows_image=follows)
-    if kind.image:
+    if ftype.image:
         return Column(spec, "stack")
-    if kind.batch == "scalar" or (kind.batch == "shaped" and not variable):
+    if ftype.batch == "scalar" or (ftype.batch == "shaped" and not variable):
         return Column(spec, "array", from_label=label)
     if variable:
         return Column(spec, "padded" if pad else "list", follows_image=follows)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastpack.compiler.jobs.field_values import unpack_shard
 from fastpack.compiler.sources.sample_fields import (
     FileRef,
@@ -11,7 +13,7 @@ from fastpack.compiler.sources.sample_fields import (
     unpack_fields,
 )
 
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"txt": "a", "ids": [1, 2], "meta": {"k": None}},
     {},
     {"txt": FileRef("a/b.txt"), "n": 3},
