@@ -67,7 +67,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         cpu.append((_cpu() - c) / seen * 1000)
         if mode == "fed":
             order = EpochBatchSampler(source, batch, seed=0, shuffle=spec["train"])
-            expected = source.labels[order.rank_order(epoch)].tolist()
+            expected = source.labels[order.order(epoch)].tolist()
             got = [int(y) for part in labels for y in part.cpu().reshape(-1).tolist()]
             matches.append(got == expected)
     loader.close()

@@ -19,7 +19,6 @@ T = TypeVar("T")
 Call = Callable[[str, Callable[[], T]], T]  # a call retried, named for its errors
 
 PAGE_SIZE = 1000  # S3's maximum keys per ListObjectsV2 page
-S3_PROTOCOLS = ("s3", "s3a")
 
 
 def _s3_pages(

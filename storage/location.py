@@ -29,7 +29,7 @@ from .object_reads import (
 )
 from .retry import RetryPolicy, retry_call
 from .stream import ChunkStream
-from .urls import filesystem, is_url
+from .urls import S3_PROTOCOLS, filesystem, is_url
 
 T = TypeVar("T")
 DEFAULT_PART_BYTES = 32 * 2**20
@@ -193,7 +193,7 @@ class Location:
         return prefix if not prefix or prefix.endswith("/") else f"{prefix}/"
 
     def _on_s3(self) -> bool:
-        return self.url.split("://", 1)[0] in listing.S3_PROTOCOLS
+        return self.url.split("://", 1)[0] in S3_PROTOCOLS
 
     def _retried(self, what: str, call: Callable[[], T]) -> T:
         result: T = self._call(what, call, None)

@@ -24,7 +24,7 @@ from .missing import import_optional
 # fsspec filesystem finalized early in a DataLoader worker closes its connections from the wrong
 # event loop, and one inherited through fork must never be used (its loop did not fork).
 _FILESYSTEMS: dict[tuple[int, str], Any] = {}
-_S3_PROTOCOLS = ("s3", "s3a")
+S3_PROTOCOLS = ("s3", "s3a")  # the URL schemes that name an S3 bucket
 _BOTOCORE_RETRIES = {"total_max_attempts": 1}
 
 
@@ -41,7 +41,7 @@ def _import_fsspec(url: str) -> Any:
 def _missing_implementation(url: str, protocol: str, error: ImportError) -> MissingDependencyError:
     """fsspec's word that the package of `protocol` is missing, as fastpack's: the `s3` extra
     for S3, otherwise the package fsspec names."""
-    if protocol in _S3_PROTOCOLS:
+    if protocol in S3_PROTOCOLS:
         return MissingDependencyError(
             f"{url}: S3 URLs need s3fs and obstore, not installed here ({error}): "
             'pip install "fastpack[s3]"'
@@ -63,7 +63,7 @@ def filesystem(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
             fs = fsspec.core.url_to_fs(f"{protocol}://", **options)[0]
         except ImportError as e:
             raise _missing_implementation(url, protocol, e) from e
-        if protocol in _S3_PROTOCOLS:
+        if protocol in S3_PROTOCOLS:
             fs.retries = 1  # s3fs's retry loop (not an option): one attempt
         _FILESYSTEMS[key] = fs
     path: str = fsspec.core.strip_protocol(url)
@@ -74,7 +74,7 @@ def _options(protocol: str, storage_options: Mapping[str, Any]) -> dict[str, Any
     """`storage_options` with fastpack's defaults: no instance cache and, for S3, one botocore
     attempt per request unless `config_kwargs` sets `retries`."""
     options = {"skip_instance_cache": True, **storage_options}
-    if protocol in _S3_PROTOCOLS:
+    if protocol in S3_PROTOCOLS:
         config = dict(options.get("config_kwargs") or {})
         config.setdefault("retries", dict(_BOTOCORE_RETRIES))
         options["config_kwargs"] = config

@@ -23,7 +23,6 @@ _APPN = frozenset(range(0xE0, 0xF0))
 _FRAME = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 _TABLES = frozenset({_DHT, _DAC, _DQT, _DRI, _COM, *_APPN})  # allowed before and between scans
 _BETWEEN_SCANS = _TABLES | {_SOS, _DNL}
-_FILL = 0xFF
 # A marker in or between scans: 0xFF, then anything but 0x00 (stuffing), 0xD0-0xD7 (restart
 # markers, part of the scan) or 0xFF (fill: the marker is the next 0xFF). re searches in C.
 _SCAN_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")

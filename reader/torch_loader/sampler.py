@@ -151,11 +151,6 @@ class EpochBatchSampler:
         """The sample order of `epoch`, over all ranks (materialised: for inspection)."""
         return self._samples(epoch, np.arange(len(self.epoch_order), dtype=np.int64))
 
-    def rank_order(self, epoch: int) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
-        """The samples this rank reads in `epoch`, in order (materialised)."""
-        start = self.start()
-        return self._rank_samples(epoch, start, 0, self.samples_per_rank(start))
-
     def _samples(self, epoch: int, positions: np.ndarray) -> np.ndarray:
         """The samples at `positions` of the epoch's order, evaluated at those positions only
         (a keyed permutation: no order of N samples is built)."""
