@@ -74,11 +74,17 @@ def draw_demo_coco(root: Path, images: int, seed: int) -> Path:
             w, h = int(rng.integers(14, width // 2)), int(rng.integers(14, height // 2))
             x, y = int(rng.integers(0, width - w)), int(rng.integers(0, height - h))
             pixels[y : y + h, x : x + w] = COLOURS[names[category]]
-            annotations.append({
-                "id": len(annotations) + 1, "image_id": i + 1, "category_id": category + 1,
-                "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
-                "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
-            })  # fmt: skip
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": i + 1,
+                    "category_id": category + 1,
+                    "bbox": [x, y, w, h],
+                    "area": w * h,
+                    "iscrowd": 0,
+                    "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
+                }
+            )
         name = f"{i:06d}.jpg"
         (root / name).write_bytes(simplejpeg.encode_jpeg(pixels, quality=90))
         entries.append({"id": i + 1, "file_name": name, "height": height, "width": width})
@@ -165,9 +171,12 @@ def main() -> None:
     )
     names = dataset.manifest.schema["labels.json"].classes
     loader = fastpack.make_loader(
-        dataset, batch_size=args.batch_size, num_workers=args.workers, drop_last=True,
+        dataset,
+        batch_size=args.batch_size,
+        num_workers=args.workers,
+        drop_last=True,
         seed=args.seed,
-    )  # fmt: skip
+    )
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = Model(len(names)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -188,8 +197,10 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             step += 1
-            print(f"step {step} loss {loss.item():.4f} (bce {bce.item():.4f}, "
-                  f"count {counting.item():.4f})")  # fmt: skip
+            print(
+                f"step {step} loss {loss.item():.4f} (bce {bce.item():.4f}, "
+                f"count {counting.item():.4f})"
+            )
             if step == args.steps:
                 break
         epoch += 1

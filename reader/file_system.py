@@ -14,11 +14,31 @@ import os
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
-NETWORK_TYPES = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs", "afs", "9p", "lustre", "gpfs", "beegfs",
-    "ceph", "glusterfs", "ocfs2", "gfs2", "panfs", "wekafs", "pvfs2", "orangefs", "davfs",
-    "fuse",  # a FUSE file system with no subtype
-})  # fmt: skip
+NETWORK_TYPES = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "ncpfs",
+        "afs",
+        "9p",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "ceph",
+        "glusterfs",
+        "ocfs2",
+        "gfs2",
+        "panfs",
+        "wekafs",
+        "pvfs2",
+        "orangefs",
+        "davfs",
+        "fuse",  # a FUSE file system with no subtype
+    }
+)
 LOCAL_FUSE_TYPES = frozenset({"fuse.lxcfs", "fuse.portal", "fuse.gvfsd-fuse"})
 
 

@@ -76,9 +76,11 @@ def copy_file(
 
         def copy(part: tuple[int, int]) -> None:
             retry_call(
-                lambda: _copy_part(source, fd_out, *part), f"{source} bytes {part}", policy,
+                lambda: _copy_part(source, fd_out, *part),
+                f"{source} bytes {part}",
+                policy,
                 permanent=_PERMANENT,
-            )  # fmt: skip
+            )
 
         with ThreadPoolExecutor(max(1, min(threads, len(parts)))) as pool:
             for _ in pool.map(copy, parts):

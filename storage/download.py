@@ -125,18 +125,25 @@ def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -
 
 
 def _fetch_into(
-    target: _Target, size: int, make: Callable[[], _Hash], *, part_bytes: int, threads: int,
+    target: _Target,
+    size: int,
+    make: Callable[[], _Hash],
+    *,
+    part_bytes: int,
+    threads: int,
     retry: RetryPolicy,
-) -> str:  # fmt: skip
+) -> str:
     """Every range of the object into its file, each range retried on its own; the digest
     (`make`'s) of the bytes written."""
     digest = InOrderDigest(make)
 
     def fetch(span: tuple[int, int]) -> None:
         retry_call(
-            lambda: _fetch_range(target, *span, digest), target.url, retry,
+            lambda: _fetch_range(target, *span, digest),
+            target.url,
+            retry,
             permanent=(FileNotFoundError, PermissionError),
-        )  # fmt: skip
+        )
 
     spans = byte_ranges(size, part_bytes)
     if len(spans) <= 1 or threads <= 1:
@@ -172,9 +179,10 @@ def download(
     (by default a private name beside `dest`); it has its full size from the start."""
     tmp = tmp or temp_name(dest)
     kind, expected, make = (
-        ("sha256", sha256, hashlib.sha256) if crc32c is None
+        ("sha256", sha256, hashlib.sha256)
+        if crc32c is None
         else ("crc32c", f"{crc32c:08x}", Crc32c)
-    )  # fmt: skip
+    )
     found = ""
     try:
         for attempt in range(retry.attempts):

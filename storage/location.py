@@ -159,10 +159,12 @@ class Location:
             return
         key = self.fs.split_path(self.path(""))[1]  # the location's own key: "" or ending in /
         objects = listing.s3_objects(
-            self.fs, self.path(folder), self._retried,
+            self.fs,
+            self.path(folder),
+            self._retried,
             start_after=f"{key}{start_after}" if start_after else "",
             page_size=page_size or listing.PAGE_SIZE,
-        )  # fmt: skip
+        )
         for found, size in objects:
             yield found[len(key) :], size
 
@@ -226,10 +228,18 @@ class Location:
         `bulk_reads`."""
         reads = self.bulk_reads() if bulk else FsspecReads(self.fs)
         download(
-            reads, self.path(name), dest, url=self.url_of(name), size=size, sha256=sha256,
-            retry=retry or self.retry, part_bytes=part_bytes, threads=threads, tmp=tmp,
+            reads,
+            self.path(name),
+            dest,
+            url=self.url_of(name),
+            size=size,
+            sha256=sha256,
+            retry=retry or self.retry,
+            part_bytes=part_bytes,
+            threads=threads,
+            tmp=tmp,
             crc32c=crc32c,
-        )  # fmt: skip
+        )
 
 
 def _remove(fs: Any, path: str) -> None:

@@ -24,9 +24,18 @@ from .missing import import_optional
 
 # s3fs options that obstore is given as its own; any other option keeps S3 on s3fs.
 _S3FS_KEYS = frozenset(
-    {"key", "secret", "token", "anon", "endpoint_url", "client_kwargs", "config_kwargs",
-     "skip_instance_cache", "session"}
-)  # fmt: skip
+    {
+        "key",
+        "secret",
+        "token",
+        "anon",
+        "endpoint_url",
+        "client_kwargs",
+        "config_kwargs",
+        "skip_instance_cache",
+        "session",
+    }
+)
 _CLIENT_KWARGS = frozenset({"endpoint_url", "region_name"})
 _CONFIG_KWARGS = frozenset({"connect_timeout", "read_timeout", "retries"})
 _ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
@@ -155,8 +164,11 @@ def _obstore_config(options: Mapping[str, Any]) -> dict[str, Any]:
     client = options.get("client_kwargs") or {}
     timeouts = options.get("config_kwargs") or {}
     config: dict[str, Any] = {}
-    for ours, theirs in (("key", "access_key_id"), ("secret", "secret_access_key"),
-                         ("token", "session_token")):  # fmt: skip
+    for ours, theirs in (
+        ("key", "access_key_id"),
+        ("secret", "secret_access_key"),
+        ("token", "session_token"),
+    ):
         if options.get(ours):
             config[theirs] = options[ours]
     if options.get("anon"):

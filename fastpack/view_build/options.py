@@ -82,9 +82,13 @@ class ViewOptions:
         else:
             parts = None if split is None else tuple((str(k), float(v)) for k, v in split)
         return cls(
-            classes=None if classes is None else tuple(classes), fraction=fraction, split=parts,
-            where=where, balance=balance, seed=seed,
-        )  # fmt: skip
+            classes=None if classes is None else tuple(classes),
+            fraction=fraction,
+            split=parts,
+            where=where,
+            balance=balance,
+            seed=seed,
+        )
 
     def names(self, name: str | None) -> list[str]:
         """The names of the views these options make: `name`, or with a split one per part,

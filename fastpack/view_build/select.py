@@ -41,11 +41,14 @@ def select_views(
             )
         views.append(
             View(
-                name=view_name, dataset=digest, num_samples=manifest.num_samples, rows=selected,
+                name=view_name,
+                dataset=digest,
+                num_samples=manifest.num_samples,
+                rows=selected,
                 definition=options.definition(part),
                 balance="class" if options.balance else None,
             )
-        )  # fmt: skip
+        )
     return views
 
 

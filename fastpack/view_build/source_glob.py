@@ -136,9 +136,12 @@ def _match(blob: npt.NDArray[np.uint8], starts: Ints, ends: Ints, glob: Glob) ->
 
 
 def _matching(
-    blob: npt.NDArray[np.uint8], starts: Ints, ends: Ints, segments: tuple[Segment, ...],
+    blob: npt.NDArray[np.uint8],
+    starts: Ints,
+    ends: Ints,
+    segments: tuple[Segment, ...],
     starred: bool,
-) -> Ints:  # fmt: skip
+) -> Ints:
     """The rows (positions in `starts`) whose strings the segments match."""
     head, tail = segments[0], segments[-1]
     if not starred:
@@ -161,9 +164,14 @@ def _rows(fits: Bools) -> Ints:
 
 
 def _find(
-    blob: npt.NDArray[np.uint8], ends: Ints, rows: Ints, position: Ints, limit: Ints, *,
+    blob: npt.NDArray[np.uint8],
+    ends: Ints,
+    rows: Ints,
+    position: Ints,
+    limit: Ints,
+    *,
     segment: Segment,
-) -> tuple[Ints, Ints, Ints]:  # fmt: skip
+) -> tuple[Ints, Ints, Ints]:
     """The rows where `segment` lies inside `[position, limit)`, with the position just past
     its leftmost place there, and their limits."""
     found = _occurrences(blob, segment)

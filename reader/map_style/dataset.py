@@ -259,9 +259,12 @@ class Dataset(ClosesOnExit):
     def layout(self) -> BatchLayout:
         """How the fields of a sample are decoded and batched (`fields.layout`)."""
         return plan_columns(
-            self.manifest.schema, self.fields, image=self.field, transform=self.transform,
+            self.manifest.schema,
+            self.fields,
+            image=self.field,
+            transform=self.transform,
             pad=self.pad,
-        )  # fmt: skip
+        )
 
     @property
     def labels(self) -> npt.NDArray[np.int64]:
@@ -393,9 +396,12 @@ class Dataset(ClosesOnExit):
     def _decode_batch(self, state: _Opened, rows: list[int]) -> Image:
         payloads = [self._payload(state, i) for i in rows]
         return decode_same_size(
-            payloads, rows, self._new_batch, str(self.path),
+            payloads,
+            rows,
+            self._new_batch,
+            str(self.path),
             lambda k, e: self._decode_error(state, rows[k], e),
-        )  # fmt: skip
+        )
 
     def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
         """The payloads of `rows` in order, located with one index lookup per column."""
@@ -436,10 +442,13 @@ class Dataset(ClosesOnExit):
         decoder = state.decoder
         if decoder is None or decoder.transform is not self.transform:
             decoder = state.decoder = SampleDecoder(
-                state.files, self.layout, image=self.field, transform=self.transform,
+                state.files,
+                self.layout,
+                image=self.field,
+                transform=self.transform,
                 drop_empty_boxes=self.drop_empty_boxes,
                 where=functools.partial(_member_name, state.files),
-            )  # fmt: skip
+            )
         return decoder
 
     def _members(self, state: _Opened, i: int) -> PayloadOf:
@@ -472,9 +481,12 @@ class Dataset(ClosesOnExit):
         self._load(state, rows, indices, self.fields)
         try:
             columns = decoder.decode_batch(
-                rows, lambda i: self._members(state, i), self._draws(rows, epoch),
-                self._new_batch, state.shards.release,
-            )  # fmt: skip
+                rows,
+                lambda i: self._members(state, i),
+                self._draws(rows, epoch),
+                self._new_batch,
+                state.shards.release,
+            )
         finally:
             state.release(len(rows))
         return assemble_columns(decoder.layout, columns, rows, str(self.path), self.pad_value)

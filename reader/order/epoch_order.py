@@ -146,9 +146,13 @@ class _FlatGroups:
     what `QuotaOrder.samples` computes, at a cost that does not grow with the number of groups."""
 
     def __init__(
-        self, sizes: Positions, seeds: Positions, shuffle: bool, members: Positions,
+        self,
+        sizes: Positions,
+        seeds: Positions,
+        shuffle: bool,
+        members: Positions,
         starts: Positions,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.sizes, self.seeds, self.shuffle = sizes, seeds, shuffle
         self.members, self.starts = members, starts
 

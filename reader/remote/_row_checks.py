@@ -13,9 +13,15 @@ Rows = Mapping[str, npt.NDArray[np.generic]]
 
 
 def check_rows(
-    url: str, shard: int, first: int, rows: Rows, *, blob_sizes: Mapping[str, int],
-    shard_bytes: int, absent_allowed: bool,
-) -> None:  # fmt: skip
+    url: str,
+    shard: int,
+    first: int,
+    rows: Rows,
+    *,
+    blob_sizes: Mapping[str, int],
+    shard_bytes: int,
+    absent_allowed: bool,
+) -> None:
     """`rows` (section name -> the slice of shard `shard`, whose first sample is `first`): every
     `shard` entry is `shard`, `*.offsets` never decrease and stay inside their blob, and every
     member lies inside the shard's `shard_bytes` (but absent members, if `absent_allowed`)."""
@@ -35,8 +41,9 @@ def check_rows(
     for name in rows:
         if name.endswith(".offset"):
             stem = name[: -len(".offset")]
-            _check_members(where, first, stem, rows, shard_bytes=shard_bytes,
-                           absent_allowed=absent_allowed)  # fmt: skip
+            _check_members(
+                where, first, stem, rows, shard_bytes=shard_bytes, absent_allowed=absent_allowed
+            )
 
 
 def _check_offsets(

@@ -84,8 +84,16 @@ def fetch_dataset(
     files += [(s.name, s.bytes, s.sha256, s.crc32c) for s in manifest.shards]
     for name, size, sha256, crc32c in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        location.download(name, out / name, size=size, sha256=sha256, retry=retry,
-                          threads=threads, bulk=True, crc32c=crc32c)  # fmt: skip
+        location.download(
+            name,
+            out / name,
+            size=size,
+            sha256=sha256,
+            retry=retry,
+            threads=threads,
+            bulk=True,
+            crc32c=crc32c,
+        )
     for shard in manifest.shards:
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
     _copy_optional(location, REJECTS_NAME, out, retry)

@@ -227,10 +227,14 @@ class IndexRows:
         rows = {n: np.frombuffer(data[n], self._sections[n].dtype) for n in spans}
         blobs = {s: self._sections[f"{s}.blob"] for s in _ROW_STRINGS}
         check_rows(
-            self.url, shard, first, rows, shard_bytes=self._manifest.shards[shard].bytes,
+            self.url,
+            shard,
+            first,
+            rows,
+            shard_bytes=self._manifest.shards[shard].bytes,
             blob_sizes={s: b.elements for s, b in blobs.items()},
             absent_allowed=self._absent_allowed,
-        )  # fmt: skip
+        )
         blob_spans = {f"{s}.blob": b.span(*_ends(rows[f"{s}.offsets"])) for s, b in blobs.items()}
         data.update(self._get(blob_spans, f"shard {shard}"))
         for name, (start, _) in (spans | blob_spans).items():

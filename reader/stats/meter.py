@@ -52,8 +52,9 @@ class LoaderMeter:
         self.batches = self.samples = self.wait_ns = 0
         self._since: int | None = None  # start of the interval: the last stats(), or first next()
         self._last = (0, 0, 0)
-        self._last_rows: Rows = np.zeros((0 if self.block is None else self.block.rows, WIDTH),
-                                         np.int64)  # fmt: skip
+        self._last_rows: Rows = np.zeros(
+            (0 if self.block is None else self.block.rows, WIDTH), np.int64
+        )
 
     @classmethod
     def for_workers(cls, workers: int) -> LoaderMeter:
@@ -95,9 +96,9 @@ class LoaderMeter:
         now = perf_counter_ns()
         seconds = 0.0 if self._since is None else (now - self._since) * _NS
         batches, samples, wait_ns = (
-            a - b for a, b in zip((self.batches, self.samples, self.wait_ns), self._last,
-                                  strict=True)
-        )  # fmt: skip
+            a - b
+            for a, b in zip((self.batches, self.samples, self.wait_ns), self._last, strict=True)
+        )
         self._since, self._last = now, (self.batches, self.samples, self.wait_ns)
         workers: tuple[WorkerStats, ...] = ()
         if self.block is not None and self.workers is not None:

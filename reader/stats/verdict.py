@@ -28,15 +28,19 @@ FETCH_HINT = (
 def decode_hint(workers: int, cpus: int) -> str:
     """What to do when decoding is the limit, with `workers` decoding on `cpus` cores."""
     if workers < cpus:
-        return (f"add workers ({workers} of {cpus} cores in use) or decode on the GPU with "
-                f"DALI ({DALI_GPU})")  # fmt: skip
+        return (
+            f"add workers ({workers} of {cpus} cores in use) or decode on the GPU with "
+            f"DALI ({DALI_GPU})"
+        )
     return f"every core decodes already; decode on the GPU with DALI ({DALI_GPU})"
 
 
 def step_bound(wait_share: float) -> str:
     """The verdict when the trainer waits at most `TRAINER_WAIT_OK` of the time."""
-    return (f"the trainer waits {wait_share:.0%} of the time: data loading is not your "
-            "bottleneck; the training step is")  # fmt: skip
+    return (
+        f"the trainer waits {wait_share:.0%} of the time: data loading is not your "
+        "bottleneck; the training step is"
+    )
 
 
 def usable_cpus() -> int:

@@ -191,9 +191,11 @@ class StreamingDataset(ClosesOnExit, _Base):
         self.cache_limit = cache_limit
         # Shards fetched ahead of the one read: the user's `prefetch`, else chosen as the stream
         # goes (`PrefetchDepth`), up to one window ahead with a bounded cache, else two.
-        self.ahead_limit = prefetch if prefetch is not None else (
-            shuffle_window if cache_limit is not None else 2 * shuffle_window
-        )  # fmt: skip
+        self.ahead_limit = (
+            prefetch
+            if prefetch is not None
+            else (shuffle_window if cache_limit is not None else 2 * shuffle_window)
+        )
         self.drop_last = drop_last
         self.pad, self.pad_value = bool(pad), float(pad_value)
         self.drop_empty_boxes = bool(drop_empty_boxes)
@@ -272,8 +274,9 @@ class StreamingDataset(ClosesOnExit, _Base):
         )
         for name, ok, expected in checks:
             if not ok:
-                raise ValueError(f"StreamingDataset {name}={getattr(self, name)!r}: "
-                                 f"expected {expected}")  # fmt: skip
+                raise ValueError(
+                    f"StreamingDataset {name}={getattr(self, name)!r}: expected {expected}"
+                )
 
     def _check_cache_limit(self) -> None:
         if self.cache_limit is None or self._origin is None:
@@ -300,10 +303,12 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._origin is None or self.cache_limit is None:
             return None
         budget = rank_budget(
-            self.cache_limit, world=self.world_size, streams=max(1, workers),
+            self.cache_limit,
+            world=self.world_size,
+            streams=max(1, workers),
             working_shards=self.shuffle_window + self.ahead_limit,
             largest=max((s.bytes for s in self.manifest.shards), default=0),
-        )  # fmt: skip
+        )
         return budget if self._resident_of(self.world_size, budget) is not None else None
 
     def _resident_of(self, world: int, budget: int | None) -> list[Labels] | None:
@@ -314,9 +319,13 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._resident is None or self._resident[0] != (world, budget):
             sizes = np.array([s.bytes for s in self.manifest.shards], dtype=np.int64)
             resident = resident_shards(
-                self._counts, sizes, seed=self.seed, world=world, budget=budget,
+                self._counts,
+                sizes,
+                seed=self.seed,
+                world=world,
+                budget=budget,
                 span=self._span(world),
-            )  # fmt: skip
+            )
             self._resident = ((world, budget), resident if any(len(r) for r in resident) else None)
         return self._resident[1]
 
@@ -339,9 +348,13 @@ class StreamingDataset(ClosesOnExit, _Base):
             if not _has_size(root / name, size):
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 location.download(
-                    name, root / name, size=size, sha256=sha256, retry=retry,
+                    name,
+                    root / name,
+                    size=size,
+                    sha256=sha256,
+                    retry=retry,
                     threads=self.fetch.part_threads,
-                )  # fmt: skip
+                )
         self._index_rows = IndexRows(location, manifest, root)
         if not (root / MANIFEST_NAME).exists():
             tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
@@ -438,8 +451,12 @@ class StreamingDataset(ClosesOnExit, _Base):
         progress = self._segments
         if self._resume is not None:
             (stream, position), progress = self._resume, self._progress
-        state = {"epoch": self.epoch, "position": position, "stream": list(stream),
-                 "seed": self.seed}  # fmt: skip
+        state = {
+            "epoch": self.epoch,
+            "position": position,
+            "stream": list(stream),
+            "seed": self.seed,
+        }
         if progress is not None and progress.segments:
             state["segments"] = [list(s) for s in progress.segments]
             state["resident_budget"] = progress.resident_budget
@@ -491,13 +508,24 @@ class StreamingDataset(ClosesOnExit, _Base):
         order = None
         if resident is not None:
             order = resident_order(
-                self._counts, resident, seed=self.seed, epoch=self.epoch,
-                span=max(1, self._span(stream.world)), shuffle=self.shuffle,
-            )  # fmt: skip
+                self._counts,
+                resident,
+                seed=self.seed,
+                epoch=self.epoch,
+                span=max(1, self._span(stream.world)),
+                shuffle=self.shuffle,
+            )
         return stream_plan(
-            self._counts, stream, seed=self.seed, epoch=self.epoch, shuffle=self.shuffle,
-            window=self.shuffle_window, drop_last=self.drop_last, order=order, rows=self._rows,
-        )  # fmt: skip
+            self._counts,
+            stream,
+            seed=self.seed,
+            epoch=self.epoch,
+            shuffle=self.shuffle,
+            window=self.shuffle_window,
+            drop_last=self.drop_last,
+            order=order,
+            rows=self._rows,
+        )
 
     def _start_position(self, stream: Stream) -> int:
         if self._resume is None:
@@ -527,10 +555,13 @@ class StreamingDataset(ClosesOnExit, _Base):
             parts = plan.parts(start, plan.num_samples)
         else:
             parts = resumed_parts(
-                progress, stream, total=int(self._counts.sum()), drop_last=self.drop_last,
+                progress,
+                stream,
+                total=int(self._counts.sum()),
+                drop_last=self.drop_last,
                 plan_of=functools.partial(self._plan, budget=progress.resident_budget),
                 skip=start,
-            )  # fmt: skip
+            )
         return self._read(parts)
 
     def _read(self, parts: list[Part]) -> Iterator[Sample]:
@@ -557,9 +588,15 @@ class StreamingDataset(ClosesOnExit, _Base):
             shard_files = {c.shard: source.get(p) for c, p in zip(chunks, positions, strict=True)}
             ids = part.samples()
             yield locate_window(
-                files, ids, shard_files, positions, image=image, seed=self.seed,
-                epoch=self.epoch, draws=draws,
-            )  # fmt: skip
+                files,
+                ids,
+                shard_files,
+                positions,
+                image=image,
+                seed=self.seed,
+                epoch=self.epoch,
+                draws=draws,
+            )
             files.index.release()  # on to the next window: unmap the index pages read so far
             position += len(chunks)
 
@@ -608,18 +645,27 @@ class StreamingDataset(ClosesOnExit, _Base):
         files, _ = self._opened()
         decoder = None if self.layout.image_label else self._sample_decoder(files)
         return WindowReader(
-            path=self.path, files=files, layout=self.layout, image=self.field,
-            transform=self.transform, decoder=decoder,
-            allocate=self.batch_allocator or _new_array, pad_value=self.pad_value,
-        )  # fmt: skip
+            path=self.path,
+            files=files,
+            layout=self.layout,
+            image=self.field,
+            transform=self.transform,
+            decoder=decoder,
+            allocate=self.batch_allocator or _new_array,
+            pad_value=self.pad_value,
+        )
 
     def _sample_decoder(self, files: DatasetFiles) -> SampleDecoder:
         """This process's decoder of the fields asked for."""
         if self._decoder is None:
             self._decoder = sample_decoder(
-                self.path, files, self.layout, image=self.field, transform=self.transform,
+                self.path,
+                files,
+                self.layout,
+                image=self.field,
+                transform=self.transform,
                 drop_empty_boxes=self.drop_empty_boxes,
-            )  # fmt: skip
+            )
         return self._decoder
 
     def collate(self, samples: Sequence[Sample]) -> tuple[Any, ...]:
@@ -636,12 +682,15 @@ class StreamingDataset(ClosesOnExit, _Base):
             if self._remote_fs and self.io == "pread":
                 rows = self._rows  # a view's chunks number its rows: read ahead the rows they span
                 if rows is not None:
-                    chunks = [Chunk(c.shard, int(rows[c.start]), int(rows[c.stop - 1]) + 1)
-                              for c in chunks]  # fmt: skip
+                    chunks = [
+                        Chunk(c.shard, int(rows[c.start]), int(rows[c.stop - 1]) + 1)
+                        for c in chunks
+                    ]
                 readahead = ReadAhead(
-                    chunk_spans(self._opened()[0].index, chunks), depth=2 * self.shuffle_window,
+                    chunk_spans(self._opened()[0].index, chunks),
+                    depth=2 * self.shuffle_window,
                     threads=self.shuffle_window,
-                )  # fmt: skip
+                )
             return LocalShards(self.root, self.manifest, shards, self.io, readahead)
         cache = ShardCache(self._cache_root, self.cache_limit)
         resident = self.resident_shards(_worker_info()[1]) or []
@@ -652,10 +701,16 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self._index_rows is not None:  # the first window's rows (one shard) beside its download
             self._index_rows.fetch_ahead(shards[:1])
         return RemoteShards(
-            self._origin, self.manifest, cache, shards, depth=depth, io=self.io,
-            options=self.fetch, keep=keep,
+            self._origin,
+            self.manifest,
+            cache,
+            shards,
+            depth=depth,
+            io=self.io,
+            options=self.fetch,
+            keep=keep,
             before_open=None if self._index_rows is None else self._index_rows.ensure,
-        )  # fmt: skip
+        )
 
     def _opened(self) -> tuple[DatasetFiles, Labels]:
         """The dataset files and a plain view of the labels, opened once per process."""

@@ -189,9 +189,14 @@ def resumed_streams(
 
 
 def resumed_parts(
-    progress: EpochProgress, stream: Stream, *, total: int, drop_last: bool,
-    plan_of: Callable[[Stream], StreamPlan], skip: int = 0,
-) -> list[Part]:  # fmt: skip
+    progress: EpochProgress,
+    stream: Stream,
+    *,
+    total: int,
+    drop_last: bool,
+    plan_of: Callable[[Stream], StreamPlan],
+    skip: int = 0,
+) -> list[Part]:
     """What `stream` reads of what `progress`'s segments left of an epoch of `total` samples,
     less its first `skip` samples: runs of the windows of the first layout's streams, whose
     plans `plan_of` makes."""

@@ -40,10 +40,17 @@ class UrlOrigin:
 
     def fetch(self, info: ShardInfo, dest: Path, tmp: Path, options: FetchOptions) -> None:
         self.location.download(
-            info.name, dest, size=info.bytes, sha256=info.sha256, retry=options.retry,
-            part_bytes=options.part_bytes, threads=options.part_threads, tmp=tmp, bulk=True,
+            info.name,
+            dest,
+            size=info.bytes,
+            sha256=info.sha256,
+            retry=options.retry,
+            part_bytes=options.part_bytes,
+            threads=options.part_threads,
+            tmp=tmp,
+            bulk=True,
             crc32c=info.crc32c,
-        )  # fmt: skip
+        )
 
 
 class MountOrigin:
@@ -57,6 +64,11 @@ class MountOrigin:
 
     def fetch(self, info: ShardInfo, dest: Path, tmp: Path, options: FetchOptions) -> None:
         copy_file(
-            self.root / info.name, dest, size=info.bytes, tmp=tmp, retry=options.retry,
-            part_bytes=options.part_bytes, threads=options.part_threads,
-        )  # fmt: skip
+            self.root / info.name,
+            dest,
+            size=info.bytes,
+            tmp=tmp,
+            retry=options.retry,
+            part_bytes=options.part_bytes,
+            threads=options.part_threads,
+        )

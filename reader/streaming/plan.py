@@ -139,9 +139,17 @@ def span_chunks(order: IntArray, counts: IntArray, start: int, stop: int) -> lis
 
 
 def stream_plan(
-    counts: IntArray, stream: Stream, *, seed: int, epoch: int, shuffle: bool, window: int,
-    drop_last: bool, order: IntArray | None = None, rows: IntArray | None = None,
-) -> StreamPlan:  # fmt: skip
+    counts: IntArray,
+    stream: Stream,
+    *,
+    seed: int,
+    epoch: int,
+    shuffle: bool,
+    window: int,
+    drop_last: bool,
+    order: IntArray | None = None,
+    rows: IntArray | None = None,
+) -> StreamPlan:
     """The plan of `stream` in `epoch`; `counts[s]` is the number of samples of shard `s`.
     `order` replaces the epoch's seeded shard order (see `residency.resident_order`); `rows`:
     a view's rows, which the plan's positions number (`counts`: the view's rows per shard)."""
@@ -159,6 +167,10 @@ def stream_plan(
         starts.append(position)
         position += sum(c.stop - c.start for c in w)
     return StreamPlan(
-        seed=seed, epoch=epoch, shuffle=shuffle, windows=windows, window_starts=tuple(starts),
+        seed=seed,
+        epoch=epoch,
+        shuffle=shuffle,
+        windows=windows,
+        window_starts=tuple(starts),
         rows=rows,
-    )  # fmt: skip
+    )

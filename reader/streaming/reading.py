@@ -148,9 +148,12 @@ class WindowReader:
         rows = [w.ids[k] for w, k in samples]
         payloads = [self._payload(w, k) for w, k in samples]
         images = decode_same_size(
-            payloads, rows, self.allocate, self.path,
+            payloads,
+            rows,
+            self.allocate,
+            self.path,
             lambda k, e: self._decode_error(rows[k], e),
-        )  # fmt: skip
+        )
         _release({id(w.files[k]): w.files[k] for w, k in samples}.values())
         return images
 
@@ -160,9 +163,12 @@ class WindowReader:
         members = {w.ids[k]: self._members(w, k) for w, k in samples}  # one index: one sample
         decoded = iter([w.files[k] for w, k in samples])  # decode_batch goes in row order
         columns = decoder.decode_batch(
-            rows, members.__getitem__, [w.draws[k] for w, k in samples], self.allocate,
+            rows,
+            members.__getitem__,
+            [w.draws[k] for w, k in samples],
+            self.allocate,
             lambda: next(decoded).release(),
-        )  # fmt: skip
+        )
         return assemble_columns(self.layout, columns, rows, self.path, self.pad_value)
 
 
@@ -172,11 +178,20 @@ def _release(files: Iterable[ShardFile]) -> None:
 
 
 def sample_decoder(
-    path: str, files: DatasetFiles, layout: BatchLayout, *, image: str | None,
-    transform: Transform | None, drop_empty_boxes: bool,
-) -> SampleDecoder:  # fmt: skip
+    path: str,
+    files: DatasetFiles,
+    layout: BatchLayout,
+    *,
+    image: str | None,
+    transform: Transform | None,
+    drop_empty_boxes: bool,
+) -> SampleDecoder:
     """The decoder of the fields of `layout`, naming members as the streaming reader does."""
     return SampleDecoder(
-        files, layout, image=image, transform=transform, drop_empty_boxes=drop_empty_boxes,
+        files,
+        layout,
+        image=image,
+        transform=transform,
+        drop_empty_boxes=drop_empty_boxes,
         where=functools.partial(member_name, path, files),
-    )  # fmt: skip
+    )

@@ -52,9 +52,14 @@ def resident_shards(
 
 
 def resident_order(
-    counts: IntArray, resident: list[IntArray], *, seed: int, epoch: int, span: int,
+    counts: IntArray,
+    resident: list[IntArray],
+    *,
+    seed: int,
+    epoch: int,
+    span: int,
     shuffle: bool = True,
-) -> IntArray:  # fmt: skip
+) -> IntArray:
     """The epoch's shard order: rank `r`'s span (`[r * span, (r + 1) * span)`) holds all of
     `resident[r]`, the rest of it drawn from the other shards in a seeded random order
     (`shuffle=False`: in shard order, and nothing is shuffled)."""

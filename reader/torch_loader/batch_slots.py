@@ -220,8 +220,11 @@ def _arrived_fields(
     (sent as None) or as it came in a fresh block; the other columns as tensors."""
     token, slot, pid, rows = where
     state = _TRACKERS.get(token)
-    lent_columns = [k for k, (kind, v) in enumerate(zip(kinds, sent, strict=True))
-                    if kind == "slot" and v is None]  # fmt: skip
+    lent_columns = [
+        k
+        for k, (kind, v) in enumerate(zip(kinds, sent, strict=True))
+        if kind == "slot" and v is None
+    ]
     if lent_columns and state is None:
         raise RuntimeError(f"batch slot {slot} arrived in a process without its pool {token}")
     lent: dict[int, torch.Tensor] = {}

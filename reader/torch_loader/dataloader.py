@@ -149,10 +149,13 @@ class FastpackLoader(DataLoader[Any]):
         if not isinstance(sampler, EpochBatchSampler):
             return None
         self._progress = Progress(
-            epoch=sampler.dataset.epoch, start=sampler.begin(), batches=len(sampler),
-            batch_size=sampler.batch_size, world_size=sampler.world_size,
+            epoch=sampler.dataset.epoch,
+            start=sampler.begin(),
+            batches=len(sampler),
+            batch_size=sampler.batch_size,
+            world_size=sampler.world_size,
             length=len(sampler.epoch_order),
-        )  # fmt: skip
+        )
         return self._progress
 
     def state_dict(self) -> dict[str, Any]:
@@ -166,9 +169,12 @@ class FastpackLoader(DataLoader[Any]):
         else:  # no iteration of this epoch yet: where the next one starts
             position = sampler.start()
         return make_state(
-            identity=_identity(self.dataset), seed=sampler.seed, shuffle=sampler.shuffle,
-            epoch=epoch, position=position,
-        )  # fmt: skip
+            identity=_identity(self.dataset),
+            seed=sampler.seed,
+            shuffle=sampler.shuffle,
+            epoch=epoch,
+            position=position,
+        )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from `state_dict()`: set the dataset's epoch to the state's, and start the
@@ -176,10 +182,13 @@ class FastpackLoader(DataLoader[Any]):
         saved over another dataset, view, mix, seed or shuffle."""
         sampler = self._sampler()
         epoch, position = read_state(
-            state, identity=_identity(self.dataset), seed=sampler.seed,
-            shuffle=sampler.shuffle, length=len(sampler.epoch_order),
+            state,
+            identity=_identity(self.dataset),
+            seed=sampler.seed,
+            shuffle=sampler.shuffle,
+            length=len(sampler.epoch_order),
             where=f"{getattr(self.dataset, 'path', type(self.dataset).__name__)}",
-        )  # fmt: skip
+        )
         cast(Any, self.dataset).set_epoch(epoch)
         sampler.resume_at(epoch, position)
         self._progress = None
@@ -230,9 +239,12 @@ class StreamingLoader(FastpackLoader):
             resumed = EpochProgress(epoch=epoch, segments=(), resident_budget=budget)
         self._resumed = None
         self._reading = StreamingProgress(
-            epoch=epoch, resumed=resumed, world=dataset.world_size, workers=self.num_workers,
+            epoch=epoch,
+            resumed=resumed,
+            world=dataset.world_size,
+            workers=self.num_workers,
             batch_size=dataset.batch_size or 1,
-        )  # fmt: skip
+        )
         return self._reading
 
     def state_dict(self) -> dict[str, Any]:

@@ -78,9 +78,13 @@ def make_torch_loader(
     if num_workers is None:
         num_workers = min(8, os.cpu_count() or 1)
     read, options, generator_seed = _batching(
-        dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
+        dataset,
+        batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        drop_last=drop_last,
         workers=num_workers,
-    )  # fmt: skip
+    )
     streaming = isinstance(read, StreamingDataset)
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
@@ -135,7 +139,11 @@ def _batching(
         shuffle = dataset.shuffle if shuffle is None else shuffle
     seed = 0 if seed is None else seed
     sampler = EpochBatchSampler(
-        dataset, batch_size, shuffle=shuffle is not False, drop_last=bool(drop_last), seed=seed,
+        dataset,
+        batch_size,
+        shuffle=shuffle is not False,
+        drop_last=bool(drop_last),
+        seed=seed,
         ahead_stride=max(1, workers) if dataset.io == "pread" else 0,
-    )  # fmt: skip
+    )
     return dataset, {"batch_sampler": sampler}, seed

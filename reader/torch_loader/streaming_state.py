@@ -45,9 +45,10 @@ class StreamingProgress:
         """The epoch's progress now, this iteration's segment last."""
         segment = Segment(self.world, self.workers, self.batch_size, self.yielded)
         return EpochProgress(
-            epoch=self.epoch, segments=(*self.resumed.segments, segment),
+            epoch=self.epoch,
+            segments=(*self.resumed.segments, segment),
             resident_budget=self.resumed.resident_budget,
-        )  # fmt: skip
+        )
 
 
 def make_state(dataset: StreamingDataset, progress: EpochProgress) -> dict[str, Any]:
