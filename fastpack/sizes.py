@@ -21,6 +21,7 @@ _UNITS: dict[str, int] = {
     "tib": 2**40,
 }
 _PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+_STEP = 1024  # from one binary unit to the next
 
 
 def parse_size(text: str) -> int:
@@ -42,7 +43,7 @@ def format_size(size: int) -> str:
     """`size` bytes in the largest binary unit that keeps the number at least 1."""
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024:
+        if value < _STEP:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
+        value /= _STEP
     return f"{value:.1f} TiB"

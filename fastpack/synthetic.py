@@ -20,6 +20,7 @@ from .formats import FastpackError
 Image = npt.NDArray[np.uint8]
 SHAPES = ("disk", "square", "stripes", "ring")
 NOISE = 8  # pixel noise amplitude, in levels
+_MIN_SIDE = 8  # pixels
 
 
 def class_colour(label: int, classes: int) -> npt.NDArray[np.float32]:
@@ -76,10 +77,10 @@ def make_image_folder(
     seed: int = 0,
 ) -> Path:
     """Write `images` JPEGs into `root/<class>/<n>.jpg`, round-robin over `classes` classes."""
-    if images < 1 or classes < 1 or not 8 <= min_side <= max_side:
+    if images < 1 or classes < 1 or not _MIN_SIDE <= min_side <= max_side:
         raise FastpackError(
-            f"synthetic images: need images >= 1, classes >= 1 and 8 <= min_side <= max_side, "
-            f"got images={images}, classes={classes}, sides {min_side}..{max_side}"
+            f"synthetic images: need images >= 1, classes >= 1 and {_MIN_SIDE} <= min_side <= "
+            f"max_side, got images={images}, classes={classes}, sides {min_side}..{max_side}"
         )
     root = Path(root)
     rng = np.random.default_rng(seed)

@@ -15,32 +15,40 @@ _SHORT = 3
 _EXIF_HEADER = b"Exif\x00\x00"
 _APP1, _SOS, _EOI = 0xE1, 0xDA, 0xD9
 _STANDALONE = {0x01, 0xD8, *range(0xD0, 0xD8)}  # markers without a length field
+_MARKER_PREFIX = 0xFF  # every JPEG marker starts with it; repeated, it is fill
+_TIFF_HEADER_BYTES = 8  # byte order (2), magic (2), offset of IFD0 (4)
+_TIFF_MAGIC = 42
+_MAX_ORIENTATION = 8  # EXIF orientations are 1-8
 
 Pixels = npt.NDArray[np.uint8]
 
 
 def tiff_orientation(tiff: bytes | memoryview) -> int:
     """The Orientation tag (1-8) of IFD0 in a TIFF-structured EXIF blob; 1 when absent or bad."""
-    if len(tiff) < 8 or bytes(tiff[:2]) not in (b"II", b"MM"):
+    if len(tiff) < _TIFF_HEADER_BYTES or bytes(tiff[:2]) not in (b"II", b"MM"):
         return NO_ROTATION
     order = "<" if bytes(tiff[:2]) == b"II" else ">"
     magic, ifd = struct.unpack_from(order + "HI", tiff, 2)
-    if magic != 42 or ifd + 2 > len(tiff):
+    if magic != _TIFF_MAGIC or ifd + 2 > len(tiff):
         return NO_ROTATION
     (count,) = struct.unpack_from(order + "H", tiff, ifd)
     for entry in range(ifd + 2, min(ifd + 2 + 12 * count, len(tiff) - 11), 12):
         tag, kind, n, value = struct.unpack_from(order + "HHIH", tiff, entry)
         if tag == _ORIENTATION_TAG:
-            return value if kind == _SHORT and n == 1 and 1 <= value <= 8 else NO_ROTATION
+            return (
+                value
+                if kind == _SHORT and n == 1 and 1 <= value <= _MAX_ORIENTATION
+                else NO_ROTATION
+            )
     return NO_ROTATION
 
 
 def jpeg_orientation(data: bytes) -> int:
     """The EXIF orientation of a JPEG, found by walking its marker segments up to the scan."""
     view, pos = memoryview(data), 2
-    while pos + 4 <= len(view) and view[pos] == 0xFF:
+    while pos + 4 <= len(view) and view[pos] == _MARKER_PREFIX:
         marker = view[pos + 1]
-        if marker == 0xFF:  # fill byte
+        if marker == _MARKER_PREFIX:  # fill byte
             pos += 1
             continue
         if marker in _STANDALONE:

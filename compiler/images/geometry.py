@@ -23,6 +23,8 @@ _GRAY, _RGB, _PALETTE, _GRAY_ALPHA, _RGBA = 0, 2, 3, 4, 6
 _CHANNELS = {_GRAY: 1, _RGB: 3, _PALETTE: 1, _GRAY_ALPHA: 2, _RGBA: 4}
 _KEPT_CHUNKS = (b"PLTE", b"tRNS")
 _ZLIB_LEVEL = 6
+_GRAY_NDIM = 2  # OpenCV decodes one channel to a 2-D array
+_BYTE_DEPTH, _WIDE_DEPTH = 8, 16  # bits per sample
 
 Samples = npt.NDArray[Any]
 
@@ -76,7 +78,7 @@ def _palette_indices(pixels: Samples, chunks: dict[bytes, bytes]) -> Samples:
     alpha[: len(trns)] = trns
     keys = plte[:, 0] << 24 | plte[:, 1] << 16 | plte[:, 2] << 8 | alpha
     p = pixels.astype(np.uint32)
-    a = p[..., 3] if p.shape[-1] == 4 else np.uint32(255)
+    a = p[..., 3] if p.shape[-1] == _CHANNELS[_RGBA] else np.uint32(255)
     found = p[..., 2] << 24 | p[..., 1] << 16 | p[..., 0] << 8 | a
     unique, first = np.unique(keys, return_index=True)
     at = np.minimum(np.searchsorted(unique, found), max(len(unique) - 1, 0))
@@ -88,7 +90,7 @@ def _palette_indices(pixels: Samples, chunks: dict[bytes, bytes]) -> Samples:
 
 def _samples(pixels: Samples, depth: int, color: int, chunks: dict[bytes, bytes]) -> Samples:
     """The PNG's own samples (gray, gray+alpha, RGB, RGBA or palette index) from OpenCV's decode."""
-    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+    channels = 1 if pixels.ndim == _GRAY_NDIM else pixels.shape[2]
     if color == _PALETTE:
         if channels not in (3, 4):
             raise MaskError(f"palette PNG decoded to {channels} channels")
@@ -97,7 +99,9 @@ def _samples(pixels: Samples, depth: int, color: int, chunks: dict[bytes, bytes]
     if channels != wanted:
         raise MaskError(f"PNG of color type {color} decoded to {channels} channels")
     if color == _GRAY:
-        return pixels if depth >= 8 else pixels // (255 // (2**depth - 1))  # undo the expansion
+        return (
+            pixels if depth >= _BYTE_DEPTH else pixels // (255 // (2**depth - 1))
+        )  # undo the expansion
     if color == _GRAY_ALPHA:
         return np.dstack([pixels[..., 0], pixels[..., 3]])
     return np.ascontiguousarray(pixels[..., [2, 1, 0, 3][:channels]])  # BGR(A) -> RGB(A)
@@ -106,10 +110,10 @@ def _samples(pixels: Samples, depth: int, color: int, chunks: dict[bytes, bytes]
 def _row_bytes(samples: Samples, depth: int) -> npt.NDArray[np.uint8]:
     """Each row's bytes as the PNG stores them (big-endian, sub-byte samples packed)."""
     height = samples.shape[0]
-    if depth == 16:
+    if depth == _WIDE_DEPTH:
         return samples.astype(">u2").view(np.uint8).reshape(height, -1)
     flat = samples.astype(np.uint8).reshape(height, -1)
-    if depth == 8:
+    if depth == _BYTE_DEPTH:
         return flat
     per_byte = 8 // depth
     padded = np.zeros((height, -(-flat.shape[1] // per_byte) * per_byte), np.uint8)

@@ -32,6 +32,9 @@ _MAX_COMPONENTS, _MAX_SCAN_COMPONENTS = 4, 4
 # pieces); a crafted file of millions of tiny ones would take seconds to walk.
 MAX_SEGMENTS = 10_000
 _PRECISIONS = frozenset({8, 12, 16})  # 16: lossless (SOF3) only, as libjpeg-turbo reads
+_LENGTH_BYTES = 2  # a segment's big-endian length, which counts these two bytes
+# length, precision, height, width, component count; then 3 bytes per component
+_FRAME_HEADER_BYTES = 8
 
 
 class JpegStructureError(FastpackError, ValueError):
@@ -67,7 +70,7 @@ def _segment_end(data: bytes, at: int, code: int) -> int:
             f"at byte {len(data)})"
         )
     length = int.from_bytes(data[at + 2 : at + 4], "big")
-    if length < 2:
+    if length < _LENGTH_BYTES:
         raise JpegStructureError(f"the {_name(code)} segment at offset {at} has length {length}")
     if at + 2 + length > len(data):
         raise JpegStructureError(
@@ -80,8 +83,10 @@ def _segment_end(data: bytes, at: int, code: int) -> int:
 def _parse_frame(data: bytes, at: int, code: int) -> JpegFrame:
     """The SOF segment at `at`: precision, a non-zero size, 1-4 components, a matching length."""
     length = int.from_bytes(data[at + 2 : at + 4], "big")
-    if length < 8:
-        raise JpegStructureError(f"the frame header at offset {at} is {length} bytes, under 8")
+    if length < _FRAME_HEADER_BYTES:
+        raise JpegStructureError(
+            f"the frame header at offset {at} is {length} bytes, under {_FRAME_HEADER_BYTES}"
+        )
     precision, height, width, components = (
         data[at + 4],
         int.from_bytes(data[at + 5 : at + 7], "big"),
@@ -95,8 +100,8 @@ def _parse_frame(data: bytes, at: int, code: int) -> JpegFrame:
         problem = f"a size of {width} x {height} pixels"
     elif not 1 <= components <= _MAX_COMPONENTS:
         problem = f"{components} components"
-    elif length != 8 + 3 * components:
-        problem = f"length {length} for {components} components (expected {8 + 3 * components})"
+    elif length != (expected := _FRAME_HEADER_BYTES + 3 * components):
+        problem = f"length {length} for {components} components (expected {expected})"
     if problem:
         raise JpegStructureError(f"the frame header ({_name(code)}) at offset {at} gives {problem}")
     return JpegFrame(marker=code, height=height, width=width, components=components)
@@ -105,7 +110,7 @@ def _parse_frame(data: bytes, at: int, code: int) -> JpegFrame:
 def _check_scan_header(data: bytes, at: int, frame: JpegFrame) -> None:
     """The SOS segment at `at`: 1-4 components (no more than the frame's), a matching length."""
     length = int.from_bytes(data[at + 2 : at + 4], "big")
-    count = data[at + 4] if length >= 3 else 0
+    count = data[at + 4] if length >= _LENGTH_BYTES + 1 else 0
     if not 1 <= count <= min(_MAX_SCAN_COMPONENTS, frame.components):
         raise JpegStructureError(
             f"the scan header at offset {at} names {count} components (the frame has "

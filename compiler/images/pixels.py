@@ -9,6 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 Pixels = npt.NDArray[np.uint8]
+_GRAY_NDIM = 2  # OpenCV decodes one channel to a 2-D array
+_BGR, _BGRA = 3, 4  # channel counts
 
 
 def fit_within(height: int, width: int, max_side: int | None) -> tuple[int, int]:
@@ -49,11 +51,11 @@ def over_white(bgra: Pixels) -> Pixels:
 
 def bgr_any_to_rgb(pixels: Pixels) -> Pixels | None:
     """RGB from OpenCV's gray, BGR or BGRA layouts; None for other channel counts."""
-    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+    channels = 1 if pixels.ndim == _GRAY_NDIM else pixels.shape[2]
     if channels == 1:
         return cast(Pixels, cv2.cvtColor(pixels.reshape(pixels.shape[:2]), cv2.COLOR_GRAY2RGB))
-    if channels == 4:
+    if channels == _BGRA:
         pixels = over_white(pixels)
-    elif channels != 3:
+    elif channels != _BGR:
         return None
     return cast(Pixels, cv2.cvtColor(pixels, cv2.COLOR_BGR2RGB))

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 CHUNK_BYTES = 1 << 22  # blob bytes matched at once: bounds the arrays, keeps them in cache
 SAMPLE = 256  # places where the pass rate of each test is measured, to order them
+_ASCII_END = 128  # bytes from here on are not ASCII
 
 Bools = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
@@ -60,7 +61,7 @@ def _literal(byte: int) -> _Test:
 def _set_test(text: str) -> _Test:
     """`[...]` as `fnmatch` reads it, tested on each ASCII character."""
     regex = re.compile(fnmatch.translate(text))
-    table = np.array([k < 128 and regex.match(chr(k)) is not None for k in range(256)])
+    table = np.array([k < _ASCII_END and regex.match(chr(k)) is not None for k in range(256)])
     return _Test(table, None)
 
 
@@ -126,8 +127,8 @@ def glob_mask(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], patt
 def _match(blob: npt.NDArray[np.uint8], starts: Ints, ends: Ints, glob: Glob) -> Bools:
     mask = np.zeros(len(starts), np.bool_)
     mask[_matching(blob, starts, ends, glob.segments, glob.starred)] = True
-    if not glob.ascii_exact and blob.size and blob.max() >= 128:
-        wide = np.unique(np.searchsorted(ends, np.flatnonzero(blob >= 128), "right"))
+    if not glob.ascii_exact and blob.size and blob.max() >= _ASCII_END:
+        wide = np.unique(np.searchsorted(ends, np.flatnonzero(blob >= _ASCII_END), "right"))
         regex = re.compile(fnmatch.translate(glob.pattern))
         for row in wide.tolist():
             text = bytes(blob[starts[row] : ends[row]]).decode("utf-8", "surrogateescape")

@@ -25,6 +25,8 @@ Image = npt.NDArray[np.uint8]
 
 MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_COLOR_NDIM = 3  # height, width, channels
+_BGR = 3  # channels
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +54,8 @@ def decode_png(data: JpegData) -> npt.NDArray[np.generic]:
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ValueError("not a PNG that OpenCV decodes")
-    if image.ndim == 3 and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
-        code = cv2.COLOR_BGR2RGB if image.shape[2] == 3 else cv2.COLOR_BGRA2RGBA
+    if image.ndim == _COLOR_NDIM and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
+        code = cv2.COLOR_BGR2RGB if image.shape[2] == _BGR else cv2.COLOR_BGRA2RGBA
         image = cv2.cvtColor(image, code)
     decoded: npt.NDArray[np.generic] = image
     return decoded

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from .decode import Box
 
 AnyArray = npt.NDArray[Any]
+_BOXES_NDIM, _BOX_COORDS = 2, 4  # boxes are an (n, 4) array
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def crop_boxes(boxes: AnyArray, crop: Crop, *, drop_empty: bool = True) -> AnyAr
     output. Boxes left with no area are dropped (`drop_empty`, so that every box is visible) or
     kept with zero width or height (so that they stay paired with per-box values stored
     elsewhere). Floating-point boxes keep their dtype; others come back as float32."""
-    if boxes.ndim != 2 or boxes.shape[1] != 4:
+    if boxes.ndim != _BOXES_NDIM or boxes.shape[1] != _BOX_COORDS:
         raise ValueError(f"boxes are N x 4 (x0, y0, x1, y1), got shape {boxes.shape}")
     dtype = boxes.dtype if boxes.dtype.kind == "f" else np.dtype(np.float32)
     out_h, out_w = crop.output_shape

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+_ONE_IMAGE_DIMS = 3  # (channels, height, width); a batch has 4
 
 
 def to_float(
@@ -38,7 +39,7 @@ def to_float(
             f"expected a uint8 (B, H, W, C) or (H, W, C) tensor, got {images.dtype} "
             f"{tuple(images.shape)}"
         )
-    if images.dim() == 3:
+    if images.dim() == _ONE_IMAGE_DIMS:
         single = to_float(
             images[None], mean=mean, std=std, device=device, channels_last=channels_last
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 STATE_FORMAT = "fastpack-loader-state"
 STATE_VERSION = 1
+_MAX_MESSAGE = 120  # characters of a value quoted in an error message
 
 
 @dataclass
@@ -113,6 +114,6 @@ def describe(identity: Any) -> str:
 
 
 def short(value: Any) -> str:
-    """`repr(value)`, cut to 120 characters for an error message."""
+    """`repr(value)`, cut to _MAX_MESSAGE characters for an error message."""
     text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."

@@ -125,12 +125,13 @@ def time_shares(workers: tuple[WorkerStats, ...], seconds: float) -> dict[str, f
 def _size(nbytes: int | None) -> str:
     if nbytes is None:
         return "-"
-    if nbytes < 1024:
+    if nbytes < _STEP:
         return f"{nbytes} B"
-    value, unit = nbytes / 1024, 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value, unit = value / 1024, unit + 1
+    value, unit = nbytes / _STEP, 0
+    while value >= _STEP and unit < len(_UNITS) - 1:
+        value, unit = value / _STEP, unit + 1
     return f"{value:,.1f} {_UNITS[unit]}"
 
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
+_STEP = 1024  # from one binary unit to the next
