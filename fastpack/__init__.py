@@ -10,7 +10,7 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from .formats.errors import FastpackError
+from .formats import FastpackError
 
 if TYPE_CHECKING:
     from .compiler import (

@@ -23,6 +23,7 @@ from .errors import (
     ViewMismatchError,
 )
 from .example import Feature, encode_example, parse_example
+from .example import Kind as FeatureKind
 from .field_codec import FieldCodec, decode_value, encode_value, train_dictionary
 from .field_types import (
     FieldTypeDef,
@@ -32,11 +33,13 @@ from .field_types import (
     unregister_field_type,
 )
 from .index import ABSENT, Index, IndexPart, IndexWriter, Section, section_table, table_size
+from .index import HEADER_SIZE as INDEX_HEADER_SIZE
 from .layout import (
     INDEX_NAME,
     MANIFEST_NAME,
     REJECTS_NAME,
     SHARD_FORMATS,
+    SHARD_SUFFIXES,
     SHARDS_DIR,
     key_width,
     sample_key,
@@ -57,9 +60,12 @@ from .manifest import (
 )
 from .schema import (
     DICTIONARY_DIR,
+    EXTENSION_TYPES,
     FIELD_TYPES,
     IMAGE_TYPE,
     LABEL_TYPE,
+    MAX_FIELD_NAME,
+    NDARRAY_DTYPES,
     V1_SCHEMA,
     ZSTD_SUFFIX,
     Dictionary,
@@ -78,9 +84,12 @@ from .string_table import pack_strings, string_at, unpack_strings
 from .tar_shard import MemberLocation, TarShardWriter, check_key, member_header, scan_members
 from .tfrecord import (
     FIELD_PREFIX,
+    FORMAT_FEATURE,
+    HEIGHT_FEATURE,
     IMAGE_FEATURE,
     KEY_FEATURE,
     LABEL_FEATURE,
+    WIDTH_FEATURE,
     RecordProblem,
     RecordShardWriter,
     RecordSpan,
@@ -91,6 +100,8 @@ from .tfrecord import (
     read_records,
     scan_records,
 )
+from .tfrecord import FOOTER_BYTES as RECORD_FOOTER_BYTES
+from .tfrecord import HEADER_BYTES as RECORD_HEADER_BYTES
 from .view import (
     VIEW_SUFFIX,
     VIEWS_DIR,
@@ -115,21 +126,31 @@ __all__ = [
     "ABSENT",
     "DEFAULT_FIELDS",
     "DICTIONARY_DIR",
+    "EXTENSION_TYPES",
     "FIELD_PREFIX",
     "FIELD_TYPES",
+    "FORMAT_FEATURE",
+    "HEIGHT_FEATURE",
     "IMAGE_FEATURE",
     "IMAGE_TYPE",
+    "INDEX_HEADER_SIZE",
     "INDEX_NAME",
     "KEY_FEATURE",
     "LABEL_FEATURE",
     "LABEL_TYPE",
     "MANIFEST_NAME",
+    "MAX_FIELD_NAME",
+    "NDARRAY_DTYPES",
+    "RECORD_FOOTER_BYTES",
+    "RECORD_HEADER_BYTES",
     "REJECTS_NAME",
     "SHARDS_DIR",
     "SHARD_FORMATS",
+    "SHARD_SUFFIXES",
     "V1_SCHEMA",
     "VIEWS_DIR",
     "VIEW_SUFFIX",
+    "WIDTH_FEATURE",
     "ZSTD_SUFFIX",
     "AbsentFieldError",
     "BadMagicError",
@@ -140,6 +161,7 @@ __all__ = [
     "Dictionary",
     "FastpackError",
     "Feature",
+    "FeatureKind",
     "FieldCodec",
     "FieldSpec",
     "FieldType",

@@ -144,6 +144,9 @@ def _optional_crc32c(data: dict[str, Any], where: str) -> int | None:
     return value
 
 
+_SCHEMA_VERSION = 2  # manifests from this version on hold a `schema`
+
+
 def parse_manifest(data: Any, source: str) -> Manifest:
     """Validate decoded JSON and build a `Manifest`; `source` names the file in errors."""
     if not isinstance(data, dict):
@@ -162,7 +165,7 @@ def parse_manifest(data: Any, source: str) -> Manifest:
     fields = tuple(_require(data, "fields", list, source))
     if not all(isinstance(f, str) for f in fields):
         raise ManifestError(f"{source}: 'fields' should be a list of strings")
-    if version >= 2:
+    if version >= _SCHEMA_VERSION:
         schema = parse_schema(_require(data, "schema", list, source), source)
     else:
         try:
@@ -187,10 +190,15 @@ def parse_manifest(data: Any, source: str) -> Manifest:
     return manifest
 
 
-def _manifest(
-    data: Mapping[str, Any], source: str, *, version: int, fields: tuple[str, ...],
-    schema: Schema, shards: tuple[ShardInfo, ...],
-) -> Manifest:  # fmt: skip
+def _manifest(  # noqa: PLR0913 (the parts parse_manifest has checked, by keyword)
+    data: Mapping[str, Any],
+    source: str,
+    *,
+    version: int,
+    fields: tuple[str, ...],
+    schema: Schema,
+    shards: tuple[ShardInfo, ...],
+) -> Manifest:
     return Manifest(
         version=version,
         schema=schema,

@@ -68,11 +68,18 @@ def feature_name(schema: Schema, field: str) -> str:
     return FIELD_PREFIX + field
 
 
+_PNG_SIZE_END = 24  # a PNG's width and height end at byte 24 (its IHDR chunk's first 8 bytes)
+
+
 def image_size(data: bytes, image_type: str) -> tuple[int, int]:
     """`(height, width)` from an image's header: a JPEG's frame header or a PNG's IHDR;
     FieldValueError for bytes that do not start like one."""
     if image_type == "png":
-        if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        if (
+            len(data) < _PNG_SIZE_END
+            or not data.startswith(PNG_SIGNATURE)
+            or data[12:16] != b"IHDR"
+        ):
             raise FieldValueError(
                 f"not a PNG with its IHDR chunk first ({len(data)} bytes, starting {data[:16]!r})"
             )

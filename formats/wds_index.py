@@ -32,11 +32,14 @@ def format_wds_index(samples: Sequence[Sequence[MemberLocation]]) -> str:
     return join_wds_index([wds_index_line(members) for members in samples])
 
 
+_HEAD_WORDS = 2  # the first line: the version tag and the number of samples
+
+
 def parse_wds_index(text: str, source: str) -> list[list[MemberLocation]]:
     """Members of every sample listed by an index text; `source` names the file in errors."""
     lines = text.splitlines()
     head = lines[0].split() if lines else []
-    if len(head) != 2 or not head[1].isdigit():
+    if len(head) != _HEAD_WORDS or not head[1].isdigit():
         raise ShardFormatError(f"{source}: first line should be 'v1.2 <samples>', found {head}")
     if head[0] != VERSION_TAG:
         raise UnsupportedVersionError(f"{source}: index version {head[0]!r}, supported: v1.2")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,19 @@ def test_every_error_is_reachable_from_the_top_package() -> None:
         error = getattr(fastpack, name)
         assert issubclass(error, FastpackError), name
         assert name in fastpack.__all__
+
+
+FORMATS_SUBMODULE = re.compile(
+    r"^\s*from\s+(?:fastpack\.formats\.|\.+formats\.)\w+|^\s*import\s+fastpack\.formats\.\w+", re.M
+)
+
+
+def test_formats_is_imported_through_its_exports() -> None:
+    """Outside formats/, code imports `fastpack.formats`, never one of its modules."""
+    reaching = [
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for part in ("compiler", "reader", "storage", "fastpack")
+        for path in sorted((ROOT / part).rglob("*.py"))
+        for match in FORMATS_SUBMODULE.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert reaching == [], "import these names from fastpack.formats:\n" + "\n".join(reaching)

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastpack.formats import V1_SCHEMA, FastpackError, FieldSpec, FieldType, Schema
-from fastpack.formats.schema import EXTENSION_TYPES
+from fastpack.formats import EXTENSION_TYPES, V1_SCHEMA, FastpackError, FieldSpec, FieldType, Schema
 
 from ..build_schema import BuildSchema
 from ..errors import SourceError

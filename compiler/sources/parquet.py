@@ -50,8 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from fastpack.formats import FieldSpec, Schema
-from fastpack.formats.schema import MAX_FIELD_NAME, NDARRAY_DTYPES
+from fastpack.formats import MAX_FIELD_NAME, NDARRAY_DTYPES, FieldSpec, Schema
 
 from ..build_schema import BuildSchema
 from ..errors import SourceError

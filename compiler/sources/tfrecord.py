@@ -52,9 +52,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
-from fastpack.formats import ShardFormatError
-from fastpack.formats.example import parse_example
-from fastpack.formats.tfrecord import FIELD_PREFIX, RecordProblem
+from fastpack.formats import FIELD_PREFIX, RecordProblem, ShardFormatError, parse_example
 
 from .labels import LabelTable
 from .left_out import warn_left_out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlparse
 
-from fastpack.formats.tfrecord import RecordProblem, RecordSpan, scan_records
+from fastpack.formats import RecordProblem, RecordSpan, scan_records
 
 from ..errors import SourceError
 from .wds_urls import expand, is_local, is_wds_url, local_path, open_remote, scheme, shard_name

@@ -12,9 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from fastpack.formats import ZSTD_SUFFIX, FieldSpec, Schema, type_of_extension
-from fastpack.formats.example import Feature, Kind
-from fastpack.formats.tfrecord import (
+from fastpack.formats import (
     FIELD_PREFIX,
     FORMAT_FEATURE,
     HEIGHT_FEATURE,
@@ -22,7 +20,13 @@ from fastpack.formats.tfrecord import (
     KEY_FEATURE,
     LABEL_FEATURE,
     WIDTH_FEATURE,
+    ZSTD_SUFFIX,
+    Feature,
+    FieldSpec,
+    Schema,
+    type_of_extension,
 )
+from fastpack.formats import FeatureKind as Kind
 
 from ..build_schema import BuildSchema
 from ..errors import SourceError

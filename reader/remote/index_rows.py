@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
+    INDEX_HEADER_SIZE,
     INDEX_NAME,
     MANIFEST_NAME,
     CorruptIndexError,
@@ -43,7 +44,6 @@ from fastpack.formats import (
     section_table,
     table_size,
 )
-from fastpack.formats.index import HEADER_SIZE
 from fastpack.storage import Location
 
 from ._row_checks import check_rows
@@ -120,8 +120,8 @@ class IndexRows:
             )
         self._absent_allowed = self._open_checked().version > 1
         with self.path.open("rb") as f:  # the table, checked by opening
-            header = f.read(HEADER_SIZE)
-            self._sections = section_table(header + f.read(table_size(header) - HEADER_SIZE))
+            header = f.read(INDEX_HEADER_SIZE)
+            self._sections = section_table(header + f.read(table_size(header) - INDEX_HEADER_SIZE))
 
     def _fetch_head(self) -> bytes:
         """The header and section table (and whatever else the first GET brings)."""

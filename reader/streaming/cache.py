@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastpack.formats.layout import SHARD_SUFFIXES
+from fastpack.formats import SHARD_SUFFIXES
 from fastpack.storage.download import final_name, temp_name
 
 PART_SUFFIX = ".part"

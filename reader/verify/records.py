@@ -27,7 +27,8 @@ from fastpack.formats import (
     parse_example,
     scan_records,
 )
-from fastpack.formats.tfrecord import FOOTER_BYTES, HEADER_BYTES
+from fastpack.formats import RECORD_FOOTER_BYTES as FOOTER_BYTES
+from fastpack.formats import RECORD_HEADER_BYTES as HEADER_BYTES
 
 from .members import Rows, present, where
 
