@@ -53,7 +53,10 @@ class FieldTypeDef:
     - `image`: members are images the reader decodes to pixels (its decoders are in
       reader/fields/images.py); `batch`: how a reader batches it (`Batch`); `batch_dtype`: the
       dtype of its arrays in a batch when the spec names none; `dali`: what the DALI reader
-      returns for it (`Dali`)."""
+      returns for it (`Dali`);
+    - for list files: `file_value`: a text value names the file that holds the member's bytes;
+      `blank_value`: a blank text value is a value (not an absent member); `extension`: the
+      member extension of a field inferred from a column of the type (None: none inferred)."""
 
     name: str
     encode: Encode
@@ -69,6 +72,9 @@ class FieldTypeDef:
     batch: Batch = "object"
     batch_dtype: str | None = None
     dali: Dali = "bytes"
+    file_value: bool = False
+    blank_value: bool = False
+    extension: str | None = None
 
     def encode_all(self, values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
         """Each value's member bytes, or the FieldValueError that says why it does not fit."""

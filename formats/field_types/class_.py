@@ -51,4 +51,5 @@ CLASS = FieldTypeDef(
     batch="scalar",
     batch_dtype="<i8",
     dali="class",
+    extension="cls",
 )

@@ -80,4 +80,5 @@ CLASS_IDS = FieldTypeDef(
     classes=True,
     batch="ragged",
     batch_dtype="<i8",
+    extension="json",
 )

@@ -8,5 +8,9 @@ from .images import image_encoder
 JPEG_SIGNATURE = b"\xff\xd8"
 
 JPEG = FieldTypeDef(
-    name="jpeg", encode=image_encoder(JPEG_SIGNATURE, "JPEG"), image=True, batch="image"
+    name="jpeg",
+    encode=image_encoder(JPEG_SIGNATURE, "JPEG"),
+    image=True,
+    batch="image",
+    file_value=True,
 )

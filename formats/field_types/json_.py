@@ -79,4 +79,6 @@ JSON = FieldTypeDef(
     encode_column=_encode_column,
     parse_cell=_parse_cell,
     compressible=True,
+    blank_value=True,
+    extension="json",
 )

@@ -112,4 +112,5 @@ NDARRAY = FieldTypeDef(
     shaped=True,
     geometries=("boxes",),
     batch="shaped",
+    extension="npy",
 )

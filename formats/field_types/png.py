@@ -13,4 +13,5 @@ PNG = FieldTypeDef(
     geometries=("mask",),
     image=True,
     batch="image",
+    file_value=True,
 )

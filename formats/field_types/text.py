@@ -53,5 +53,11 @@ def _decode(data: bytes, spec: FieldSpec) -> Any:
 
 
 TEXT = FieldTypeDef(
-    name="text", encode=_encode, decode=_decode, encode_column=_encode_column, compressible=True
+    name="text",
+    encode=_encode,
+    decode=_decode,
+    encode_column=_encode_column,
+    compressible=True,
+    blank_value=True,
+    extension="txt",
 )

@@ -69,3 +69,16 @@ def test_the_registry_says_how_each_type_is_read() -> None:
     assert field_type("class").dali == "class"
     batches = {field_type(t).batch for t in FIELD_TYPES}
     assert batches == {"image", "scalar", "ragged", "shaped", "object"}
+
+
+def test_the_registry_says_how_a_list_file_fills_each_type() -> None:
+    assert [t for t in FIELD_TYPES if field_type(t).file_value] == ["jpeg", "png", "raw"]
+    assert [t for t in FIELD_TYPES if field_type(t).blank_value] == ["text", "json"]
+    extensions = {t: field_type(t).extension for t in FIELD_TYPES if field_type(t).extension}
+    assert extensions == {
+        "class": "cls",
+        "class_ids": "json",
+        "ndarray": "npy",
+        "text": "txt",
+        "json": "json",
+    }
