@@ -45,7 +45,7 @@ def _copy_part(source: Path, fd_out: int, start: int, stop: int) -> None:
         os.close(fd_in)
 
 
-def copy_file(
+def copy_file(  # noqa: PLR0913 (public API: keyword options with defaults)
     source: Path,
     dest: Path,
     *,

@@ -124,7 +124,7 @@ def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -
         )
 
 
-def _fetch_into(
+def _fetch_into(  # noqa: PLR0913 (keyword-only: the transfer settings of download)
     target: _Target,
     size: int,
     make: Callable[[], _Hash],
@@ -156,7 +156,7 @@ def _fetch_into(
     return digest.hexdigest(size)
 
 
-def download(
+def download(  # noqa: PLR0913 (keyword-only: one object's expected size, digests and transfer settings)
     reads: RangeChunks,
     path: str,
     dest: Path,

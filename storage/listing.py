@@ -21,7 +21,7 @@ Call = Callable[[str, Callable[[], T]], T]  # a call retried, named for its erro
 PAGE_SIZE = 1000  # S3's maximum keys per ListObjectsV2 page
 
 
-def _s3_pages(
+def _s3_pages(  # noqa: PLR0913 (keyword-only: one S3 list call's parameters)
     fs: Any, path: str, call: Call[Any], *, delimiter: bool, start_after: str, page_size: int
 ) -> Iterator[dict[str, Any]]:
     """The ListObjectsV2 responses for the keys that start with the key of `path`."""

@@ -209,7 +209,7 @@ class Location:
             None,
         )
 
-    def download(
+    def download(  # noqa: PLR0913 (public API: keyword options with defaults)
         self,
         name: str,
         dest: Path,

@@ -132,7 +132,7 @@ def decode_window(
     return image[top:bottom, left:right]
 
 
-def render(
+def render(  # noqa: PLR0913 (one crop's inputs; the flags are keyword options)
     data: JpegData,
     size: tuple[int, int],
     box: Box,

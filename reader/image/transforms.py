@@ -142,7 +142,7 @@ class RandomResizedCrop:
 
     draws = _DRAWS
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (torchvision's RandomResizedCrop arguments, plus keyword options)
         self,
         size: Size,
         scale: tuple[float, float] = (0.08, 1.0),

@@ -53,7 +53,7 @@ def make_state(
     }
 
 
-def read_state(
+def read_state(  # noqa: PLR0913 (every part of the identity a state is checked against, by keyword)
     state: Mapping[str, Any],
     *,
     identity: Mapping[str, Any],

@@ -12,7 +12,7 @@ from fastpack.formats import ABSENT, CorruptIndexError
 Rows = Mapping[str, npt.NDArray[np.generic]]
 
 
-def check_rows(
+def check_rows(  # noqa: PLR0913 (one shard's rows and what they are checked against, by keyword)
     url: str,
     shard: int,
     first: int,
@@ -63,7 +63,7 @@ def _check_offsets(
         )
 
 
-def _check_members(
+def _check_members(  # noqa: PLR0913 (check_rows' context for one sample, by keyword)
     where: str, first: int, stem: str, rows: Rows, *, shard_bytes: int, absent_allowed: bool
 ) -> None:
     offset, size = rows[f"{stem}.offset"], rows[f"{stem}.size"]

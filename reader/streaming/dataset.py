@@ -159,7 +159,7 @@ class StreamingDataset(ClosesOnExit, _Base):
     closes them when it is exhausted, closed or garbage-collected.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (public API: keyword options with defaults)
         self,
         path: str | os.PathLike[str],
         *,

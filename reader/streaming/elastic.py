@@ -188,7 +188,7 @@ def resumed_streams(
     return streams
 
 
-def resumed_parts(
+def resumed_parts(  # noqa: PLR0913 (keyword-only: what a resumed epoch is re-planned from)
     progress: EpochProgress,
     stream: Stream,
     *,

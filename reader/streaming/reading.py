@@ -50,7 +50,7 @@ class WindowReader:
     field through `decoder`. Batch arrays come from `allocate`; `pad_value` pads batches of
     variable-length arrays."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword-only: the reader's collaborators, made by the dataset)
         self,
         *,
         path: str,
@@ -177,7 +177,7 @@ def _release(files: Iterable[ShardFile]) -> None:
         file.release()
 
 
-def sample_decoder(
+def sample_decoder(  # noqa: PLR0913 (keyword-only: what one sample's decode needs)
     path: str,
     files: DatasetFiles,
     layout: BatchLayout,

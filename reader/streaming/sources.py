@@ -106,7 +106,7 @@ class RemoteShards:
     `depth.depth` chunk positions in advance of the reader; `keep` names shards this stream
     never evicts (the node's resident shards)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword-only after the four parts a source joins)
         self,
         origin: ShardOrigin,
         manifest: Manifest,

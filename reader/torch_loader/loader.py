@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .dataloader import FastpackLoader
 
 
-def make_torch_loader(
+def make_torch_loader(  # noqa: PLR0913 (public API: DataLoader's keyword options)
     dataset: Dataset | Mix | StreamingDataset,
     *,
     batch_size: int,
@@ -119,7 +119,7 @@ def make_torch_loader(
     return loader
 
 
-def _batching(
+def _batching(  # noqa: PLR0913 (keyword-only: make_torch_loader's batching options)
     dataset: Dataset | Mix | StreamingDataset,
     batch_size: int,
     *,

@@ -78,7 +78,7 @@ class EpochBatchSampler:
     is the batch the same worker reads next.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (keyword options of a torch batch sampler)
         self,
         dataset: EpochSource,
         batch_size: int,
