@@ -87,7 +87,6 @@ class _Client(asyncio.Protocol):
         self.forwarder = forwarder
         self.transport: asyncio.Transport | None = None
         self.upstream: _Upstream | None = None
-        self._early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if not isinstance(transport, asyncio.Transport):

@@ -59,11 +59,6 @@ class Decoder:
         return f"{self.name} {self.version} ({self.detail})"
 
 
-def window_decoder_built() -> bool:
-    """Whether the C extension that decodes crop windows is installed and loads."""
-    return _EXTENSION is not None
-
-
 def _enabled_by_environment() -> bool:
     choice = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower()
     if choice not in ("auto", "simplejpeg"):
