@@ -8,22 +8,22 @@ from pathlib import Path
 from fastpack.storage import is_url
 
 from ..errors import SourceError
-from .coco import scan_coco
-from .folder import scan_folder
-from .folder_url import scan_folder_url
-from .list_file import LIST_SUFFIXES, scan_list
-from .parquet import scan_parquet
+from .coco.source import scan_coco
+from .folder.local import scan_folder
+from .folder.url import scan_folder_url
+from .list_file.source import LIST_SUFFIXES, scan_list
+from .parquet.source import scan_parquet
 from .scan import SourceOptions, SourceScan
-from .tfrecord import scan_tfrecord
-from .tfrecord_files import (
+from .tfrecord.files import (
     TFRECORD_SUFFIXES,
     glob_files,
     is_glob,
     is_tfrecord_name,
     names_tfrecord,
 )
-from .wds import scan_wds
-from .wds_urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
+from .tfrecord.source import scan_tfrecord
+from .urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
+from .wds.source import scan_wds
 
 SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet", "tfrecord")
 # the kind a file's suffix makes it

@@ -1,4 +1,6 @@
-"""webdataset shard URLs: expanding a source into its shards, and opening a remote shard.
+"""URLs and member names shared by the sources: expanding a webdataset or TFRecord source into
+its shards, opening a remote shard, and whether a member extension can name a field
+(`name_problem`).
 
 Expansion is `webdataset.shardlists.expand_urls`, what `webdataset.WebDataset` does with a string:
 `::` separates URLs, `${NAME}` takes `$WDS_NAME`, and braces expand (`shards-{000000..000099}.tar`,
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from fastpack.formats import ZSTD_SUFFIX, FieldSpec, ManifestError, type_of_extension
 from fastpack.storage import Location, MissingDependencyError
 
 from ..errors import SourceError
@@ -176,3 +179,14 @@ def open_remote(url: str) -> Iterator[Read]:
             yield read
     except OSError as e:
         raise SourceError(f"{url}: cannot read: {e}") from e
+
+
+def name_problem(extension: str) -> str | None:
+    """Why a member extension cannot be a field name, or None when it can."""
+    if extension.endswith(ZSTD_SUFFIX):
+        return "is zstd-compressed (compressed members are not passed through)"
+    try:
+        FieldSpec(name=extension, type=type_of_extension(extension))
+    except ManifestError:
+        return "is not a field name (1 to 40 characters of a-z 0-9 _ in dot-separated parts)"
+    return None

@@ -52,13 +52,13 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import FieldSpec, Schema
 
-from ..build_schema import BuildSchema
-from ..errors import SourceError
-from ..images.masks import SegmentationError, mask_png, render_mask
-from .left_out import warn_left_out
-from .sample_fields import FieldValue, InvalidValue, pack_fields
-from .scan import NO_CONTAINER, PlanRow, SourceOptions, SourceScan
-from .spill import SPILL_DIR, SpillFile
+from ...build_schema import BuildSchema
+from ...errors import SourceError
+from ...images.masks import SegmentationError, mask_png, render_mask
+from ..left_out import warn_left_out
+from ..sample_fields import FieldValue, InvalidValue, pack_fields
+from ..scan import NO_CONTAINER, PlanRow, SourceOptions, SourceScan
+from ..spill import SPILL_DIR, SpillFile
 
 SPILL_NAME = "coco-masks"
 IMAGE_FIELD, IMAGE_COLUMN = "jpg", "image"

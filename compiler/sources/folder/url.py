@@ -18,9 +18,9 @@ from pathlib import Path
 
 from fastpack.storage import Location
 
-from ..errors import SourceError
-from .folder import IMAGE_EXTENSIONS
-from .scan import PlanRow, SourceScan
+from ...errors import SourceError
+from ..scan import PlanRow, SourceScan
+from .local import IMAGE_EXTENSIONS
 from .walk_order import walk_order
 
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from fastpack.formats import EXTENSION_TYPES, V1_SCHEMA, FastpackError, FieldSpec, FieldType, Schema
 
-from ..build_schema import BuildSchema
-from ..errors import SourceError
+from ...build_schema import BuildSchema
+from ...errors import SourceError
 
 SURVEY_LINES = 1000
 PATH_COLUMN, LABEL_COLUMN = "path", "label"

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from fastpack.storage import Location, is_url
 
-from ..errors import SourceError
+from ...errors import SourceError
 
 CHUNK_BYTES = 8 << 20
 

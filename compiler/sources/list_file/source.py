@@ -1,5 +1,5 @@
 """List-file sources: CSV, TSV or JSONL, one image per line: its path (relative to the list
-file), its label and, optionally, more fields (which column feeds which field: `list_fields`).
+file), its label and, optionally, more fields (which column feeds which field: `list_file.fields`).
 
 - CSV/TSV: a `path,label` header row is skipped; a header with more columns (among them `path`
   and `label`) makes each other column a field. With a build schema the first row is the header,
@@ -35,9 +35,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import SourceError
-from .labels import LabelTable
-from .list_fields import (
+from ...errors import SourceError
+from ..labels import LabelTable
+from ..sample_fields import FieldValue, FileRef, pack_fields
+from ..scan import PlanRow, SourceOptions, SourceScan
+from .fields import (
     FILE_TYPES,
     LABEL_COLUMN,
     PATH_COLUMN,
@@ -47,9 +49,7 @@ from .list_fields import (
     from_header,
     from_objects,
 )
-from .list_input import ListInput, list_input
-from .sample_fields import FieldValue, FileRef, pack_fields
-from .scan import PlanRow, SourceOptions, SourceScan
+from .input import ListInput, list_input
 from .url_sizes import with_estimated_sizes
 
 LIST_SUFFIXES = (".csv", ".tsv", ".jsonl")

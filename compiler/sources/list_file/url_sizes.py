@@ -21,8 +21,8 @@ from itertools import chain, islice
 from fastpack.storage.objects import Objects
 from fastpack.storage.url_paths import resolve_url
 
-from .sample_fields import FileRef, unpack_fields
-from .scan import PlanRow
+from ..sample_fields import FileRef, unpack_fields
+from ..scan import PlanRow
 
 SIZE_SAMPLE = 256
 _THREADS = 16

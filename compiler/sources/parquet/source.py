@@ -52,13 +52,13 @@ from typing import Any, Literal
 import numpy as np
 from fastpack.formats import MAX_FIELD_NAME, NDARRAY_DTYPES, FieldSpec, Schema
 
-from ..build_schema import BuildSchema
-from ..errors import SourceError
-from .labels import LabelTable
-from .left_out import warn_left_out
-from .sample_fields import FieldValue, FileRef, MemberRef, pack_fields
-from .scan import NO_CONTAINER, PlanRow, SourceOptions, SourceScan
-from .spill import SPILL_DIR, SpillFile
+from ...build_schema import BuildSchema
+from ...errors import SourceError
+from ..labels import LabelTable
+from ..left_out import warn_left_out
+from ..sample_fields import FieldValue, FileRef, MemberRef, pack_fields
+from ..scan import NO_CONTAINER, PlanRow, SourceOptions, SourceScan
+from ..spill import SPILL_DIR, SpillFile
 
 BATCH_ROWS = 256
 SPILL_NAME = "parquet-cells"

@@ -4,7 +4,7 @@ A file is a TFRecord file by its name (case-insensitive): `*.tfrecord`, `*.tfrec
 TensorFlow's sharded names with `tfrecord` in them, `train.tfrecord-00000-of-01024`. A source is
 a file, a directory (its files named so, in name order; subdirectories and hidden files are not
 searched), a glob (`data/train-*.tfrecord`: the regular files it matches, in path order; `**`
-crosses directories), or webdataset URLs (`wds_urls`: brace patterns, `::` lists, `file:` and
+crosses directories), or webdataset URLs (`sources.urls`: brace patterns, `::` lists, `file:` and
 `pipe:` URLs, `s3://`, `http(s)://`, ...; a glob in a remote URL is refused).
 A remote file is copied whole into the build directory (`<out>/.fastpack-build/sources/NNNNNN
 .tfrecord`, NNNNNN its position in the list), then read like a local one.
@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 
 from fastpack.formats import RecordProblem, RecordSpan, scan_records
 
-from ..errors import SourceError
-from .wds_urls import expand, is_local, is_wds_url, local_path, open_remote, scheme, shard_name
+from ...errors import SourceError
+from ..urls import expand, is_local, is_wds_url, local_path, open_remote, scheme, shard_name
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
 COPIES_DIR = "sources"

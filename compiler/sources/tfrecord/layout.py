@@ -28,10 +28,10 @@ from fastpack.formats import (
 )
 from fastpack.formats import FeatureKind as Kind
 
-from ..build_schema import BuildSchema
-from ..errors import SourceError
-from .sample_fields import FieldValue, InvalidValue, MemberRef
-from .wds_fields import name_problem
+from ...build_schema import BuildSchema
+from ...errors import SourceError
+from ..sample_fields import FieldValue, InvalidValue, MemberRef
+from ..urls import name_problem
 
 IMAGE_FIELD, PNG_FIELD, LABEL_FIELD = "jpg", "png", "cls"
 # features that describe the image and the record, left out without a word

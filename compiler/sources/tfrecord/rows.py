@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 from fastpack.formats import Feature, RecordProblem, RecordSpan, ShardFormatError, parse_example
 
-from .sample_fields import WHOLE_SAMPLE, FieldValue, InvalidValue, pack_fields
-from .scan import PlanRow
-from .tfrecord_files import RecordFile, file_records
-from .tfrecord_layout import QUIET_FEATURES, Layout, field_value
+from ..sample_fields import WHOLE_SAMPLE, FieldValue, InvalidValue, pack_fields
+from ..scan import PlanRow
+from .files import RecordFile, file_records
+from .layout import QUIET_FEATURES, Layout, field_value
 
 
 @dataclass

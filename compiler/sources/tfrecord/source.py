@@ -1,14 +1,14 @@
 """TFRecord sources: files of `tf.train.Example` records, one sample per record.
 
 Which files: a `.tfrecord` / `.tfrecords` file (of any name, given the tfrecord format), a
-directory of them, a glob, or webdataset URLs (`tfrecord_files`). Each file is read once, a large
+directory of them, a glob, or webdataset URLs (`tfrecord.files`). Each file is read once, a large
 chunk at a time; every record's two CRCs are checked and its Example parsed during the scan,
 which records where each bytes value lies in the file: the shard jobs read images and other
 bytes as byte ranges of the file, with no parsing. Labels are read at scan time. Files are
 scanned in parallel, one at a time per process (a process per core), and their rows streamed
-into the plan in file order (`tfrecord_rows`).
+into the plan in file order (`tfrecord.rows`).
 
-Which features feed which fields (`tfrecord_layout`):
+Which features feed which fields (`tfrecord.layout`):
 
 - Without a schema, TensorFlow's layout (ImageNet's, and that of fastpack's own record shards,
   formats/SPEC.md section 4.2): `image/encoded` is the image `jpg` (jpeg; a `png` field when the
@@ -54,13 +54,13 @@ from pathlib import Path
 
 from fastpack.formats import FIELD_PREFIX, RecordProblem, ShardFormatError, parse_example
 
-from .labels import LabelTable
-from .left_out import warn_left_out
-from .scan import PlanRow, SourceOptions, SourceScan
-from .tfrecord_files import RecordFile, file_records, record_files
-from .tfrecord_layout import Layout, Survey, layout_for
-from .tfrecord_rows import FileScan, scan_file
-from .wds_fields import name_problem
+from ..labels import LabelTable
+from ..left_out import warn_left_out
+from ..scan import PlanRow, SourceOptions, SourceScan
+from ..urls import name_problem
+from .files import RecordFile, file_records, record_files
+from .layout import Layout, Survey, layout_for
+from .rows import FileScan, scan_file
 
 SURVEY_RECORDS = 1000
 IN_FLIGHT = 2  # files scanned or waiting to be streamed, per worker process

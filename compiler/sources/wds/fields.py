@@ -13,14 +13,15 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from fastpack.formats import ZSTD_SUFFIX, FieldSpec, ManifestError, Schema, type_of_extension
+from fastpack.formats import ZSTD_SUFFIX, FieldSpec, Schema, type_of_extension
 
-from ..build_schema import BuildSchema
-from ..errors import SourceError
-from .labels import LabelTable
-from .left_out import warn_left_out
-from .sample_fields import MemberRef, pack_fields
-from .scan import PlanRow
+from ...build_schema import BuildSchema
+from ...errors import SourceError
+from ..labels import LabelTable
+from ..left_out import warn_left_out
+from ..sample_fields import MemberRef, pack_fields
+from ..scan import PlanRow
+from ..urls import name_problem
 
 IMAGE_MEMBERS = ("jpg", "jpeg", "png", "webp")
 IMAGE_FIELD = "jpg"
@@ -55,17 +56,6 @@ class Layout:
     label: str | None
     fields: Mapping[str, str]
     drop_unnamed: bool = False
-
-
-def name_problem(extension: str) -> str | None:
-    """Why a member extension cannot be a field name, or None when it can."""
-    if extension.endswith(ZSTD_SUFFIX):
-        return "is zstd-compressed (compressed members are not passed through)"
-    try:
-        FieldSpec(name=extension, type=type_of_extension(extension))
-    except ManifestError:
-        return "is not a field name (1 to 40 characters of a-z 0-9 _ in dot-separated parts)"
-    return None
 
 
 def _found_fields(survey: Survey, taken: set[str]) -> list[FieldSpec]:

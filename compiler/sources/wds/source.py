@@ -1,6 +1,6 @@
 """webdataset sources: a directory of `*.tar` (in name order), one `.tar`, or webdataset URLs.
 
-URLs are what `webdataset.WebDataset` takes (see `wds_urls`): brace patterns
+URLs are what `webdataset.WebDataset` takes (see `sources.urls`): brace patterns
 (`shards-{000000..000099}.tar`), `pipe:` commands and remote URLs (`s3://`, `http://`, ...),
 expanded by webdataset in its order. Members group into samples by webdataset's rule
 (`webdataset.tariterators`: `base_plus_ext` splits a name at the first dot of its base name into
@@ -12,7 +12,7 @@ Every member of a sample is kept, typed by its extension as webdataset's decoder
 (`formats.type_of_extension`: `.npy` an ndarray of any dtype and shape, `.txt` text, `.json`
 JSON, an unknown extension raw bytes). The image is its `jpg`, `jpeg`, `png` or `webp` member,
 the label the text of its label member (`cls`; numbered by a `LabelTable`), and every other
-member a field whose value is a `MemberRef` to its data in the tar (`wds_fields`). Which fields:
+member a field whose value is a `MemberRef` to its data in the tar (`wds.fields`). Which fields:
 
 - With a schema (`SourceOptions.schema`), a field takes the member of its name (a zstd field
   `x.zst` takes the member `x`, which its shard job compresses); the image field takes the member
@@ -54,11 +54,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import SourceError
-from .labels import LabelTable
-from .scan import PlanRow, SourceOptions, SourceScan
-from .wds_fields import LABEL_MEMBER, RowMaker, Sample, Survey, layout_for
-from .wds_urls import Read, expand, is_local, is_wds_url, local_path, open_remote, shard_name
+from ...errors import SourceError
+from ..labels import LabelTable
+from ..scan import PlanRow, SourceOptions, SourceScan
+from ..urls import Read, expand, is_local, is_wds_url, local_path, open_remote, shard_name
+from .fields import LABEL_MEMBER, RowMaker, Sample, Survey, layout_for
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer

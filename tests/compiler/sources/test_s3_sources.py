@@ -15,8 +15,10 @@ from fastpack.compiler.images.policy import Reject
 from fastpack.compiler.jobs.inputs import InputReader
 from fastpack.compiler.planning.make_plan import make_plan, samples_per_shard
 from fastpack.compiler.planning.plan_store import Plan, PlanMeta
-from fastpack.compiler.sources import list_input, url_sizes, walk_order
 from fastpack.compiler.sources.detect import detect_kind
+from fastpack.compiler.sources.folder import walk_order
+from fastpack.compiler.sources.list_file import input as list_input
+from fastpack.compiler.sources.list_file import url_sizes
 from fastpack.formats import MANIFEST_NAME
 from fastpack.storage import FetchError, RetryPolicy, listing, location
 from fastpack.storage.url_paths import resolve_url

@@ -22,10 +22,10 @@ from fastpack.compiler.build_dir import BUILD_DIR
 from fastpack.compiler.jobs.inputs import InputReader
 from fastpack.compiler.planning.make_plan import make_plan
 from fastpack.compiler.planning.plan_store import Plan
-from fastpack.compiler.sources import wds_urls
+from fastpack.compiler.sources import urls as wds_urls
 from fastpack.compiler.sources.detect import detect_kind
-from fastpack.compiler.sources.wds import samples
-from fastpack.compiler.sources.wds_urls import MissingSourcePackageError
+from fastpack.compiler.sources.urls import MissingSourcePackageError
+from fastpack.compiler.sources.wds.source import samples
 
 from fastpack.cli import main
 from tests.compiler._helpers import read_dataset, tree_bytes

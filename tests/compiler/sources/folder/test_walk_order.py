@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fastpack.compiler.sources.walk_order import walk_order
+from fastpack.compiler.sources.folder.walk_order import walk_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

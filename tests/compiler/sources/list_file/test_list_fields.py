@@ -12,7 +12,7 @@ from fastpack.compiler import SourceError
 from fastpack.compiler.build_schema import parse_build_schema
 from fastpack.compiler.planning.make_plan import make_plan
 from fastpack.compiler.planning.plan_store import Plan
-from fastpack.compiler.sources.list_file import scan_list
+from fastpack.compiler.sources.list_file.source import scan_list
 from fastpack.compiler.sources.sample_fields import FileRef, unpack_fields
 from fastpack.compiler.sources.scan import SourceOptions
 from fastpack.formats import V1_SCHEMA

@@ -17,7 +17,7 @@ import pytest
 from fastpack.compiler import BuildOptions, SourceError, build
 from fastpack.compiler.build_schema import parse_build_schema
 from fastpack.compiler.sources import LeftOutWarning, SourceOptions, detect_kind
-from fastpack.compiler.sources import parquet as parquet_source
+from fastpack.compiler.sources.parquet import source as parquet_source
 from fastpack.compiler.sources.sample_fields import FileRef, MemberRef, unpack_fields
 from fastpack.compiler.sources.scan import NO_CONTAINER
 from fastpack.formats import encode_value

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from fastpack.compiler import BuildOptions, SourceError, build
 from fastpack.compiler.sources.detect import detect_kind
-from fastpack.compiler.sources.tfrecord_files import RecordFile, file_records, is_tfrecord_name
+from fastpack.compiler.sources.tfrecord.files import RecordFile, file_records, is_tfrecord_name
 from fastpack.formats.tfrecord import RecordProblem, RecordSpan, scan_records, write_file
 
 from tests.compiler._helpers import tree_bytes
 from tests.compiler.sources._scans import image_bytes, scan_all
-from tests.compiler.sources.test_tfrecord_source import IMAGES, LABELS, example_bytes
+from tests.compiler.sources.tfrecord.test_source import IMAGES, LABELS, example_bytes
 from tests.s3_server import S3Server
 
 OPTIONS = BuildOptions(workers=1, shard_size=4000, progress=False)

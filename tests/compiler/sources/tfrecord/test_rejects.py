@@ -14,7 +14,7 @@ from fastpack.compiler.sources.sample_fields import WHOLE_SAMPLE, InvalidValue, 
 from fastpack.formats import read_records
 
 from tests.compiler.sources._scans import image_bytes, scan_all
-from tests.compiler.sources.test_tfrecord_source import (
+from tests.compiler.sources.tfrecord.test_source import (
     IMAGES,
     LABELS,
     example_bytes,

@@ -14,7 +14,8 @@ import pytest
 import webdataset
 from fastpack.compiler import BuildOptions, SourceError, build
 from fastpack.compiler.build_schema import parse_build_schema
-from fastpack.compiler.sources import LeftOutWarning, SourceOptions, wds
+from fastpack.compiler.sources import LeftOutWarning, SourceOptions
+from fastpack.compiler.sources.wds import source as wds
 from fastpack.formats import V1_SCHEMA, FieldSpec, Zstd, decode_value
 
 from tests.compiler._fields import read_fields
