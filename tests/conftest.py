@@ -11,8 +11,11 @@ import pytest
 import simplejpeg
 
 pytest_plugins = [
-    "tests.s3_server", "tests.shaping_proxy", "tests.dask_cluster", "tests.network_fs",
-]  # fmt: skip
+    "tests.s3_server",
+    "tests.shaping_proxy",
+    "tests.dask_cluster",
+    "tests.network_fs",
+]
 
 
 def synthetic_rgb(height: int, width: int, seed: int) -> np.ndarray:

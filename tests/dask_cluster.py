@@ -53,10 +53,17 @@ class LocalDaskCluster:
 
     def start_scheduler(self) -> None:
         self.scheduler = self._spawn(
-            [_dask(), "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-             "--no-dashboard"],
+            [
+                _dask(),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-dashboard",
+            ],
             "scheduler.log",
-        )  # fmt: skip
+        )
 
     def start_worker(self, prefix: str = "") -> subprocess.Popen[bytes]:
         """One more worker; `prefix`: shell commands run before it (a `ulimit`)."""
@@ -64,11 +71,26 @@ class LocalDaskCluster:
         local = self.root / f"worker-{n}"
         local.mkdir(exist_ok=True)
         proc = self._spawn(
-            [_dask(), "worker", self.address, "--nthreads", "1", "--no-nanny",
-             "--no-dashboard", "--local-directory", str(local), "--name", f"w{n}",
-             "--host", "127.0.0.1", "--memory-limit", "0"],
-            f"worker-{n}.log", prefix,
-        )  # fmt: skip
+            [
+                _dask(),
+                "worker",
+                self.address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--local-directory",
+                str(local),
+                "--name",
+                f"w{n}",
+                "--host",
+                "127.0.0.1",
+                "--memory-limit",
+                "0",
+            ],
+            f"worker-{n}.log",
+            prefix,
+        )
         self.workers.append(proc)
         return proc
 

@@ -195,8 +195,10 @@ class LatencyProxy:
         rate = "" if self.rate_bytes_per_s is None else str(self.rate_bytes_per_s)
         self._process = subprocess.Popen(
             [sys.executable, __file__, host, str(port), str(self.delay_s), rate],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self._process.stdout.readline() if self._process.stdout else ""
         if not line.strip().isdigit():
             self.stop()

@@ -132,16 +132,31 @@ def mounted(
     with LatencyProxy(
         ("127.0.0.1", server.port), delay_s=delay_s, rate_bytes_per_s=rate_bytes_per_s
     ) as proxy:
-        options = ",".join((
-            f"IdentityFile={server.client_key}", "StrictHostKeyChecking=no",
-            "UserKnownHostsFile=/dev/null", "BatchMode=yes", "LogLevel=ERROR",
-            f"Ciphers={CIPHER}", "Compression=no",
-        ))  # fmt: skip
+        options = ",".join(
+            (
+                f"IdentityFile={server.client_key}",
+                "StrictHostKeyChecking=no",
+                "UserKnownHostsFile=/dev/null",
+                "BatchMode=yes",
+                "LogLevel=ERROR",
+                f"Ciphers={CIPHER}",
+                "Compression=no",
+            )
+        )
         subprocess.run(
-            ["sshfs", "-p", str(proxy.port), f"root@127.0.0.1:{exported}", str(mountpoint),
-             "-o", options],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+            [
+                "sshfs",
+                "-p",
+                str(proxy.port),
+                f"root@127.0.0.1:{exported}",
+                str(mountpoint),
+                "-o",
+                options,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         try:
             yield proxy
         finally:
@@ -167,9 +182,12 @@ class NetworkFs:
     def remount(self, *, delay_s: float = 0.0, rate_bytes_per_s: float | None = None) -> None:
         self.unmount()
         self._mounted = mounted(
-            self.server, self.exported, self.mount, delay_s=delay_s,
+            self.server,
+            self.exported,
+            self.mount,
+            delay_s=delay_s,
             rate_bytes_per_s=rate_bytes_per_s,
-        )  # fmt: skip
+        )
         self._proxy = self._mounted.__enter__()
 
     def unmount(self) -> None:

@@ -28,9 +28,15 @@ START_TIMEOUT_S = 60.0
 PROBE_BUCKET = "fastpack-probe"
 # Each of master, volume, filer and s3 listens on an HTTP port and a gRPC port.
 _PORT_NAMES = (
-    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-    "filer.port", "filer.port.grpc", "s3.port", "s3.port.grpc",
-)  # fmt: skip
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+)
 
 
 def weed_binary() -> str:
@@ -79,11 +85,21 @@ class S3Server:
     def _command(self) -> list[str]:
         ports = [f"-{name}={port}" for name, port in self.ports.items()]
         return [
-            weed_binary(), "server", f"-dir={self.root / 'data'}", "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1", "-s3", f"-s3.config={self.root / 's3.json'}",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.volumeSizeLimitMB=64",
-            "-volume.max=500", "-volume.preStopSeconds=0", "-master.electionTimeout=1s", *ports,
-        ]  # fmt: skip
+            weed_binary(),
+            "server",
+            f"-dir={self.root / 'data'}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            "-s3",
+            f"-s3.config={self.root / 's3.json'}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-master.volumeSizeLimitMB=64",
+            "-volume.max=500",
+            "-volume.preStopSeconds=0",
+            "-master.electionTimeout=1s",
+            *ports,
+        ]
 
     def start(self) -> None:
         log = (self.root / "weed.log").open("ab")

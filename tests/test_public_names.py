@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = {"compiler": "fastpack.compiler", "reader": "fastpack.reader",
-         "formats": "fastpack.formats", "storage": "fastpack.storage"}  # fmt: skip
+PARTS = {
+    "compiler": "fastpack.compiler",
+    "reader": "fastpack.reader",
+    "formats": "fastpack.formats",
+    "storage": "fastpack.storage",
+}
 
 
 def isort_key(name: str) -> tuple[int, str]:

@@ -21,8 +21,15 @@ def measured(name: str, rate: float, wait: float = 1.0) -> LoaderResult:
 
 
 def setting(**given: Any) -> Setting:
-    values: dict[str, Any] = {"ceiling": 1000.0, "step_ms": 0.0, "remote": False, "workers": 4,
-                              "cpus": 8, "batch_size": 64, "batches_per_epoch": 1000}  # fmt: skip
+    values: dict[str, Any] = {
+        "ceiling": 1000.0,
+        "step_ms": 0.0,
+        "remote": False,
+        "workers": 4,
+        "cpus": 8,
+        "batch_size": 64,
+        "batches_per_epoch": 1000,
+    }
     return Setting(**{**values, **given})
 
 
@@ -129,10 +136,12 @@ def test_short_epochs_are_pointed_out() -> None:
 
 
 def test_passes_far_apart_are_pointed_out() -> None:
-    steady = Timing(first_batch_seconds=0.5, pass_rates=(500, 520, 480), pass_waits=(1, 1, 1),
-                    images=999)  # fmt: skip
-    noisy = Timing(first_batch_seconds=0.5, pass_rates=(500, 300, 480), pass_waits=(1, 1, 1),
-                   images=999)  # fmt: skip
+    steady = Timing(
+        first_batch_seconds=0.5, pass_rates=(500, 520, 480), pass_waits=(1, 1, 1), images=999
+    )
+    noisy = Timing(
+        first_batch_seconds=0.5, pass_rates=(500, 300, 480), pass_waits=(1, 1, 1), images=999
+    )
     quiet = decide([LoaderResult(name="map-style", timing=steady)], setting(ceiling_spread=0.1))
     assert not any("passes differ" in line for line in quiet.lines)
     busy = decide([LoaderResult(name="map-style", timing=noisy)], setting(ceiling_spread=0.1))
@@ -142,8 +151,10 @@ def test_passes_far_apart_are_pointed_out() -> None:
 
 
 def test_nothing_measured() -> None:
-    results = [LoaderResult(name="map-style", skipped="PyTorch is not installed"),
-               LoaderResult(name="dali-cpu", skipped="not installed")]  # fmt: skip
+    results = [
+        LoaderResult(name="map-style", skipped="PyTorch is not installed"),
+        LoaderResult(name="dali-cpu", skipped="not installed"),
+    ]
     verdict = decide(results, setting())
     assert (verdict.use, verdict.bottleneck) == (None, None)
     assert verdict.lines == (

@@ -55,8 +55,18 @@ def test_bench_prints_a_row_per_loader_and_a_verdict(built: tuple[Path, Path], r
 
 def test_bench_json_gives_the_fields(built: tuple[Path, Path], run: Run) -> None:
     _, dataset = built
-    code, out, err = run("bench", dataset, *QUICK, "--workers", "1", "--json",
-                         "--only", "map-style,streaming", "--step-ms", "1")  # fmt: skip
+    code, out, err = run(
+        "bench",
+        dataset,
+        *QUICK,
+        "--workers",
+        "1",
+        "--json",
+        "--only",
+        "map-style,streaming",
+        "--step-ms",
+        "1",
+    )
     assert code == 0, err
     report: dict[str, Any] = json.loads(out)
     assert (report["path"], report["samples"], report["workers"]) == (str(dataset), 15, 1)
@@ -81,8 +91,18 @@ def test_bench_json_gives_the_fields(built: tuple[Path, Path], run: Run) -> None
 
 def test_bench_center_crop_reads_every_loader_with_it(built: tuple[Path, Path], run: Run) -> None:
     _, dataset = built
-    code, out, err = run("bench", dataset, *QUICK, "--workers", "0", "--transform", "center-crop",
-                         "--only", "streaming", "--json")  # fmt: skip
+    code, out, err = run(
+        "bench",
+        dataset,
+        *QUICK,
+        "--workers",
+        "0",
+        "--transform",
+        "center-crop",
+        "--only",
+        "streaming",
+        "--json",
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["transform"] == "center-crop"
@@ -112,8 +132,9 @@ def test_dali_row_says_not_installed(
     monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # `import nvidia.dali` now fails
     code, out, err = run("bench", built[1], *QUICK, "--workers", "0", "--only", "dali-cpu")
     assert code == 0, err
-    assert re.search(r"^dali-cpu +- +- +- +- +not installed \(pip install 'fastpack\[dali\]'\)$",
-                     out, re.M), out  # fmt: skip
+    assert re.search(
+        r"^dali-cpu +- +- +- +- +not installed \(pip install 'fastpack\[dali\]'\)$", out, re.M
+    ), out
     assert "verdict: no loader was measured (dali-cpu: not installed" in out
 
 
@@ -140,9 +161,12 @@ def test_dali_row_runs_on_the_cpu(built: tuple[Path, Path], run: Run) -> None:
 
 @pytest.mark.usefixtures("s3_env")
 def test_bench_a_url(
-    built: tuple[Path, Path], s3_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    built: tuple[Path, Path],
+    s3_bucket: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     """Not cached: streaming from the URL only; once an epoch was streamed, the local copy too."""
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     url = f"s3://{s3_bucket}/ds"

@@ -93,12 +93,18 @@ def test_split_writes_disjoint_parts_beside_the_dataset(writable: Path, run: Run
     view = read_view_file(views / "val.fpview")
     manifest = read_manifest(writable / MANIFEST_NAME)
     assert (view.dataset, view.num_samples, view.balance) == (
-        manifest_digest(manifest), SAMPLES, None,
-    )  # fmt: skip
+        manifest_digest(manifest),
+        SAMPLES,
+        None,
+    )
     assert view.definition == {
-        "classes": None, "fraction": None, "where": None, "seed": 0, "balance": False,
+        "classes": None,
+        "fraction": None,
+        "where": None,
+        "seed": 0,
+        "balance": False,
         "split": {"part": "val", "parts": [["train", 0.8], ["val", 0.2]]},
-    }  # fmt: skip
+    }
     assert open_view(writable, manifest, "val").digest() == view.digest()
     code, out, _ = run("info", writable)
     assert "views     train, val" in out
@@ -161,16 +167,23 @@ def test_where_matches_source_paths(dataset: Path, tmp_path: Path, run: Run) -> 
 def test_options_combine(dataset: Path) -> None:
     """Classes, glob and fraction all hold; the split cuts what they select."""
     views = build_views(
-        dataset, None, classes=["dogs", "owls"], where="*/0[0-2]*", fraction=0.7,
-        split="x:0.6,y:0.4", seed=4, balance=True,
-    )  # fmt: skip
+        dataset,
+        None,
+        classes=["dogs", "owls"],
+        where="*/0[0-2]*",
+        fraction=0.7,
+        split="x:0.6,y:0.4",
+        seed=4,
+        balance=True,
+    )
     files = DatasetFiles(dataset)
     labels = np.asarray(files.index.label)
     alone = build_views(dataset, "f", fraction=0.7, seed=4)[0]
     selected = {
-        i for i in alone.rows.tolist()
+        i
+        for i in alone.rows.tolist()
         if labels[i] in (1, 2) and fnmatch.fnmatchcase(files.index.source(i), "*/0[0-2]*")
-    }  # fmt: skip
+    }
     x, y = (set(v.rows.tolist()) for v in views)
     assert not x & y
     assert x | y == selected
@@ -226,8 +239,9 @@ def test_output_file_and_directory(dataset: Path, tmp_path: Path, run: Run) -> N
     )
     assert code == 0
     assert sorted(p.name for p in (tmp_path / "new" / "split").iterdir()) == [
-        "a.fpview", "b.fpview",
-    ]  # fmt: skip
+        "a.fpview",
+        "b.fpview",
+    ]
 
 
 def test_open_view_by_name_path_and_object(writable: Path, tmp_path: Path) -> None:
@@ -269,8 +283,9 @@ def test_open_view_names_what_it_looked_for(writable: Path, run: Run) -> None:
     with pytest.raises(DatasetNotFoundError, match=r"views/val\.fpview: no view 'val' .*\(none\)"):
         open_view(writable, manifest, "val")
     assert run("view", writable, "--split", "a:0.5,b:0.5")[0] == 0
-    with pytest.raises(DatasetNotFoundError, match="no view 'val' beside the dataset; the views "
-                       "there are: a, b"):  # fmt: skip
+    with pytest.raises(
+        DatasetNotFoundError, match="no view 'val' beside the dataset; the views there are: a, b"
+    ):
         open_view(writable, manifest, "val")
     with pytest.raises(DatasetNotFoundError, match=r"nope\.fpview: view file not found"):
         open_view(writable, manifest, writable / "nope.fpview")

@@ -43,9 +43,10 @@ def read_dataset(out: Path) -> list[StoredSample]:
             shard, offset, size = index.locate(i, name, len(shards[int(index.shard[i])]))
             fields[name] = shards[shard][offset : offset + size]
         samples.append(
-            StoredSample(index.key(i), fields["jpg"], fields["cls"], int(index.label[i]),
-                         index.source(i))
-        )  # fmt: skip
+            StoredSample(
+                index.key(i), fields["jpg"], fields["cls"], int(index.label[i]), index.source(i)
+            )
+        )
     return samples
 
 

@@ -92,8 +92,11 @@ def test_a_progressive_file_that_does_not_transcode_is_rejected(tmp_path: Path) 
     ]
     assert {s.source for s in read_dataset(out)} == files.keys() - {"a/0_progressive.jpg"}
     with pytest.raises(BuildError, match=r"a/0_progressive\.jpg: progressive JPEG not trans"):
-        build(tmp_path / "src", tmp_path / "strict",
-              BuildOptions(workers=1, baseline=True, strict=True, **QUIET))  # fmt: skip
+        build(
+            tmp_path / "src",
+            tmp_path / "strict",
+            BuildOptions(workers=1, baseline=True, strict=True, **QUIET),
+        )
 
 
 def test_a_resume_must_keep_the_option(tmp_path: Path) -> None:

@@ -37,10 +37,14 @@ def dali_read(tmp_path_factory: pytest.TempPathFactory) -> DaliRead:
     @pipeline_def
     def pipeline() -> tuple[DataNode, DataNode]:
         outputs = fn.readers.webdataset(
-            paths=paths, index_paths=indexes, ext=["jpg", "cls"],
+            paths=paths,
+            index_paths=indexes,
+            ext=["jpg", "cls"],
             dtypes=[types.DALIDataType.UINT8, types.DALIDataType.UINT8],
-            missing_component_behavior="error", random_shuffle=False, name="reader",
-        )  # fmt: skip
+            missing_component_behavior="error",
+            random_shuffle=False,
+            name="reader",
+        )
         assert isinstance(outputs, Sequence)  # two outputs (stubs: one, several or none)
         jpg, cls = outputs
         images = fn.decoders.image(jpg, device="cpu", output_type=types.DALIImageType.RGB)

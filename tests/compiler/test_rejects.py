@@ -77,12 +77,22 @@ def test_rejects_are_reported_in_plan_order(tmp_path: Path, workers: int) -> Non
     )
     samples = read_dataset(out)
     assert [s.source for s in samples] == [
-        "a/00_good.jpg", "a/04_cmyk.jpg", "a/05_gray.jpg", "a/06_alpha.png", "a/07_rotated.jpg",
+        "a/00_good.jpg",
+        "a/04_cmyk.jpg",
+        "a/05_gray.jpg",
+        "a/06_alpha.png",
+        "a/07_rotated.jpg",
         "a/10_good.jpg",
-    ]  # fmt: skip
+    ]
     # Keys stay the plan positions: rejects leave gaps, shards (one planned sample each) go empty.
-    assert [s.key for s in samples] == ["000000000", "000000004", "000000005", "000000006",
-                                        "000000007", "000000010"]  # fmt: skip
+    assert [s.key for s in samples] == [
+        "000000000",
+        "000000004",
+        "000000005",
+        "000000006",
+        "000000007",
+        "000000010",
+    ]
     assert samples[0].jpg == samples[-1].jpg == GOOD
 
 

@@ -97,9 +97,13 @@ def test_worker_count_does_not_change_a_byte(
     for workers in (1, 3):
         out = tmp_path / f"out{workers}"
         options = BuildOptions(
-            shard_format="tfrecord", workers=workers, shard_size=3000, shuffle_seed=3,
-            max_side=48, **QUIET,
-        )  # fmt: skip
+            shard_format="tfrecord",
+            workers=workers,
+            shard_size=3000,
+            shuffle_seed=3,
+            max_side=48,
+            **QUIET,
+        )
         build(source, out, options)
         trees.append(tree_bytes(out))
     assert len(trees[0]) > 6
@@ -112,8 +116,11 @@ def test_multi_field_samples_read_back_equal_from_records(tmp_path: Path) -> Non
     listing = write_jsonl(tmp_path / "src/list.jsonl", samples)
     schema = read_build_schema(write_schema(tmp_path / "schema.json"))
     out = tmp_path / "out"
-    build(listing, out, BuildOptions(schema=schema, shard_format="tfrecord", workers=1,
-                                     shard_size=4000, **QUIET))  # fmt: skip
+    build(
+        listing,
+        out,
+        BuildOptions(schema=schema, shard_format="tfrecord", workers=1, shard_size=4000, **QUIET),
+    )
     check_equal(read_fields(out), samples, tmp_path / "src")
     index = DatasetFiles(out).index
     absent = [int(v) == ABSENT for v in index.offsets("note.txt")]
@@ -123,8 +130,9 @@ def test_multi_field_samples_read_back_equal_from_records(tmp_path: Path) -> Non
 def test_a_resume_finishes_records_and_refuses_another_shard_format(tmp_path: Path) -> None:
     source, out = interrupted(tmp_path)  # a tar build stopped at its fifth input
     with pytest.raises(BuildError, match=r"cannot resume: .*shard_format"):
-        build(source, out, BuildOptions(shard_format="tfrecord", shard_size=1, resume=True,
-                                        **QUIET))  # fmt: skip
+        build(
+            source, out, BuildOptions(shard_format="tfrecord", shard_size=1, resume=True, **QUIET)
+        )
     clean_tar = tmp_path / "clean-tar"
     build(source, out, BuildOptions(workers=2, shard_size=1, resume=True, **QUIET))
     build(source, clean_tar, BuildOptions(workers=1, shard_size=1, **QUIET))
@@ -138,8 +146,11 @@ def test_a_resume_finishes_records_and_refuses_another_shard_format(tmp_path: Pa
     assert sorted(p.suffix for p in (rec / "shards").iterdir()) == [".idx"] * 4 + [".tfrecord"] * 4
     first = (rec / "shards/000000.tfrecord").read_bytes()
     (rec / "shards/000000.tfrecord").write_bytes(first[:-1])  # a finished shard cut short
-    build(source, rec, BuildOptions(shard_format="tfrecord", workers=2, shard_size=1,
-                                    resume=True, **QUIET))  # fmt: skip
+    build(
+        source,
+        rec,
+        BuildOptions(shard_format="tfrecord", workers=2, shard_size=1, resume=True, **QUIET),
+    )
     clean = tmp_path / "clean-rec"
     build(source, clean, BuildOptions(shard_format="tfrecord", workers=1, shard_size=1, **QUIET))
     assert tree_bytes(rec) == tree_bytes(clean)
@@ -198,8 +209,11 @@ def read_with_tensorflow(out: Path, names: list[str]) -> list[dict[str, Any]]:
     files = [str(out / s.name) for s in manifest.shards]
     done = subprocess.run(
         [sys.executable, "-c", TF_READER, json.dumps(files), json.dumps(names)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     for row in rows:
@@ -218,8 +232,13 @@ def test_tensorflow_reads_every_record_of_a_build(tmp_path: Path) -> None:
     listing = write_jsonl(tmp_path / "src/list.jsonl", samples)
     schema = read_build_schema(write_schema(tmp_path / "schema.json"))
     out = tmp_path / "out"
-    build(listing, out, BuildOptions(schema=schema, shard_format="tfrecord", workers=1,
-                                     shard_size=4000, max_side=30, **QUIET))  # fmt: skip
+    build(
+        listing,
+        out,
+        BuildOptions(
+            schema=schema, shard_format="tfrecord", workers=1, shard_size=4000, max_side=30, **QUIET
+        ),
+    )
     names = ["fastpack/txt", "fastpack/seg.png", "fastpack/note.txt", "fastpack/boxes.npy"]
     rows = read_with_tensorflow(out, names)
     stored = read_fields(out)

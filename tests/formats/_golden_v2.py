@@ -55,9 +55,21 @@ SCHEMA = Schema(
 )
 CLASSES = ("cat", "dog", "eel")
 _WORDS = (
-    "a photo of the", "small", "striped", "cat", "dog", "eel", "sitting on", "a wooden table",
-    "next to", "the window", "in bright light", "with a red ball", "near the river", "at night",
-)  # fmt: skip
+    "a photo of the",
+    "small",
+    "striped",
+    "cat",
+    "dog",
+    "eel",
+    "sitting on",
+    "a wooden table",
+    "next to",
+    "the window",
+    "in bright light",
+    "with a red ball",
+    "near the river",
+    "at night",
+)
 
 
 def png_gray(pixels: npt.NDArray[np.uint8]) -> bytes:

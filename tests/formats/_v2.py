@@ -136,19 +136,32 @@ def write_v2_dataset(
         )
     version = version_for(schema)
     with IndexWriter(
-        path=root / INDEX_NAME, num_samples=len(samples), num_shards=len(parts), fields=names,
+        path=root / INDEX_NAME,
+        num_samples=len(samples),
+        num_shards=len(parts),
+        fields=names,
         key_blob_size=sum(len(p.key_blob) for p in parts),
-        source_blob_size=sum(len(p.source_blob) for p in parts), version=version,
-    ) as index:  # fmt: skip
+        source_blob_size=sum(len(p.source_blob) for p in parts),
+        version=version,
+    ) as index:
         for part in parts:
             index.append(part)
     manifest = Manifest(
-        version=version, schema=schema, num_samples=len(samples), fields=names,
-        classes=tuple(classes), key_width=width, shards=tuple(infos),
-        index=FileInfo(name=INDEX_NAME, bytes=(root / INDEX_NAME).stat().st_size,
-                       sha256=file_sha256(root / INDEX_NAME)),
-        build={"source_kind": "test"}, stats={"samples": len(samples)},
-    )  # fmt: skip
+        version=version,
+        schema=schema,
+        num_samples=len(samples),
+        fields=names,
+        classes=tuple(classes),
+        key_width=width,
+        shards=tuple(infos),
+        index=FileInfo(
+            name=INDEX_NAME,
+            bytes=(root / INDEX_NAME).stat().st_size,
+            sha256=file_sha256(root / INDEX_NAME),
+        ),
+        build={"source_kind": "test"},
+        stats={"samples": len(samples)},
+    )
     write_manifest(root / MANIFEST_NAME, manifest)
     return manifest
 

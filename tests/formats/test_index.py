@@ -57,9 +57,14 @@ def test_file_layout(index_path: Path) -> None:
         name, _dtype, offset, _count = struct.unpack_from("<24s8sQQ", raw, HEADER_SIZE + s * 48)
         assert offset % 64 == 0
         assert name.rstrip(b"\0").decode() in {
-            "shard", "label", "key.offsets", "key.blob", "source.offsets", "source.blob",
+            "shard",
+            "label",
+            "key.offsets",
+            "key.blob",
+            "source.offsets",
+            "source.blob",
             *(f"{f}.{c}" for f in FIELDS for c in ("offset", "size", "crc32")),
-        }  # fmt: skip
+        }
 
 
 def test_section_table_locates_every_section(index_path: Path) -> None:

@@ -26,22 +26,68 @@ SEED = 20_240_611
 CASES = 2_400
 
 _VALID_NAMES = [
-    "shard", "label", "key.offsets", "key.blob", "source.offsets", "source.blob",
+    "shard",
+    "label",
+    "key.offsets",
+    "key.blob",
+    "source.offsets",
+    "source.blob",
     *(f"{f}.{s}" for f in ("jpg", "cls") for s in ("offset", "size", "crc32")),
-]  # fmt: skip
+]
 _ODD_NAMES = [
-    b"", b"jpg", b"txt.offset", b"jpg.offsets", b"shard ", b" label", b"label\0x", b"SHARD",
-    b"key.blob\xff", b"\xe9", b"a" * 24, b"jpg.crc32\n", b"cls.offset.offset",
-]  # fmt: skip
+    b"",
+    b"jpg",
+    b"txt.offset",
+    b"jpg.offsets",
+    b"shard ",
+    b" label",
+    b"label\0x",
+    b"SHARD",
+    b"key.blob\xff",
+    b"\xe9",
+    b"a" * 24,
+    b"jpg.crc32\n",
+    b"cls.offset.offset",
+]
 _DTYPES = [
-    b"<u4", b"<u8", b"<i8", b"|u1", b"(2,)u1", b"V0", b"O", b">u4", b"u1", b"<f8", b"S8", b"U2",
-    b"<c16", b"M8[ns]", b"V8", b"<u4\0x", b"\xff\xfe", b"", b"i", b"?", b"(1,)<i8", b"<u8 ",
-    b"|V0", b"u8", b"=u4", b"(0,)u1", b"S0", b"<U0",
-]  # fmt: skip
+    b"<u4",
+    b"<u8",
+    b"<i8",
+    b"|u1",
+    b"(2,)u1",
+    b"V0",
+    b"O",
+    b">u4",
+    b"u1",
+    b"<f8",
+    b"S8",
+    b"U2",
+    b"<c16",
+    b"M8[ns]",
+    b"V8",
+    b"<u4\0x",
+    b"\xff\xfe",
+    b"",
+    b"i",
+    b"?",
+    b"(1,)<i8",
+    b"<u8 ",
+    b"|V0",
+    b"u8",
+    b"=u4",
+    b"(0,)u1",
+    b"S0",
+    b"<U0",
+]
 _SPEC_DTYPES = {  # by the last part of the section's name
-    "shard": b"<u4", "label": b"<i8", "offsets": b"<u8", "blob": b"|u1", "offset": b"<u8",
-    "size": b"<u8", "crc32": b"<u4",
-}  # fmt: skip
+    "shard": b"<u4",
+    "label": b"<i8",
+    "offsets": b"<u8",
+    "blob": b"|u1",
+    "offset": b"<u8",
+    "size": b"<u8",
+    "crc32": b"<u4",
+}
 _HEADER_FIELDS = [
     ("version", 8, "<I"), ("header_size", 12, "<I"), ("num_samples", 16, "<Q"),
     ("num_shards", 24, "<I"), ("num_sections", 28, "<I"), ("file_size", 32, "<Q"),
@@ -148,8 +194,9 @@ class _Mutator:
     def swap(self, raw: bytearray) -> str:
         (a, at), (b, bt) = self._entry(), self._entry()
         raw[at : at + ENTRY_SIZE], raw[bt : bt + ENTRY_SIZE] = (
-            raw[bt : bt + ENTRY_SIZE], raw[at : at + ENTRY_SIZE],
-        )  # fmt: skip
+            raw[bt : bt + ENTRY_SIZE],
+            raw[at : at + ENTRY_SIZE],
+        )
         return f"swap entries {a!r} and {b!r}"
 
     def data(self, raw: bytearray) -> str:
@@ -183,9 +230,15 @@ class _Mutator:
         """A mutated copy, its mutations, and whether any of them changed section contents."""
         raw = bytearray(self.o.raw)
         table: list[Callable[[bytearray], str]] = [
-            self.flip, self.word, self.header, self.name, self.dtype, self.offset, self.count,
+            self.flip,
+            self.word,
+            self.header,
+            self.name,
+            self.dtype,
+            self.offset,
+            self.count,
             self.swap,
-        ]  # fmt: skip
+        ]
         kinds = [table[int(self.rng.integers(len(table)))] for _ in range(self._how_many())]
         touches_data = self.rng.random() < 0.15
         if touches_data:

@@ -40,18 +40,29 @@ def _part() -> IndexPart:
     absent = ~np.array(TXT_PRESENT)
     offsets["txt"][absent], sizes["txt"][absent], crcs["txt"][absent] = ABSENT, 0, 0
     return IndexPart(
-        shard=0, labels=np.arange(N, dtype="<i8"), key_blob=keys, key_offsets=key_offsets,
-        source_blob=sources, source_offsets=source_offsets, offsets=offsets, sizes=sizes,
+        shard=0,
+        labels=np.arange(N, dtype="<i8"),
+        key_blob=keys,
+        key_offsets=key_offsets,
+        source_blob=sources,
+        source_offsets=source_offsets,
+        offsets=offsets,
+        sizes=sizes,
         crc32=crcs,
-    )  # fmt: skip
+    )
 
 
 def write_v2_index(path: Path, version: int = 2) -> Path:
     part = _part()
     with IndexWriter(
-        path=path, num_samples=N, num_shards=1, fields=FIELDS, key_blob_size=len(part.key_blob),
-        source_blob_size=len(part.source_blob), version=version,
-    ) as writer:  # fmt: skip
+        path=path,
+        num_samples=N,
+        num_shards=1,
+        fields=FIELDS,
+        key_blob_size=len(part.key_blob),
+        source_blob_size=len(part.source_blob),
+        version=version,
+    ) as writer:
         writer.append(part)
     return path
 
@@ -130,8 +141,14 @@ def test_a_field_missing_one_section(v2_index: Path) -> None:
 
 
 def test_sections_named_after_fields_are_version_1(v2_index: Path) -> None:
-    _rename(v2_index, {f"f{k}.{s}": f"{f}.{s}" for k, f in enumerate(FIELDS)
-                       for s in ("offset", "size", "crc32")})  # fmt: skip
+    _rename(
+        v2_index,
+        {
+            f"f{k}.{s}": f"{f}.{s}"
+            for k, f in enumerate(FIELDS)
+            for s in ("offset", "size", "crc32")
+        },
+    )
     with pytest.raises(CorruptIndexError, match=r"required section 'f0\.offset' is missing"):
         Index(v2_index, FIELDS)
     _set_version(v2_index, 1)
@@ -152,8 +169,10 @@ def test_version_1_reads_as_before(tmp_path: Path) -> None:
     assert (ix.version, ix.fields) == (1, ("jpg", "cls"))
     path = write_v2_index(tmp_path / "v1.fpx", version=1)
     assert [n for n in _section_names(path.read_bytes()) if n.endswith(".offset")] == [
-        "jpg.offset", "cls.offset", "txt.offset",
-    ]  # fmt: skip
+        "jpg.offset",
+        "cls.offset",
+        "txt.offset",
+    ]
     v1 = Index(path)
     assert v1.fields == FIELDS
     with pytest.raises(OffsetOutOfRangeError, match=r"sample 1 field 'txt' spans bytes"):
@@ -165,8 +184,15 @@ def test_unsupported_versions(v2_index: Path) -> None:
     with pytest.raises(UnsupportedVersionError, match=r"index version 3, this reader supports \(1"):
         Index(v2_index, FIELDS)
     with pytest.raises(ValueError, match="cannot write index version 3"):
-        IndexWriter(path=v2_index, num_samples=0, num_shards=0, fields=FIELDS,
-                    key_blob_size=0, source_blob_size=0, version=3)  # fmt: skip
+        IndexWriter(
+            path=v2_index,
+            num_samples=0,
+            num_shards=0,
+            fields=FIELDS,
+            key_blob_size=0,
+            source_blob_size=0,
+            version=3,
+        )
 
 
 def test_dataset_files_check_the_index_against_the_schema(tmp_path: Path) -> None:
@@ -174,8 +200,12 @@ def test_dataset_files_check_the_index_against_the_schema(tmp_path: Path) -> Non
     samples = [{"jpg": b"\xff\xd8", "cls": i, **({"txt": "t"} if i % 2 else {})} for i in range(5)]
     write_v2_dataset(tmp_path / "ds", schema, samples)
     assert DatasetFiles(tmp_path / "ds").index.present("txt").tolist() == [
-        False, True, False, True, False,
-    ]  # fmt: skip
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
     two = Schema((spec("jpg", "jpeg"), spec("txt", "text", optional=True)))
     write_v2_dataset(tmp_path / "two", two, samples)
     index = tmp_path / "ds" / "index.fpx"

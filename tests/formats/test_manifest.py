@@ -132,9 +132,10 @@ def test_bad_shard_formats(text: str, message: str) -> None:
 def test_a_shard_s_crc32c_round_trips_and_is_left_out_when_absent() -> None:
     with_crc = dataclasses.replace(
         _manifest(),
-        shards=tuple(dataclasses.replace(s, crc32c=0xFFFFFFFF - i)
-                     for i, s in enumerate(_manifest().shards)),
-    )  # fmt: skip
+        shards=tuple(
+            dataclasses.replace(s, crc32c=0xFFFFFFFF - i) for i, s in enumerate(_manifest().shards)
+        ),
+    )
     data = json.loads(with_crc.to_json())
     assert [s["crc32c"] for s in data["shards"]] == [0xFFFFFFFF, 0xFFFFFFFE]
     assert manifest_from_text(with_crc.to_json(), "m.json") == with_crc

@@ -71,8 +71,12 @@ def assemble(header: dict[str, object], frame: bytes, version: int = 1) -> bytes
 
 def assert_same(a: View, b: View) -> None:
     assert (a.name, a.dataset, a.num_samples, a.definition, a.balance) == (
-        b.name, b.dataset, b.num_samples, b.definition, b.balance,
-    )  # fmt: skip
+        b.name,
+        b.dataset,
+        b.num_samples,
+        b.definition,
+        b.balance,
+    )
     assert a.rows.dtype == b.rows.dtype == np.int64
     assert np.array_equal(a.rows, b.rows)
 
@@ -104,10 +108,14 @@ def test_file_layout(tmp_path: Path) -> None:
     assert bitmap == np.packbits(view.mask(), bitorder="little").tobytes()
     assert len(bitmap) == 3  # 20 bits
     assert header == {
-        "name": "train", "dataset": DIGEST, "num_samples": 20, "count": 6,
-        "definition": {"fraction": 0.5, "seed": 3}, "balance": None,
+        "name": "train",
+        "dataset": DIGEST,
+        "num_samples": 20,
+        "count": 6,
+        "definition": {"fraction": 0.5, "seed": 3},
+        "balance": None,
         "rows_crc32c": crc32c_extend(0, bitmap),
-    }  # fmt: skip
+    }
     assert list(json.loads(data[16 : 16 + struct.unpack_from("<I", data, 12)[0]])) == sorted(header)
     assert_same(read_view_file(path), view)
 

@@ -42,12 +42,16 @@ FIELDS_COUNT = 12
 FIELDS_SCHEMA: BuildSchema = parse_build_schema(
     [
         *SCHEMA,
-        {"name": "story.txt.zst", "type": "text", "column": "story",
-         "zstd": {"level": 5, "dictionary": True}},
+        {
+            "name": "story.txt.zst",
+            "type": "text",
+            "column": "story",
+            "zstd": {"level": 5, "dictionary": True},
+        },
         {"name": "meta.json.zst", "type": "json", "column": "meta", "zstd": {"level": 3}},
     ],
     "record test schema",
-)  # fmt: skip
+)
 
 
 def story(i: int) -> str:

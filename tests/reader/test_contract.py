@@ -185,11 +185,15 @@ class TestStreamingS3(ReaderContract):
 
     def read(self, root: Path, *, rank: int, world: int, seed: int, epoch: int) -> Read:
         with StreamingDataset(
-            self.url, rank=rank, world_size=world, seed=seed, shuffle_window=2,
+            self.url,
+            rank=rank,
+            world_size=world,
+            seed=seed,
+            shuffle_window=2,
             cache_dir=self.cache / uuid.uuid4().hex[:8],
             storage_options=self.server.storage_options,
             fetch=FetchOptions(retry=RetryPolicy(attempts=2, backoff_s=0.01)),
-        ) as ds:  # fmt: skip
+        ) as ds:
             ds.set_epoch(epoch)
             return [(int(label), image) for image, label in ds]
 
@@ -200,14 +204,23 @@ class TestDaliCpu(ReaderContract):
 
     def read(self, root: Path, *, rank: int, world: int, seed: int, epoch: int) -> Read:
         loader = dali_loader(
-            root, batch_size=3, transform=CenterCrop(SIZE, resize=RESIZE), shuffle=True,
-            seed=seed, rank=rank, world_size=world, num_workers=1,
+            root,
+            batch_size=3,
+            transform=CenterCrop(SIZE, resize=RESIZE),
+            shuffle=True,
+            seed=seed,
+            rank=rank,
+            world_size=world,
+            num_workers=1,
             dali=DaliOptions(initial_fill=4),
-        )  # fmt: skip
+        )
         with loader:
             epochs: Iterator[Read] = (
-                [(int(v), img.numpy()) for images, labels in loader for img, v in
-                 zip(images, labels, strict=True)]
+                [
+                    (int(v), img.numpy())
+                    for images, labels in loader
+                    for img, v in zip(images, labels, strict=True)
+                ]
                 for _ in range(epoch + 1)
-            )  # fmt: skip
+            )
             return list(epochs)[-1]

@@ -80,15 +80,25 @@ def test_dali_options_follow_the_training_transform_and_dataset(
     )
     dataset = Dataset(build_dataset().path, transform=transform, seed=7, io="pread")
     loader = make_loader(
-        dataset, batch_size=2, num_workers=2, prefetch_factor=3, seed=7, pin_memory=False,
-        decoder="dali", initial_fill=16,
-    )  # fmt: skip
+        dataset,
+        batch_size=2,
+        num_workers=2,
+        prefetch_factor=3,
+        seed=7,
+        pin_memory=False,
+        decoder="dali",
+        initial_fill=16,
+    )
     assert isinstance(loader, DaliLoader)
     o = loader.options
     assert o.transform == DaliRandomResizedCrop(
-        size=24, scale=(0.3, 0.9), ratio=(0.8, 1.25), flip_prob=0.25, fast_idct=True,
+        size=24,
+        scale=(0.3, 0.9),
+        ratio=(0.8, 1.25),
+        flip_prob=0.25,
+        fast_idct=True,
         fancy_upsampling=True,
-    )  # fmt: skip
+    )
     assert (o.train, o.shuffle, o.seed, o.field, o.dont_use_mmap) == (True, True, 7, "jpg", True)
     assert (o.num_threads, o.prefetch_queue_depth, o.initial_fill) == (2, 3, 16)
     loader.close()

@@ -152,10 +152,11 @@ def test_field_batches_through_a_transform_match(fields: Pair) -> None:
     """Masks and boxes follow the crop alike; padded batches, absent members."""
     names = ("jpg", "seg.png", "boxes.npy", "cls", "note.txt", "ids.json", "meta.json.zst")
     batches = [
-        Dataset(path, fields=names, transform=RandomResizedCrop(24), seed=5, pad=True)
-        .__getitems__(list(range(FIELDS_COUNT)))
+        Dataset(path, fields=names, transform=RandomResizedCrop(24), seed=5, pad=True).__getitems__(
+            list(range(FIELDS_COUNT))
+        )
         for path in fields
-    ]  # fmt: skip
+    ]
     assert_same(batches[0], batches[1], "batch")
 
 
@@ -188,10 +189,17 @@ def test_streaming_from_s3(
     samples: list[tuple[Any, ...]] = []
     for rank in range(2):
         dataset = StreamingDataset(
-            url, rank=rank, world_size=2, shuffle_window=1, prefetch=1, seed=4,
-            cache_dir=tmp_path / "cache", cache_limit=limit, fetch=QUICK,
+            url,
+            rank=rank,
+            world_size=2,
+            shuffle_window=1,
+            prefetch=1,
+            seed=4,
+            cache_dir=tmp_path / "cache",
+            cache_limit=limit,
+            fetch=QUICK,
             storage_options=s3_server.storage_options,
-        )  # fmt: skip
+        )
         samples += list(dataset)
         cache = ShardCache(dataset.root, limit)
         cached = sorted(p.name for p in (dataset.root / "shards").iterdir())

@@ -41,8 +41,9 @@ def location(shaped_s3: ShapedS3, bucket: str) -> Location:
 
 
 def bulk_download(location: Location, dest: Path, sha256: str = SHA256) -> bytes:
-    location.download(KEY, dest, size=len(DATA), sha256=sha256, part_bytes=PART, threads=3,
-                      bulk=True)  # fmt: skip
+    location.download(
+        KEY, dest, size=len(DATA), sha256=sha256, part_bytes=PART, threads=3, bulk=True
+    )
     return dest.read_bytes()
 
 
@@ -141,8 +142,16 @@ def test_a_crc32c_from_the_manifest_is_what_the_download_checks(
     """With a shard's CRC-32C the download checks it (not the SHA-256, here wrong on purpose);
     bytes that do not match it are refused, naming both values."""
     crc = google_crc32c.value(DATA)
-    location.download(KEY, tmp_path / "a", size=len(DATA), sha256="0" * 64, crc32c=crc,
-                      part_bytes=PART, threads=3, bulk=bulk)  # fmt: skip
+    location.download(
+        KEY,
+        tmp_path / "a",
+        size=len(DATA),
+        sha256="0" * 64,
+        crc32c=crc,
+        part_bytes=PART,
+        threads=3,
+        bulk=bulk,
+    )
     assert (tmp_path / "a").read_bytes() == DATA
     wrong = crc ^ 1
     with pytest.raises(
@@ -150,6 +159,14 @@ def test_a_crc32c_from_the_manifest_is_what_the_download_checks(
         match=rf"{location.url}/{KEY}: crc32c of its {len(DATA)} bytes is {crc:08x}, the "
         rf"manifest records {wrong:08x} \(3 downloads\)",
     ):
-        location.download(KEY, tmp_path / "b", size=len(DATA), sha256=SHA256, crc32c=wrong,
-                          part_bytes=PART, threads=3, bulk=bulk)  # fmt: skip
+        location.download(
+            KEY,
+            tmp_path / "b",
+            size=len(DATA),
+            sha256=SHA256,
+            crc32c=wrong,
+            part_bytes=PART,
+            threads=3,
+            bulk=bulk,
+        )
     assert not (tmp_path / "b").exists()

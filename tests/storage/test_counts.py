@@ -33,10 +33,16 @@ class CutOnce:
 def test_a_download_counts_every_byte_that_came_and_the_retry(tmp_path: Path) -> None:
     fetched, retries = IO_COUNTS.fetched_bytes, IO_COUNTS.retries
     download(
-        CutOnce(), "a", tmp_path / "a", url="mem://a", size=len(DATA),
-        sha256=hashlib.sha256(DATA).hexdigest(), retry=RetryPolicy(attempts=2, backoff_s=0),
-        part_bytes=len(DATA), threads=1,
-    )  # fmt: skip
+        CutOnce(),
+        "a",
+        tmp_path / "a",
+        url="mem://a",
+        size=len(DATA),
+        sha256=hashlib.sha256(DATA).hexdigest(),
+        retry=RetryPolicy(attempts=2, backoff_s=0),
+        part_bytes=len(DATA),
+        threads=1,
+    )
     assert (tmp_path / "a").read_bytes() == DATA
     assert IO_COUNTS.fetched_bytes - fetched == len(DATA) + 10_000  # the cut buffer, then all
     assert IO_COUNTS.retries - retries == 1

@@ -40,8 +40,7 @@ def location(shaped_s3: ShapedS3, bucket: str) -> Location:
 
 def download(location: Location, dest: Path, threads: int = 3) -> bytes:
     """`KEY` in ranged GETs of 100,000 bytes, checked against its SHA-256."""
-    location.download(KEY, dest, size=len(DATA), sha256=SHA256, part_bytes=100_000,
-                      threads=threads)  # fmt: skip
+    location.download(KEY, dest, size=len(DATA), sha256=SHA256, part_bytes=100_000, threads=threads)
     return dest.read_bytes()
 
 
@@ -95,8 +94,10 @@ def test_attempts_are_those_of_the_policy_and_no_more(
     if throttled < QUICK.attempts:
         assert location.read_range(KEY, 0, 10) == DATA[:10]
     else:
-        pattern = (rf"{location.url}/{KEY} \[0, 10\): unavailable after 4 attempts; "
-                   r"last error: OSError: .*reduce your request rate")  # fmt: skip
+        pattern = (
+            rf"{location.url}/{KEY} \[0, 10\): unavailable after 4 attempts; "
+            r"last error: OSError: .*reduce your request rate"
+        )
         with pytest.raises(FetchError, match=pattern):
             location.read_range(KEY, 0, 10)
     assert len(faults(shaped_s3, KEY)) == min(throttled + 1, QUICK.attempts)

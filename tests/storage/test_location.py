@@ -42,9 +42,11 @@ def flaky(monkeypatch: pytest.MonkeyPatch, location: Location, method: str, fail
 
 
 def test_upload_is_retried_until_it_goes_through(
-    location: Location, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    location: Location,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     put = flaky(monkeypatch, location, "put_file", 2)
     local = tmp_path / "000000.tar"
     local.write_bytes(DATA[::-1])
@@ -85,9 +87,13 @@ def test_download_retries_each_range(
     cat = flaky(monkeypatch, location, "cat_file", 2)
     dest = tmp_path / "obj"
     location.download(
-        "obj", dest, size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest(),
-        part_bytes=3000, threads=2,
-    )  # fmt: skip
+        "obj",
+        dest,
+        size=len(DATA),
+        sha256=hashlib.sha256(DATA).hexdigest(),
+        part_bytes=3000,
+        threads=2,
+    )
     assert dest.read_bytes() == DATA
     assert (cat.calls, cat.failed) == (4 + 2, 2)  # 4 ranges, 2 of the tries failed
 
@@ -183,8 +189,10 @@ def test_walk_lists_every_object_page_by_page(
     assert (calls.calls, calls.failed) == (2 + -(-(len(names) + 1) // 5), 2)
     assert [n for n, _ in s3_location.walk("shards")] == sorted(n for n in names if "/" in n)
     assert [n for n, _ in s3_location.walk("shards/", start_after="shards/000020.tar")] == [
-        "shards/000021.tar", "shards/000022.tar", "shards/sub/x.idx",
-    ]  # fmt: skip
+        "shards/000021.tar",
+        "shards/000022.tar",
+        "shards/sub/x.idx",
+    ]
     assert list(s3_location.walk("nothing-here")) == []
     assert list(s3_location.folders()) == ["shards"]
     assert list(s3_location.folders("shards")) == ["empty", "sub"]
@@ -222,8 +230,11 @@ def test_remove_deletes_one_object_and_a_missing_one_is_fine(
 def test_walk_and_remove_on_other_filesystems(location: Location) -> None:
     put(location, ["b/2.jpg", "a/1.jpg", "a/sub/3.jpg"])
     assert list(location.walk()) == [
-        ("a/1.jpg", 7), ("a/sub/3.jpg", 11), ("b/2.jpg", 7), ("obj", len(DATA)),
-    ]  # fmt: skip
+        ("a/1.jpg", 7),
+        ("a/sub/3.jpg", 11),
+        ("b/2.jpg", 7),
+        ("obj", len(DATA)),
+    ]
     assert list(location.walk("a", start_after="a/1.jpg")) == [("a/sub/3.jpg", 11)]
     assert list(location.folders()) == ["a", "b"]
     location.remove("a/1.jpg")

@@ -18,13 +18,18 @@ def run_without(packages: list[str], code: str) -> subprocess.CompletedProcess[s
     hide = f"import sys\nfor name in {packages!r}:\n    sys.modules[name] = None\n"
     return subprocess.run(
         [sys.executable, "-c", hide + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("package", ["fsspec", "s3fs", "aiobotocore"])
 def test_a_missing_package_names_the_s3_extra(package: str) -> None:
-    done = run_without([package], """
+    done = run_without(
+        [package],
+        """
         from fastpack.storage import MissingDependencyError
         from fastpack.storage.urls import filesystem
         try:
@@ -32,7 +37,8 @@ def test_a_missing_package_names_the_s3_extra(package: str) -> None:
         except MissingDependencyError as e:
             assert isinstance(e, ModuleNotFoundError)
             print(e)
-        """)  # fmt: skip
+        """,
+    )
     assert done.returncode == 0, done.stderr
     assert EXTRA in done.stdout
     assert package in done.stdout
@@ -40,12 +46,15 @@ def test_a_missing_package_names_the_s3_extra(package: str) -> None:
 
 def test_info_on_an_s3_url_without_the_extra_fails_at_once() -> None:
     """The error a new user meets after `pip install fastpack[torch]`: one line, no retries."""
-    done = run_without(["s3fs"], """
+    done = run_without(
+        ["s3fs"],
+        """
         import logging
         from fastpack.cli import main
         logging.basicConfig(level=logging.WARNING)
         raise SystemExit(main(["info", "s3://bucket/ds"]))
-        """)  # fmt: skip
+        """,
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("fastpack: error: s3://bucket/ds")
     assert EXTRA in done.stderr
@@ -55,7 +64,9 @@ def test_info_on_an_s3_url_without_the_extra_fails_at_once() -> None:
 
 
 def test_a_bulk_download_without_obstore_names_the_extra_and_is_not_retried() -> None:
-    done = run_without(["obstore"], """
+    done = run_without(
+        ["obstore"],
+        """
         import logging
         from pathlib import Path
         from fastpack.storage import Location, MissingDependencyError
@@ -65,7 +76,8 @@ def test_a_bulk_download_without_obstore_names_the_extra_and_is_not_retried() ->
             location.download("a.tar", Path("a.tar"), size=1, sha256="0" * 64, bulk=True)
         except MissingDependencyError as e:
             print(e)
-        """)  # fmt: skip
+        """,
+    )
     assert done.returncode == 0, done.stderr
     assert "'obstore'" in done.stdout
     assert EXTRA in done.stdout

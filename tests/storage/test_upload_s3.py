@@ -37,19 +37,26 @@ def flaky_fs(
 
 
 def test_a_build_whose_first_uploads_fail_still_publishes(
-    make_image_folder: Callable[..., Path], s3_server: S3Server, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+    make_image_folder: Callable[..., Path],
+    s3_server: S3Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     url = f"s3://{s3_server.new_bucket()}/ds"
     put = flaky_fs(monkeypatch, s3_server, url, "put_file", 2)
     info = flaky_fs(monkeypatch, s3_server, url, "info", 1)  # the look for an existing dataset
     source = make_image_folder(classes=3, per_class=12, size=40)
     with caplog.at_level(logging.WARNING, logger="fastpack.storage"):
         summary = build_to_url(
-            source, url, OPTIONS, staging=tmp_path / "staging", keep_staging=True,
+            source,
+            url,
+            OPTIONS,
+            staging=tmp_path / "staging",
+            keep_staging=True,
             storage_options=s3_server.storage_options,
             retry=RetryPolicy(attempts=3, backoff_s=0.01),
-        )  # fmt: skip
+        )
     manifest = read_manifest(tmp_path / "staging" / MANIFEST_NAME)
     objects = 2 * len(manifest.shards) + 2  # tar + idx per shard, index, manifest (no rejects)
     assert len(manifest.shards) > 2
@@ -67,9 +74,12 @@ def test_a_build_whose_first_uploads_fail_still_publishes(
 
 
 def test_build_to_url_gives_up_after_its_retry_attempts(
-    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    make_image_folder: Callable[..., Path],
+    s3_server: S3Server,
+    s3_bucket: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     url = f"s3://{s3_bucket}/ds"
     put = flaky_fs(monkeypatch, s3_server, url, "put_file", 100)
     source = make_image_folder(classes=2, per_class=8, size=40)
@@ -77,8 +87,13 @@ def test_build_to_url_gives_up_after_its_retry_attempts(
     last = "ConnectionError: injected failure 2 of 100"
     message = rf"^upload of .* to {target}: unavailable after 2 attempts; last error: {last}$"
     with pytest.raises(FetchError, match=message):
-        build_to_url(source, url, OPTIONS, staging=tmp_path / "staging",
-                     storage_options=s3_server.storage_options,
-                     retry=RetryPolicy(attempts=2, backoff_s=0.01))  # fmt: skip
+        build_to_url(
+            source,
+            url,
+            OPTIONS,
+            staging=tmp_path / "staging",
+            storage_options=s3_server.storage_options,
+            retry=RetryPolicy(attempts=2, backoff_s=0.01),
+        )
     assert put.calls == 2
     assert not s3_server.filesystem().exists(f"{s3_bucket}/ds/{MANIFEST_NAME}")

@@ -45,8 +45,9 @@ def test_chunks_change_nothing(strings: list[str], pattern: str) -> None:
 
 
 def test_paths_of_an_image_folder() -> None:
-    strings = [f"{c}/{i:03d}.{ext}" for c in ("cats", "dogs") for i in range(12)
-               for ext in ("jpg", "png")]  # fmt: skip
+    strings = [
+        f"{c}/{i:03d}.{ext}" for c in ("cats", "dogs") for i in range(12) for ext in ("jpg", "png")
+    ]
     blob, offsets = pack_strings(strings)
     for pattern in ("cats/*", "*.png", "*/00?.jpg", "dogs/01[0-1].*", "*s/*1*", "cats/000.jpg"):
         assert glob_mask(blob, offsets, pattern).tolist() == expected(strings, pattern), pattern

@@ -30,11 +30,10 @@ IMAGES = {
     "gray": (Image.fromarray(RNG.integers(0, 256, (30, 40), dtype=np.uint8), "L"), {}),
     "gray 16-bit": (Image.fromarray(RNG.integers(0, 65536, (30, 40), dtype=np.uint16)), {}),
     "1-bit": (Image.fromarray(RNG.integers(0, 2, (30, 40)).astype(bool)), {}),
-    "gray + alpha": (Image.fromarray(RNG.integers(0, 256, (30, 40, 2), dtype=np.uint8), "LA"),
-                     {}),
+    "gray + alpha": (Image.fromarray(RNG.integers(0, 256, (30, 40, 2), dtype=np.uint8), "LA"), {}),
     "rgb": (Image.fromarray(RNG.integers(0, 256, (30, 40, 3), dtype=np.uint8), "RGB"), {}),
     "rgba": (Image.fromarray(RNG.integers(0, 256, (30, 40, 4), dtype=np.uint8), "RGBA"), {}),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("kind", list(IMAGES))

@@ -40,8 +40,13 @@ def cv2_jpeg(*params: int) -> bytes:
 
 def with_frame(**changes: int) -> bytes:
     """BASELINE with its SOF fields replaced: precision, height, width, components, length."""
-    fields = dict(zip(("length", "precision", "height", "width", "components"),
-                      struct.unpack_from(">HBHHB", BASELINE, SOF_AT + 2), strict=True))  # fmt: skip
+    fields = dict(
+        zip(
+            ("length", "precision", "height", "width", "components"),
+            struct.unpack_from(">HBHHB", BASELINE, SOF_AT + 2),
+            strict=True,
+        )
+    )
     fields.update(changes)
     packed = struct.pack(">HBHHB", *fields.values())
     return BASELINE[: SOF_AT + 2] + packed + BASELINE[SOF_AT + 10 :]
@@ -127,38 +132,53 @@ HOSTILE = {
     "eoi-first": (b"\xff\xd8" + EOI, "EOI marker at offset 2 before any scan"),
     "unknown-marker": (b"\xff\xd8\xff\x02", "unexpected marker FF02 at offset 2"),
     "ends-in-marker": (b"\xff\xd8\xff\xff", "truncated: the file ends in a marker at offset 3"),
-    "no-length": (b"\xff\xd8\xff\xe0\x00",
-                  "truncated: the FFE0 segment at offset 2 has no length (the file ends at byte "
-                  "5)"),
-    "length-past-end": (b"\xff\xd8\xff\xe0\x10\x00JFIF",
-                        "truncated: the FFE0 segment at offset 2 needs 4096 bytes, the file ends "
-                        "at byte 10"),
-    "length-under-2": (BASELINE[:2] + b"\xff\xe0\x00\x01" + BASELINE[2:],
-                       "the FFE0 segment at offset 2 has length 1"),
-    "stray-byte": (BASELINE[:2] + b"\x00" + BASELINE[2:],
-                   "expected a marker at offset 2, found byte 0x00"),
+    "no-length": (
+        b"\xff\xd8\xff\xe0\x00",
+        "truncated: the FFE0 segment at offset 2 has no length (the file ends at byte 5)",
+    ),
+    "length-past-end": (
+        b"\xff\xd8\xff\xe0\x10\x00JFIF",
+        "truncated: the FFE0 segment at offset 2 needs 4096 bytes, the file ends at byte 10",
+    ),
+    "length-under-2": (
+        BASELINE[:2] + b"\xff\xe0\x00\x01" + BASELINE[2:],
+        "the FFE0 segment at offset 2 has length 1",
+    ),
+    "stray-byte": (
+        BASELINE[:2] + b"\x00" + BASELINE[2:],
+        "expected a marker at offset 2, found byte 0x00",
+    ),
     "zero-width": (with_frame(width=0), f"{SOF} a size of 0 x 40 pixels"),
     "precision": (with_frame(precision=7), f"{SOF} a sample precision of 7 bits"),
     "components": (with_frame(components=5), f"{SOF} 5 components"),
     "frame-length": (with_frame(components=2), f"{SOF} length 17 for 2 components (expected 14)"),
-    "scan-before-frame": (BASELINE[:SOF_AT] + BASELINE[SOF_END:],
-                          f"the scan at offset {SOS_WITHOUT_FRAME} comes before any frame header"),
-    "two-frames": (BASELINE[:SOF_END] + BASELINE[SOF_AT:],
-                   f"a second frame header (FFC0) at offset {SOF_END}"),
-    "scan-components": (BASELINE[: SOS_AT + 4] + b"\x04" + BASELINE[SOS_AT + 5 :],
-                        f"the scan header at offset {SOS_AT} names 4 components (the frame has 3)"),
-    "scan-length": (BASELINE[: SOS_AT + 4] + b"\x02" + BASELINE[SOS_AT + 5 :],
-                    f"the scan header at offset {SOS_AT} has length 12 for 2 components "
-                    "(expected 10)"),
-    "header-then-html": (HEADER + b"<html><body>Not Found</body></html>\n",
-                         "truncated: no EOI marker after the scan data (the file ends at byte "
-                         f"{len(HEADER) + 36})"),
+    "scan-before-frame": (
+        BASELINE[:SOF_AT] + BASELINE[SOF_END:],
+        f"the scan at offset {SOS_WITHOUT_FRAME} comes before any frame header",
+    ),
+    "two-frames": (
+        BASELINE[:SOF_END] + BASELINE[SOF_AT:],
+        f"a second frame header (FFC0) at offset {SOF_END}",
+    ),
+    "scan-components": (
+        BASELINE[: SOS_AT + 4] + b"\x04" + BASELINE[SOS_AT + 5 :],
+        f"the scan header at offset {SOS_AT} names 4 components (the frame has 3)",
+    ),
+    "scan-length": (
+        BASELINE[: SOS_AT + 4] + b"\x02" + BASELINE[SOS_AT + 5 :],
+        f"the scan header at offset {SOS_AT} has length 12 for 2 components (expected 10)",
+    ),
+    "header-then-html": (
+        HEADER + b"<html><body>Not Found</body></html>\n",
+        f"truncated: no EOI marker after the scan data (the file ends at byte {len(HEADER) + 36})",
+    ),
     "header-then-garbage": (HEADER + GARBAGE + EOI, "unexpected marker FF"),
-    "frame-in-scan-data": (BASELINE[:-2] + segment(0xC0, BASELINE[SOF_AT + 4 : SOF_END]) + EOI,
-                           f"unexpected marker FFC0 at offset {len(BASELINE) - 2} in the scan "
-                           "data"),
+    "frame-in-scan-data": (
+        BASELINE[:-2] + segment(0xC0, BASELINE[SOF_AT + 4 : SOF_END]) + EOI,
+        f"unexpected marker FFC0 at offset {len(BASELINE) - 2} in the scan data",
+    ),
     "scan-data-cut-short": (BASELINE[:-300] + EOI[:1], "truncated: no EOI marker"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize(("data", "message"), HOSTILE.values(), ids=HOSTILE.keys())

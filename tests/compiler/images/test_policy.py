@@ -229,11 +229,13 @@ HEADER = jpeg_bytes(64, 80, seed=18)[: scan_data_at(jpeg_bytes(64, 80, seed=18))
     [
         (jpeg_bytes(64, 80, seed=19)[:-1], "corrupt JPEG: truncated: no EOI marker after the scan"),
         (HEADER + b"<html>404 Not Found</html>", "corrupt JPEG: truncated: no EOI marker"),
-        (HEADER + b"\x12\xff\x3a" + bytes(500) + b"\xff\xd9",
-         f"corrupt JPEG: unexpected marker FF3A at offset {len(HEADER) + 1} in the scan data"),
+        (
+            HEADER + b"\x12\xff\x3a" + bytes(500) + b"\xff\xd9",
+            f"corrupt JPEG: unexpected marker FF3A at offset {len(HEADER) + 1} in the scan data",
+        ),
     ],
     ids=["truncated", "html-after-header", "garbage-after-header"],
-)  # fmt: skip
+)
 def test_broken_structure_is_rejected_at_every_check(
     data: bytes, reason: str, check: Check
 ) -> None:
@@ -248,8 +250,11 @@ def test_corrupt_entropy_data_is_kept_by_structure_and_rejected_by_decode() -> N
     assert prepare_image(data, check="structure") == PreparedImage(data, converted=False)
     result = prepare_image(data, check="decode")
     assert isinstance(result, Reject)
-    assert re.fullmatch(r"corrupt JPEG: Corrupt JPEG data: \d+ extraneous bytes before marker "
-                        r"0xd9", result.reason)  # fmt: skip
+    assert re.fullmatch(
+        r"corrupt JPEG: Corrupt JPEG data: \d+ extraneous bytes before marker "
+        r"0xd9",
+        result.reason,
+    )
 
 
 def test_corrupt_entropy_data_of_a_converted_jpeg_is_rejected_at_every_check() -> None:

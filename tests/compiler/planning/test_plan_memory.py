@@ -25,8 +25,10 @@ def peak_kib_of_planning(tmp_path: Path, lines: int) -> int:
         file.writelines(f"{i % 3}.jpg,class{i % 100}\n" for i in range(lines))
     result = subprocess.run(
         [sys.executable, "-c", PLAN_AND_REPORT_PEAK, str(listing), str(tmp_path / f"plan{lines}")],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     inputs, peak = map(int, result.stdout.split())
     assert inputs == lines
     return peak

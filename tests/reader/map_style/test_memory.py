@@ -85,9 +85,13 @@ def write_dataset(root: Path, num_samples: int) -> Path:
         crc32={ext: np.zeros(num_samples, "<u4") for ext in ("jpg", "cls")},
     )
     with IndexWriter(
-        path=root / INDEX_NAME, num_samples=num_samples, num_shards=1, fields=("jpg", "cls"),
-        key_blob_size=len(key_blob), source_blob_size=0,
-    ) as index:  # fmt: skip
+        path=root / INDEX_NAME,
+        num_samples=num_samples,
+        num_shards=1,
+        fields=("jpg", "cls"),
+        key_blob_size=len(key_blob),
+        source_blob_size=0,
+    ) as index:
         index.append(part)
     index_bytes = (root / INDEX_NAME).stat().st_size
     shard = ShardInfo(

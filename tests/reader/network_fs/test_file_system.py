@@ -50,8 +50,9 @@ def test_auto_maps_a_local_disk_and_preads_a_mounted_network_file_system(
 ) -> None:
     assert file_system_type(network_fs.mount) == "fuse.sshfs"
     assert resolve_io("auto", network_fs.mount) == "pread"
-    assert resolve_io("auto", tmp_path) == ("pread" if is_remote(file_system_type(tmp_path))
-                                            else "mmap")  # fmt: skip
+    assert resolve_io("auto", tmp_path) == (
+        "pread" if is_remote(file_system_type(tmp_path)) else "mmap"
+    )
     assert resolve_io("mmap", network_fs.mount) == "mmap"  # a choice is kept
     with pytest.raises(ValueError, match=r"io must be one of \('auto', 'mmap', 'pread'\)"):
         resolve_io("direct", tmp_path)

@@ -98,8 +98,10 @@ def test_streaming_with_a_cache_dir_copies_whole_shards_to_local_disk(
     assert dataset.io == "mmap"  # the copies are on local disk
     seen = indices((image for image, _ in dataset), by_digest)
     assert counts(seen, 30).tolist() == [1] * 30
-    copies = {p.relative_to(p.parents[1]).as_posix(): p.stat().st_size
-              for p in cache.glob("*/shards/*.tar")}  # fmt: skip
+    copies = {
+        p.relative_to(p.parents[1]).as_posix(): p.stat().st_size
+        for p in cache.glob("*/shards/*.tar")
+    }
     assert copies == {s.name: s.bytes for s in manifest.shards}
     assert not list(cache.rglob("*.part"))
     before = network_fs.proxy.bytes_to_clients()
@@ -113,9 +115,12 @@ def test_a_cache_limit_evicts_copied_shards(mounted_dataset: Path, tmp_path: Pat
     largest = max(s.bytes for s in manifest.shards)
     limit = 3 * largest  # shuffle_window 1 + prefetch 2
     dataset = StreamingDataset(
-        mounted_dataset, cache_dir=tmp_path / "cache", cache_limit=limit, shuffle_window=1,
+        mounted_dataset,
+        cache_dir=tmp_path / "cache",
+        cache_limit=limit,
+        shuffle_window=1,
         prefetch=2,
-    )  # fmt: skip
+    )
     assert len(list(dataset)) == 30
     cached = sum(p.stat().st_size for p in (tmp_path / "cache").glob("*/shards/*.tar"))
     assert 0 < cached <= limit < sum(s.bytes for s in manifest.shards)

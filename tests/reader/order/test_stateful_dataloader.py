@@ -22,8 +22,7 @@ def _loader(path: Path, workers: int) -> tuple[Dataset, StatefulDataLoader]:
     ds = Dataset(path, transform=CenterCrop(8))
     ds.set_epoch(1)
     sampler = EpochBatchSampler(ds, 9, seed=7)
-    return ds, StatefulDataLoader(ds, batch_sampler=sampler, num_workers=workers,
-                                  collate_fn=_as_is)  # fmt: skip
+    return ds, StatefulDataLoader(ds, batch_sampler=sampler, num_workers=workers, collate_fn=_as_is)
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -94,8 +94,9 @@ def test_counts_per_epoch_and_per_call(
 def test_a_mix_batch_is_one_batch(build_dataset: Callable[..., Built]) -> None:
     one = Dataset(build_dataset(name="one").path, transform=CenterCrop(16))
     two = Dataset(build_dataset(name="two", seed=1).path, transform=CenterCrop(16))
-    loader = make_loader(Mix([(one, 1), (two, 1)], epoch_size=20), batch_size=4, num_workers=1,
-                         timeout=TIMEOUT)  # fmt: skip
+    loader = make_loader(
+        Mix([(one, 1), (two, 1)], epoch_size=20), batch_size=4, num_workers=1, timeout=TIMEOUT
+    )
     for _ in loader:
         pass
     stats = loader.stats()
@@ -187,10 +188,13 @@ def test_streaming_from_s3_counts_fetches_then_cache_hits(
     Uploader(path, url, s3_server.storage_options, resume=False).put_dataset()
     shards = read_manifest(path / "fastpack.json").shards
     ds = StreamingDataset(
-        url, transform=CenterCrop(16), cache_dir=tmp_path / "cache", shuffle_window=2,
+        url,
+        transform=CenterCrop(16),
+        cache_dir=tmp_path / "cache",
+        shuffle_window=2,
         storage_options=s3_server.storage_options,
         fetch=FetchOptions(retry=RetryPolicy(attempts=2, backoff_s=0.05)),
-    )  # fmt: skip
+    )
     loader = make_loader(ds, batch_size=4, num_workers=2, timeout=TIMEOUT)
     epochs = []
     for epoch in (0, 1):

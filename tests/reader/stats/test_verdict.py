@@ -11,17 +11,30 @@ from fastpack.reader.stats.verdict import loader_verdict
 
 def _worker(*, busy: float, read: float, decode: float, fetched: int = 0) -> WorkerStats:
     return WorkerStats(
-        worker=0, batches=10, samples=80, busy_seconds=busy, read_seconds=read,
-        decode_seconds=decode, allocate_seconds=busy - read - decode, fresh_blocks=0,
-        bytes_read=1000, bytes_fetched=fetched, cache_hits=0, retries=0,
-    )  # fmt: skip
+        worker=0,
+        batches=10,
+        samples=80,
+        busy_seconds=busy,
+        read_seconds=read,
+        decode_seconds=decode,
+        allocate_seconds=busy - read - decode,
+        fresh_blocks=0,
+        bytes_read=1000,
+        bytes_fetched=fetched,
+        cache_hits=0,
+        retries=0,
+    )
 
 
 def _verdict(wait: float, *workers: WorkerStats, in_process: bool = False, cpus: int = 8) -> str:
     return loader_verdict(
-        batches=10, wait_share=wait, seconds=1.0, workers=workers, in_process=in_process,
+        batches=10,
+        wait_share=wait,
+        seconds=1.0,
+        workers=workers,
+        in_process=in_process,
         cpus=cpus,
-    )  # fmt: skip
+    )
 
 
 def test_a_trainer_that_hardly_waits_is_the_bottleneck() -> None:
@@ -64,8 +77,10 @@ def test_loading_in_the_training_process_and_without_worker_counts() -> None:
     assert "counts nothing per thread to say where; raise num_workers (DALI's threads)" in (
         _verdict(0.3)
     )
-    assert loader_verdict(batches=0, wait_share=0.0, seconds=0.0, workers=(), in_process=False,
-                          cpus=1) == "no batch was taken in this interval"  # fmt: skip
+    assert (
+        loader_verdict(batches=0, wait_share=0.0, seconds=0.0, workers=(), in_process=False, cpus=1)
+        == "no batch was taken in this interval"
+    )
 
 
 def test_batch_rows() -> None:

@@ -146,13 +146,17 @@ def expected_labels(built: Path) -> np.ndarray:
 
 
 def test_the_first_sample_fetches_a_small_part_of_the_index(
-    built: Path, s3_server: S3Server, tmp_path: Path, gets: Callable[[], Gets],
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    gets: Callable[[], Gets],
     by_digest: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     url = publish(built, s3_server)
     size = (built / INDEX_NAME).stat().st_size
-    dataset = streaming(url, s3_server, tmp_path / "cache", shuffle_window=1, prefetch=0,
-                        fetch=ONE_AT_A_TIME)  # fmt: skip
+    dataset = streaming(
+        url, s3_server, tmp_path / "cache", shuffle_window=1, prefetch=0, fetch=ONE_AT_A_TIME
+    )
     image, label = next(iter(dataset))
     fetched = gets()
     assert 0 < sum(b - a for _, a, b in fetched) < size / 8
@@ -165,9 +169,12 @@ def test_the_first_sample_fetches_a_small_part_of_the_index(
 
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
 def test_an_epoch_over_forked_workers_reads_every_sample_and_fetches_each_shard_once(
-    built: Path, s3_server: S3Server, tmp_path: Path, gets: Callable[[], Gets],
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    gets: Callable[[], Gets],
     by_digest: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     url = publish(built, s3_server)
     dataset = streaming(url, s3_server, tmp_path / "cache", shuffle_window=3)
     plans = [dataset.plan(Stream(0, 1, w, 3)) for w in range(3)]
@@ -289,9 +296,12 @@ def _offset_past_the_shard(root: Path, rows: slice) -> None:
     ],
 )  # fmt: skip
 def test_a_bad_slice_raises_naming_its_shard_and_url(
-    built: Path, s3_server: S3Server, tmp_path: Path,
-    damage: Callable[[Path, slice], None], message: str,
-) -> None:  # fmt: skip
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    damage: Callable[[Path, slice], None],
+    message: str,
+) -> None:
     url = publish(_damaged(built, tmp_path, damage), s3_server)
     dataset = streaming(url, s3_server, tmp_path / "cache", shuffle=False, shuffle_window=1)
     with pytest.raises(CorruptIndexError, match=rf"^{url}/index\.fpx: shard 3: {message}$"):
@@ -302,9 +312,12 @@ def test_a_bad_slice_raises_naming_its_shard_and_url(
 
 
 def test_a_whole_cached_index_is_used_as_it_is(
-    built: Path, s3_server: S3Server, tmp_path: Path, gets: Callable[[], Gets],
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    gets: Callable[[], Gets],
     by_digest: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     url = publish(built, s3_server)
     cache = tmp_path / "cache"
     root = streaming(url, s3_server, cache).root
@@ -355,9 +368,12 @@ def short_first_get(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("short_first_get")
 def test_a_section_table_past_the_first_get_takes_a_second(
-    built: Path, s3_server: S3Server, tmp_path: Path, gets: Callable[[], Gets],
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    gets: Callable[[], Gets],
     by_digest: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     url = publish(built, s3_server)
     dataset = streaming(url, s3_server, tmp_path / "cache", shuffle_window=2)
     assert [(a, b) for _, a, b in gets()[:2]] == [(0, 100), (100, 64 + 48 * 12)]
@@ -366,9 +382,12 @@ def test_a_section_table_past_the_first_get_takes_a_second(
 
 
 def test_a_small_index_is_fetched_whole_and_checked(
-    built: Path, s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    built: Path,
+    s3_server: S3Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     by_digest: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setattr(index_rows, "WHOLE_INDEX_BYTES", 16 * 2**20)
     downloads: list[tuple[str, str]] = []
     ranged: list[str] = []

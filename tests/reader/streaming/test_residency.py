@@ -37,8 +37,10 @@ def test_resident_sets_are_disjoint_fit_their_budget_and_follow_the_seed(world: 
     for shards in kept:
         assert 0 < SIZES[shards].sum() <= 40_000
         assert COUNTS[shards].sum() <= span - COUNTS.max()
-    assert all(len(k) == 0 for k in resident_shards(COUNTS, SIZES, seed=1, world=world,
-                                                    budget=0, span=span))  # fmt: skip
+    assert all(
+        len(k) == 0
+        for k in resident_shards(COUNTS, SIZES, seed=1, world=world, budget=0, span=span)
+    )
 
 
 @pytest.mark.parametrize(
@@ -46,7 +48,7 @@ def test_resident_sets_are_disjoint_fit_their_budget_and_follow_the_seed(world: 
 )
 def test_every_sample_once_per_epoch_and_each_rank_reads_its_resident_shards(
     world: int, workers: int, drop_last: bool
-) -> None:  # fmt: skip
+) -> None:
     total = int(COUNTS.sum())
     span = total // world if drop_last else -(-total // world)
     kept = resident_shards(COUNTS, SIZES, seed=3, world=world, budget=30_000, span=span)
@@ -60,9 +62,15 @@ def test_every_sample_once_per_epoch_and_each_rank_reads_its_resident_shards(
         for rank in range(world):
             for worker in range(workers):
                 plan = stream_plan(
-                    COUNTS, Stream(rank, world, worker, workers), seed=3, epoch=epoch,
-                    shuffle=True, window=2, drop_last=drop_last, order=order,
-                )  # fmt: skip
+                    COUNTS,
+                    Stream(rank, world, worker, workers),
+                    seed=3,
+                    epoch=epoch,
+                    shuffle=True,
+                    window=2,
+                    drop_last=drop_last,
+                    order=order,
+                )
                 for w in range(len(plan.windows)):
                     np.add.at(seen, plan.window_samples(w), 1)
                 for chunk in (c for window in plan.windows for c in window):
@@ -111,9 +119,11 @@ def published(
 
 
 def test_a_cache_of_part_of_the_dataset_saves_that_part_every_epoch(
-    published: tuple[Path, str], s3_server: S3Server, tmp_path: Path,
+    published: tuple[Path, str],
+    s3_server: S3Server,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     built, url = published
     manifest = read_manifest(built / MANIFEST_NAME)
     dataset_bytes = sum(s.bytes for s in manifest.shards)
@@ -130,9 +140,13 @@ def test_a_cache_of_part_of_the_dataset_saves_that_part_every_epoch(
 
     monkeypatch.setattr(Location, "download", counted)
     dataset = StreamingDataset(
-        url, shuffle_window=2, prefetch=1, cache_limit=limit, cache_dir=tmp_path / "cache",
+        url,
+        shuffle_window=2,
+        prefetch=1,
+        cache_limit=limit,
+        cache_dir=tmp_path / "cache",
         storage_options=s3_server.storage_options,
-    )  # fmt: skip
+    )
     resident = dataset.resident_shards(0)
     assert resident is not None
     kept = sum(manifest.shards[s].bytes for s in resident[0].tolist())

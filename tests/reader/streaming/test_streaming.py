@@ -220,9 +220,14 @@ def test_plan_covers_the_epoch(
         n = 0
         for worker in range(workers):
             plan = stream_plan(
-                shard_sizes, Stream(rank, world, worker, workers), seed=1, epoch=epoch,
-                shuffle=True, window=window, drop_last=drop_last,
-            )  # fmt: skip
+                shard_sizes,
+                Stream(rank, world, worker, workers),
+                seed=1,
+                epoch=epoch,
+                shuffle=True,
+                window=window,
+                drop_last=drop_last,
+            )
             ids = [int(i) for w in range(len(plan.windows)) for i in plan.window_samples(w)]
             assert len(ids) == plan.num_samples
             assert all(len(w) <= window for w in plan.windows)

@@ -264,8 +264,11 @@ def test_a_sample_that_does_not_decode_is_named_in_a_batch(built: Path) -> None:
     key = reference.key(i)
     for transform, size in ((CenterCrop(8), 16), (None, 1)):  # full-size images differ: one
         dataset = StreamingDataset(built, transform=transform, batch_size=size, shuffle=False)
-        with pytest.raises(ShardFormatError, match=rf"sample {i} \(key {key}, shard {shard}\) "
-                           r"field 'jpg' does not decode"):  # fmt: skip
+        with pytest.raises(
+            ShardFormatError,
+            match=rf"sample {i} \(key {key}, shard {shard}\) "
+            r"field 'jpg' does not decode",
+        ):
             list(dataset)
 
 

@@ -63,15 +63,23 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _loader(path: Path | str, layout: Layout, rank: int, **options: Any) -> Any:
     world, workers, batch_size = layout
     dataset = StreamingDataset(
-        path, transform=CenterCrop(8), seed=options.pop("seed", 3), shuffle_window=2,
-        rank=rank, world_size=world, **options,
-    )  # fmt: skip
+        path,
+        transform=CenterCrop(8),
+        seed=options.pop("seed", 3),
+        shuffle_window=2,
+        rank=rank,
+        world_size=world,
+        **options,
+    )
     with warnings.catch_warnings():  # more workers than this machine's cores
         warnings.simplefilter("ignore", UserWarning)
         return make_loader(
-            dataset, batch_size=batch_size, num_workers=workers, persistent_workers=False,
+            dataset,
+            batch_size=batch_size,
+            num_workers=workers,
+            persistent_workers=False,
             timeout=TIMEOUT if workers else 0,
-        )  # fmt: skip
+        )
 
 
 def _labels(batches: Iterator[Any], count: int | None = None) -> list[int]:
@@ -79,9 +87,13 @@ def _labels(batches: Iterator[Any], count: int | None = None) -> list[int]:
 
 
 def _run(
-    path: Path | str, layout: Layout, state: dict[str, Any] | None, stop: int | None,
-    epoch: int = 1, **options: Any,
-) -> tuple[list[int], dict[str, Any], int]:  # fmt: skip
+    path: Path | str,
+    layout: Layout,
+    state: dict[str, Any] | None,
+    stop: int | None,
+    epoch: int = 1,
+    **options: Any,
+) -> tuple[list[int], dict[str, Any], int]:
     """Every rank of `layout` resumes `state` (None: from the epoch's start) and reads `stop`
     batches (None: to the end); the labels read, rank 0's state, and its batches left."""
     seen: list[int] = []
@@ -230,9 +242,12 @@ def test_resume_through_a_bounded_cache_of_an_s3_dataset(
     shards = StreamingDataset(built).manifest.shards
     largest, total = max(s.bytes for s in shards), sum(s.bytes for s in shards)
     options: dict[str, Any] = {
-        "cache_dir": tmp_path / "cache", "cache_limit": 4 * 3 * largest + total // 3,
-        "prefetch": 1, "storage_options": s3_server.storage_options, "fetch": FetchOptions(),
-    }  # fmt: skip
+        "cache_dir": tmp_path / "cache",
+        "cache_limit": 4 * 3 * largest + total // 3,
+        "prefetch": 1,
+        "storage_options": s3_server.storage_options,
+        "fetch": FetchOptions(),
+    }
     head, state, _ = _run(url, (2, 1, 8), None, 3, **options)
     assert state["resident_budget"] is not None
     rest, _, _ = _run(url, (1, 0, 16), state, None, **options)
@@ -290,9 +305,12 @@ def test_a_resumed_stream_saves_and_restores_its_own_state(built: Path) -> None:
 def _write_view(built: Path, name: str, rows: np.ndarray, balance: str | None = None) -> View:
     manifest = read_manifest(built / MANIFEST_NAME)
     view = View(
-        name=name, dataset=manifest_digest(manifest), num_samples=manifest.num_samples,
-        rows=rows, balance=balance,
-    )  # fmt: skip
+        name=name,
+        dataset=manifest_digest(manifest),
+        num_samples=manifest.num_samples,
+        rows=rows,
+        balance=balance,
+    )
     write_view_file(built / view_file_name(name), view)
     return view
 

@@ -41,9 +41,12 @@ def test_every_sample_is_read_once_through_throttling_and_resets(
     proxy.delay_s = 0.005
     patient = FetchOptions(part_bytes=8192, retry=RetryPolicy(attempts=8, backoff_s=0.01))
     dataset = StreamingDataset(
-        url, shuffle_window=2, cache_dir=tmp_path / "cache",
-        storage_options=shaped_s3.storage_options, fetch=patient,
-    )  # fmt: skip
+        url,
+        shuffle_window=2,
+        cache_dir=tmp_path / "cache",
+        storage_options=shaped_s3.storage_options,
+        fetch=patient,
+    )
     proxy.throttle(4, "shards/")  # one range may meet all 8 faults: 6 attempts
     proxy.reset(4, "shards/", after_bytes=200)  # inside the response headers
     images = [image for image, _ in dataset]
@@ -56,9 +59,14 @@ def test_a_shard_that_stays_unavailable_raises_naming_it(
     url: str, shaped_s3: ShapedS3, tmp_path: Path, fault: Fault
 ) -> None:
     """Each shard in one GET (shards are below `part_bytes`), reset inside its body."""
-    dataset = StreamingDataset(url, shuffle=False, prefetch=0, cache_dir=tmp_path / "cache",
-                               storage_options=shaped_s3.storage_options,
-                               fetch=FetchOptions(retry=QUICK))  # fmt: skip
+    dataset = StreamingDataset(
+        url,
+        shuffle=False,
+        prefetch=0,
+        cache_dir=tmp_path / "cache",
+        storage_options=shaped_s3.storage_options,
+        fetch=FetchOptions(retry=QUICK),
+    )
     shaped_s3.proxy.unavailable("shards/000002.tar", fault, after_bytes=1000)
     shard = rf"{url}/shards/000002\.tar"
     last = "OSError: .*reduce your request rate" if fault == "slowdown" else "OSError: .*body error"

@@ -64,8 +64,14 @@ def test_build_to_bucket_then_stream_two_ranks_two_workers(
     url = f"s3://{s3_bucket}/imagenet-tiny"
     options = BuildOptions(workers=2, shard_size=16_000, progress=False)
     staging = tmp_path / "staging"
-    build_to_url(source, url, options, staging=staging, storage_options=s3_server.storage_options,
-                 keep_staging=True)  # fmt: skip
+    build_to_url(
+        source,
+        url,
+        options,
+        staging=staging,
+        storage_options=s3_server.storage_options,
+        keep_staging=True,
+    )
     local = read_manifest(staging / MANIFEST_NAME)
     assert read_remote_manifest(url, s3_server.storage_options) == local
     assert len(local.shards) > 8
@@ -73,9 +79,14 @@ def test_build_to_bucket_then_stream_two_ranks_two_workers(
     seen: list[int] = []
     for rank in range(2):
         dataset = StreamingDataset(
-            url, rank=rank, world_size=2, shuffle_window=2, cache_dir=tmp_path / "cache",
-            storage_options=s3_server.storage_options, fetch=FetchOptions(part_bytes=4096),
-        )  # fmt: skip
+            url,
+            rank=rank,
+            world_size=2,
+            shuffle_window=2,
+            cache_dir=tmp_path / "cache",
+            storage_options=s3_server.storage_options,
+            fetch=FetchOptions(part_bytes=4096),
+        )
         loader = DataLoader(dataset, batch_size=None, num_workers=2)
         rank_ids = indices((image.numpy() for image, _ in loader), by_digest)
         assert len(rank_ids) == 50
@@ -91,8 +102,13 @@ def test_a_failed_build_leaves_no_dataset_behind(
     url = f"s3://{s3_bucket}/broken"
     options = BuildOptions(workers=1, shard_size=8_000, strict=True, progress=False)
     with pytest.raises(BuildError):
-        build_to_url(source, url, options, staging=tmp_path / "staging",
-                     storage_options=s3_server.storage_options)  # fmt: skip
+        build_to_url(
+            source,
+            url,
+            options,
+            staging=tmp_path / "staging",
+            storage_options=s3_server.storage_options,
+        )
     assert (tmp_path / "staging" / BUILD_DIR).is_dir()  # kept for a resume
     fs = s3_server.filesystem()
     assert fs.ls(f"{s3_bucket}/broken/shards")  # the shards finished before the reject
@@ -124,9 +140,12 @@ def test_resume_uploads_only_what_is_missing(
 
 
 def test_build_to_url_by_default_stages_in_the_cache_and_cleans_up(
-    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    make_image_folder: Callable[..., Path],
+    s3_server: S3Server,
+    s3_bucket: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("FASTPACK_CACHE_DIR", str(tmp_path / "cache"))
     url = f"s3://{s3_bucket}/ds"
     staging = default_staging_dir(url)
@@ -155,8 +174,9 @@ def test_verify_remote_reports_a_damaged_shard_by_its_url(
     report = verify_remote(url, s3_server.storage_options, chunk_bytes=1000)
     shard = f"{url}/shards/000004.tar"
     assert len(report.problems) == 3, report.format()
-    assert re.fullmatch(rf"{shard}: sha256 [0-9a-f]{{64}}, the manifest records [0-9a-f]{{64}}",
-                        report.problems[0])  # fmt: skip
+    assert re.fullmatch(
+        rf"{shard}: sha256 [0-9a-f]{{64}}, the manifest records [0-9a-f]{{64}}", report.problems[0]
+    )
     assert re.fullmatch(
         rf"{shard}: sample {row} \(key {index.key(row)}\) field 'jpg': crc32 [0-9a-f]{{8}}, "
         rf"the index records {int(index.crc32('jpg')[row]):08x}",
@@ -171,9 +191,12 @@ def test_verify_remote_reports_a_damaged_shard_by_its_url(
 
 
 def test_verify_remote_streams_shards_and_writes_none_to_disk(
-    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    built: Path,
+    s3_server: S3Server,
+    s3_bucket: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     url = _publish(built, s3_server, s3_bucket, tmp_path)
     temp = tmp_path / "temp"
     temp.mkdir()
@@ -217,9 +240,13 @@ def test_cache_limit_below_the_dataset_evicts_and_stays_bounded(
     limit = 2 * 3 * largest  # two workers, each holding a window of 2 shards + 1 prefetched
     assert limit < sum(s.bytes for s in manifest.shards) / 3
     dataset = StreamingDataset(
-        url, shuffle_window=2, prefetch=1, cache_limit=limit, cache_dir=tmp_path / "cache",
+        url,
+        shuffle_window=2,
+        prefetch=1,
+        cache_limit=limit,
+        cache_dir=tmp_path / "cache",
         storage_options=s3_server.storage_options,
-    )  # fmt: skip
+    )
     cache = ShardCache(dataset.root, limit)
     peak, done = [0], threading.Event()
 
@@ -243,9 +270,12 @@ def test_cache_limit_below_the_dataset_evicts_and_stays_bounded(
 
 
 def test_server_outage_mid_epoch_loses_and_repeats_nothing(
-    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+    built: Path,
+    s3_server: S3Server,
+    s3_bucket: str,
+    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     url = _publish(built, s3_server, s3_bucket, tmp_path)
     # patient enough for a restarted server whose volumes register again slowly: on a busy
     # 2-core machine its reads of existing objects fail (500) for over 10 s after it answers
@@ -253,9 +283,13 @@ def test_server_outage_mid_epoch_loses_and_repeats_nothing(
         threads=1, retry=RetryPolicy(attempts=30, backoff_s=0.2, max_backoff_s=2)
     )
     dataset = StreamingDataset(
-        url, shuffle_window=2, prefetch=1, cache_dir=tmp_path / "cache",
-        storage_options=s3_server.storage_options, fetch=patient,
-    )  # fmt: skip
+        url,
+        shuffle_window=2,
+        prefetch=1,
+        cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options,
+        fetch=patient,
+    )
     by_digest = sample_of_image(built)
     images = []
 
@@ -284,8 +318,13 @@ def test_corrupted_object_raises_a_checksum_error(
     data = bytearray(fs.cat_file(key))
     data[600] ^= 0xFF  # one byte inside the first image, same size
     fs.pipe(key, bytes(data))
-    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
-                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    dataset = StreamingDataset(
+        url,
+        shuffle=False,
+        cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options,
+        fetch=QUICK,
+    )
     with pytest.raises(
         ChecksumMismatchError, match=r"shards/000002\.tar: crc32c .* manifest records"
     ):
@@ -298,8 +337,13 @@ def test_missing_shard_raises_naming_it_at_once(
 ) -> None:
     url = _publish(built, s3_server, s3_bucket, tmp_path)
     s3_server.filesystem().rm(f"{s3_bucket}/ds/shards/000003.tar")
-    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
-                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    dataset = StreamingDataset(
+        url,
+        shuffle=False,
+        cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options,
+        fetch=QUICK,
+    )
     with pytest.raises(DatasetNotFoundError, match=r"ds/shards/000003\.tar: not found"):
         list(dataset)  # a missing object is not retried
 
@@ -311,16 +355,24 @@ def test_truncated_object_raises_after_the_retries(
     fs = s3_server.filesystem()
     key = f"{s3_bucket}/ds/shards/000001.tar"
     fs.pipe(key, fs.cat_file(key)[:3000])
-    dataset = StreamingDataset(url, shuffle=False, cache_dir=tmp_path / "cache",
-                               storage_options=s3_server.storage_options, fetch=QUICK)  # fmt: skip
+    dataset = StreamingDataset(
+        url,
+        shuffle=False,
+        cache_dir=tmp_path / "cache",
+        storage_options=s3_server.storage_options,
+        fetch=QUICK,
+    )
     with pytest.raises(FetchError, match=r"000001\.tar: unavailable .* came back as 3000 bytes"):
         list(dataset)
 
 
 def test_unknown_bucket_is_a_clear_error(s3_server: S3Server, tmp_path: Path) -> None:
     url = "s3://no-such-bucket-here/ds"
-    with pytest.raises(DatasetNotFoundError, match=r"no-such-bucket-here/ds/fastpack.json: no "
-                       r"manifest.*bucket does not exist"):  # fmt: skip
+    with pytest.raises(
+        DatasetNotFoundError,
+        match=r"no-such-bucket-here/ds/fastpack.json: no "
+        r"manifest.*bucket does not exist",
+    ):
         StreamingDataset(url, cache_dir=tmp_path, storage_options=s3_server.storage_options)
 
 
@@ -338,8 +390,12 @@ def test_cache_limit_below_one_stream_is_refused(
 ) -> None:
     url = _publish(built, s3_server, s3_bucket, tmp_path)
     with pytest.raises(ValueError, match=r"cache_limit=1000 bytes is below one stream's working"):
-        StreamingDataset(url, cache_limit=1000, cache_dir=tmp_path / "cache",
-                         storage_options=s3_server.storage_options)  # fmt: skip
+        StreamingDataset(
+            url,
+            cache_limit=1000,
+            cache_dir=tmp_path / "cache",
+            storage_options=s3_server.storage_options,
+        )
 
 
 def _stream_in_a_clean_process(
