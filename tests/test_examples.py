@@ -59,18 +59,24 @@ def label_counts() -> str:
 
 def test_every_example_is_tested() -> None:
     tested = {
-        "build_and_train.py", "read_with_webdataset.py", "read_with_dali.py",
-        "train_coco_multilabel.py", "read_with_tensorflow.py", "resume_training.py",
+        "build_and_train.py",
+        "read_with_webdataset.py",
+        "read_with_dali.py",
+        "train_coco_multilabel.py",
+        "read_with_tensorflow.py",
+        "resume_training.py",
         "train_with_stats.py",
-    }  # fmt: skip
+    }
     assert {p.name for p in EXAMPLES} == tested
 
 
 def test_build_and_train(image_folder: Path, tmp_path: Path) -> None:
     out = run_example(
-        "build_and_train.py", image_folder, tmp_path / "ds",
-        "--workers", "1", "--batch-size", "4", "--steps", "5", "--size", "32",
-    )  # fmt: skip
+        "build_and_train.py",
+        image_folder,
+        tmp_path / "ds",
+        *["--workers", "1", "--batch-size", "4", "--steps", "5", "--size", "32"],
+    )
     manifest = read_manifest(tmp_path / "ds" / "fastpack.json")
     assert manifest.num_samples == sum(PER_CLASS)
     assert manifest.classes == CLASSES
@@ -83,14 +89,18 @@ def test_build_and_train(image_folder: Path, tmp_path: Path) -> None:
 def test_resume_training_on_another_worker_count(dataset: Path, tmp_path: Path) -> None:
     checkpoint, total = tmp_path / "ckpt.pt", sum(PER_CLASS)
     first = run_example(
-        "resume_training.py", dataset, checkpoint,
-        "--workers", "2", "--batch-size", "4", "--stop-after", "2", "--size", "32",
-    )  # fmt: skip
+        "resume_training.py",
+        dataset,
+        checkpoint,
+        *["--workers", "2", "--batch-size", "4", "--stop-after", "2", "--size", "32"],
+    )
     assert "stopped at epoch 0, position 8" in first
     second = run_example(
-        "resume_training.py", dataset, checkpoint,
-        "--workers", "0", "--batch-size", "3", "--size", "32",
-    )  # fmt: skip
+        "resume_training.py",
+        dataset,
+        checkpoint,
+        *["--workers", "0", "--batch-size", "3", "--size", "32"],
+    )
     assert "resumed at epoch 0, position 8" in second
     # the epoch split over two runs still holds each image once: 8 before the stop, 7 after
     assert f"epoch 0 done: {total} of {total} images" in second
@@ -99,9 +109,12 @@ def test_resume_training_on_another_worker_count(dataset: Path, tmp_path: Path) 
 
 def test_build_and_train_from_an_existing_dataset(dataset: Path) -> None:
     out = run_example(
-        "build_and_train.py", "unused", dataset, "--skip-build",
-        "--workers", "0", "--batch-size", "2", "--steps", "9", "--size", "32",
-    )  # fmt: skip
+        "build_and_train.py",
+        "unused",
+        dataset,
+        "--skip-build",
+        *["--workers", "0", "--batch-size", "2", "--steps", "9", "--size", "32"],
+    )
     assert f"{sum(PER_CLASS)} samples, {len(CLASSES)} classes" in out
     assert "trained 9 steps, 18 images" in out  # 9 steps cross an epoch boundary (7 batches)
 
@@ -110,9 +123,11 @@ def test_train_coco_multilabel_on_its_demo_set(tmp_path: Path) -> None:
     """No source: the example draws a COCO-style set, builds it and trains; the batches hold the
     padded labels and boxes, and the loss goes down."""
     out = run_example(
-        "train_coco_multilabel.py", tmp_path / "ds", "--demo-images", "32",
-        "--workers", "1", "--batch-size", "8", "--steps", "24", "--size", "32",
-    )  # fmt: skip
+        "train_coco_multilabel.py",
+        tmp_path / "ds",
+        *["--demo-images", "32", "--workers", "1", "--batch-size", "8"],
+        *["--steps", "24", "--size", "32"],
+    )
     manifest = read_manifest(tmp_path / "ds" / "fastpack.json")
     assert manifest.num_samples == 32
     assert manifest.fields == ("jpg", "boxes.npy", "labels.json", "iscrowd.npy")
@@ -121,8 +136,9 @@ def test_train_coco_multilabel_on_its_demo_set(tmp_path: Path) -> None:
     shapes = re.search(
         r"^batch: images uint8 \(8, 32, 32, 3\), labels\.json values int64 \(8, (\d+)\) "
         r"lengths int64 \(8,\), boxes\.npy values float32 \(8, (\d+), 4\) lengths int64 \(8,\)$",
-        out, re.MULTILINE,
-    )  # fmt: skip
+        out,
+        re.MULTILINE,
+    )
     assert shapes, out
     assert shapes[1] == shapes[2] != "0"  # one row per annotation, padded to the longest
     losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+) \(bce ", out, re.MULTILINE)]
@@ -134,17 +150,25 @@ def test_train_coco_multilabel_on_its_demo_set(tmp_path: Path) -> None:
 
 def test_train_with_stats_logs_each_interval(tmp_path: Path) -> None:
     out = run_example(
-        "train_with_stats.py", tmp_path / "drawn", "--draw", "24", "--workers", "1",
-        "--batch-size", "4", "--steps", "6", "--log-every", "3", "--size", "32",
-    )  # fmt: skip
+        "train_with_stats.py",
+        tmp_path / "drawn",
+        *["--draw", "24", "--workers", "1", "--batch-size", "4"],
+        *["--steps", "6", "--log-every", "3", "--size", "32"],
+    )
     assert "24 samples, 4 classes, training on " in out
-    intervals = re.findall(r"^loader: 3 batches, 12 samples in [\d.]+ s \([\d,]+/s\); the trainer "
-                           r"waited \d+% of the time$", out, re.MULTILINE)  # fmt: skip
+    intervals = re.findall(
+        r"^loader: 3 batches, 12 samples in [\d.]+ s \([\d,]+/s\); the trainer "
+        r"waited \d+% of the time$",
+        out,
+        re.MULTILINE,
+    )
     assert len(intervals) == 2, out
     workers = re.findall(
         r"^1 worker: decoding \d+%, reading \d+%, allocating \d+%, idle \d+%; \d+ batch(es)? made"
-        r"( \(\d+ outside the slots\))?, read [\d.,]+ KiB, fetched 0 B", out, re.MULTILINE,
-    )  # fmt: skip
+        r"( \(\d+ outside the slots\))?, read [\d.,]+ KiB, fetched 0 B",
+        out,
+        re.MULTILINE,
+    )
     assert len(workers) == 2, out
     assert len(re.findall(r"^verdict: the trainer waits ", out, re.MULTILINE)) == 2, out
 
