@@ -24,17 +24,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastpack.formats import EXTENSION_TYPES, V1_SCHEMA, FastpackError, FieldSpec, FieldType, Schema
+from fastpack.formats import (
+    EXTENSION_TYPES,
+    V1_SCHEMA,
+    FastpackError,
+    FieldSpec,
+    FieldType,
+    Schema,
+    field_type,
+)
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError
 
 SURVEY_LINES = 1000
 PATH_COLUMN, LABEL_COLUMN = "path", "label"
-FILE_TYPES: tuple[FieldType, ...] = ("png", "jpeg", "raw")
-_SUFFIXES: dict[FieldType, str] = {
-    "text": "txt", "class": "cls", "class_ids": "json", "ndarray": "npy", "json": "json",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ def _kind_of(value: Any) -> FieldType:
 
 def _field(column: str, kind: FieldType | None, optional: bool, where: str) -> FieldSpec:
     by_name = EXTENSION_TYPES.get(column.rpartition(".")[2])
-    name = column if by_name is not None else f"{column}.{_SUFFIXES[kind or 'text']}"
+    name = column if by_name is not None else f"{column}.{field_type(kind or 'text').extension}"
     try:
         return FieldSpec(name=name, type=by_name or kind or "text", optional=optional)
     except FastpackError as e:

@@ -35,12 +35,13 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
+from fastpack.formats import field_type
+
 from ...errors import SourceError
 from ..labels import LabelTable
 from ..sample_fields import FieldValue, FileRef, pack_fields
 from ..scan import PlanRow, SourceOptions, SourceScan
 from .fields import (
-    FILE_TYPES,
     LABEL_COLUMN,
     PATH_COLUMN,
     SURVEY_LINES,
@@ -210,16 +211,17 @@ def _cell_value(kind: str, cell: str) -> FieldValue | None:
     """A CSV cell's value (None: absent); the shard job parses text by the field's type."""
     if not cell.strip():
         return None
-    return FileRef(cell.strip()) if kind in FILE_TYPES else cell
+    return FileRef(cell.strip()) if field_type(kind).file_value else cell
 
 
 def _json_value(kind: str, value: Any) -> FieldValue | None:
     """A JSONL value (None: absent); a blank string is absent but for text and json, whose
     value it is."""
-    blank = isinstance(value, str) and not value.strip() and kind not in ("text", "json")
+    blank = isinstance(value, str) and not value.strip() and not field_type(kind).blank_value
     if value is None or blank:
         return None
-    return FileRef(value.strip()) if kind in FILE_TYPES and isinstance(value, str) else value
+    names_file = field_type(kind).file_value and isinstance(value, str)
+    return FileRef(value.strip()) if names_file else value
 
 
 def _header_positions(header: list[str], columns: ListColumns, name: str, number: int) -> list[int]:
