@@ -194,9 +194,15 @@ class IndexWriter:
         if self._map is None:
             raise ValueError(f"{self.path}: index writer is closed")
         header = _HEADER.pack(
-            MAGIC, self.version, HEADER_SIZE, self.num_samples, self.num_shards,
-            len(self._layout), file_size, b"",
-        )  # fmt: skip
+            MAGIC,
+            self.version,
+            HEADER_SIZE,
+            self.num_samples,
+            self.num_shards,
+            len(self._layout),
+            file_size,
+            b"",
+        )
         self._map[:HEADER_SIZE] = np.frombuffer(header, dtype=np.uint8)
         at = HEADER_SIZE
         for name, (dtype, offset, count) in self._layout.items():
@@ -251,8 +257,10 @@ class IndexWriter:
         if self._map is None:
             return
         if (self._rows, self._key_bytes, self._source_bytes) != (
-            self.num_samples, self.key_blob_size, self.source_blob_size,
-        ):  # fmt: skip
+            self.num_samples,
+            self.key_blob_size,
+            self.source_blob_size,
+        ):
             self.discard()
             raise CorruptIndexError(
                 f"{self.path}: wrote {self._rows} samples, {self._key_bytes} key bytes and "

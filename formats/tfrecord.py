@@ -156,8 +156,11 @@ class RecordShardWriter:
                 height, width = self._image_size(key, field, data, size)
                 where.append((0, 0))
                 image += (
-                    (_IMAGE, data), (_FORMAT, self._format), (_HEIGHT, height), (_WIDTH, width),
-                )  # fmt: skip
+                    (_IMAGE, data),
+                    (_FORMAT, self._format),
+                    (_HEIGHT, height),
+                    (_WIDTH, width),
+                )
                 stored.append(data)
             elif field == self._label:
                 value = _label(key, field, data)
@@ -284,9 +287,11 @@ def scan_records(
         end = data_offset + length + FOOTER_BYTES
         if end > size:
             yield RecordProblem(
-                pos, f"truncated: the record needs bytes up to {base + end}, the file has "
-                f"{base + size}", resumable=False, truncated=True,
-            )  # fmt: skip
+                pos,
+                f"truncated: the record needs bytes up to {base + end}, the file has {base + size}",
+                resumable=False,
+                truncated=True,
+            )
             return
         if check_data:
             (data_crc,) = struct.unpack_from("<I", data, data_offset + length)

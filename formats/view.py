@@ -189,9 +189,13 @@ def view_from_bytes(data: bytes, where: str) -> View:
         raise ViewError(f"{where}: the header counts {count} rows, the bitmap holds {len(rows)}")
     try:
         return View(
-            name=header["name"], dataset=header["dataset"], num_samples=num_samples,
-            rows=rows, definition=header["definition"], balance=header["balance"],
-        )  # fmt: skip
+            name=header["name"],
+            dataset=header["dataset"],
+            num_samples=num_samples,
+            rows=rows,
+            definition=header["definition"],
+            balance=header["balance"],
+        )
     except ViewError as e:
         raise ViewError(f"{where}: {e}") from e
 
