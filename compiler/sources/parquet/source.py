@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from fastpack.formats import MAX_FIELD_NAME, NDARRAY_DTYPES, FieldSpec, Schema
+from fastpack.formats import MAX_FIELD_NAME, NDARRAY_DTYPES, FieldSpec, Schema, field_type
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError
@@ -341,7 +341,7 @@ def _schema_column(pa: Any, spec: FieldSpec, column: str, schema: Any, where: st
         )
     if category == "bytes" or (spec.type == "json" and category == "string"):
         return _Column(spec, column, "bytes")  # JSON text: spilled, checked by its encoding
-    if category == "string" and spec.type in ("jpeg", "png", "raw"):
+    if category == "string" and field_type(spec.type).file_value:
         return _Column(spec, column, "path")
     if spec.type == "json" and _holds_bytes(pa, t):
         raise SourceError(f"{where}: column {column!r} ({t}) holds bytes, which JSON cannot")
