@@ -162,7 +162,10 @@ def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     if not root.is_dir():
         raise DatasetNotFoundError(f"{root}: dataset directory not found")
     return DatasetInfo(
-        path=str(root), manifest=read_manifest(root / MANIFEST_NAME),
-        file_system=file_system_type(root), io=resolve_io("auto", root),
-        views=tuple(list_views(root)), decoder=str(decoder()),
-    )  # fmt: skip
+        path=str(root),
+        manifest=read_manifest(root / MANIFEST_NAME),
+        file_system=file_system_type(root),
+        io=resolve_io("auto", root),
+        views=tuple(list_views(root)),
+        decoder=str(decoder()),
+    )

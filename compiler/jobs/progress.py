@@ -41,9 +41,15 @@ class BuildProgress:
 
     def __init__(self, total: int, done: int, *, enabled: bool) -> None:
         self._bar = tqdm(
-            total=total, initial=done, unit="img", desc="fastpack build", file=sys.stderr,
-            disable=not enabled, dynamic_ncols=True, smoothing=0.1,
-        )  # fmt: skip
+            total=total,
+            initial=done,
+            unit="img",
+            desc="fastpack build",
+            file=sys.stderr,
+            disable=not enabled,
+            dynamic_ncols=True,
+            smoothing=0.1,
+        )
         self._enabled = enabled
         self._bytes = 0
         self._start = self._shown = time.monotonic()

@@ -44,8 +44,14 @@ class ShardRows:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def add(self, key: str, source: str, label: int, locations: list[MemberLocation],
-            payloads: list[bytes]) -> None:  # fmt: skip
+    def add(
+        self,
+        key: str,
+        source: str,
+        label: int,
+        locations: list[MemberLocation],
+        payloads: list[bytes],
+    ) -> None:
         self.key_blob += key.encode("utf-8")
         self.key_ends.append(len(self.key_blob))
         self.source_blob += source.encode("utf-8")

@@ -47,9 +47,12 @@ def _stack(column: Column, values: Sequence[Any], rows: Sequence[int], where: st
 
 
 def pad_arrays(
-    column: Column, values: Sequence[AnyArray | None], rows: Sequence[int], where: str,
+    column: Column,
+    values: Sequence[AnyArray | None],
+    rows: Sequence[int],
+    where: str,
     pad_value: float,
-) -> Padded:  # fmt: skip
+) -> Padded:
     """`values` (None: absent) as one padded array and their lengths."""
     spec = column.spec
     present = [(rows[k], v) for k, v in enumerate(values) if v is not None]

@@ -117,7 +117,7 @@ def shard_rows(index: Index, shard: int, ordered: bool) -> Rows:
     return np.flatnonzero(column == shard)
 
 
-def wds_index_problems(
+def wds_index_problems(  # noqa: PLR0913 (a shard, its DALI index and where its rows are)
     source: str,
     samples: Sequence[Sequence[MemberLocation]],
     index: Index,
@@ -158,9 +158,10 @@ def verify_dataset(
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
     dictionaries, problems = dictionary_problems(
-        files.manifest.schema, lambda name: (files.root / name).read_bytes(),
+        files.manifest.schema,
+        lambda name: (files.root / name).read_bytes(),
         lambda name: str(files.root / name),
-    )  # fmt: skip
+    )
     for problem in problems:
         report.add(problem)
     checks = MemberChecks(files.manifest.schema, dictionaries, decode, records=files.records)
@@ -244,7 +245,7 @@ def _check_dali_index(
     return None
 
 
-def _check_records(
+def _check_records(  # noqa: PLR0913 (one shard: its rows, bytes and DALI index lines)
     report: VerifyReport,
     files: DatasetFiles,
     shard: int,

@@ -87,8 +87,9 @@ def scan_window(name: str, data: Buffer, base: int, at_end: bool, first: int) ->
             break
     for k, (offset, reason) in enumerate(found):
         end = found[k + 1][0] if k + 1 < len(found) else stop
-        span = RecordSpan(base + offset, base + offset + HEADER_BYTES,
-                          end - offset - HEADER_BYTES - FOOTER_BYTES)  # fmt: skip
+        span = RecordSpan(
+            base + offset, base + offset + HEADER_BYTES, end - offset - HEADER_BYTES - FOOTER_BYTES
+        )
         scan.records.append(Record(first + k, span, reason is None))
         if reason is not None:
             scan.problems.append(f"{name}: record {first + k} at byte {base + offset}: {reason}")

@@ -47,7 +47,7 @@ from .records import Record, SampleRecords, count_problem, record_index_problems
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 
 
-def verify_remote(
+def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, keyword options)
     url: str,
     storage_options: Mapping[str, Any] | None = None,
     *,
@@ -317,8 +317,9 @@ class _RemoteShard:
         if walk is None:
             return []
         problems = [*walk.problems, *walk.sample_problems]
-        if walk.complete and (found := count_problem(self.url, len(walk.records), self.rows,
-                                                     self.shard)):  # fmt: skip
+        if walk.complete and (
+            found := count_problem(self.url, len(walk.records), self.rows, self.shard)
+        ):
             problems.append(found)
         if self.idx_lines is not None:
             url = self.location.url_of(self.info.index_name)
