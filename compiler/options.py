@@ -13,10 +13,12 @@ from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
 from .images.baseline import require_baseline
 from .images.policy import CHECKS, Check
-from .sources.detect import SOURCE_FORMATS
+from .sources.registry import source_formats
 from .sources.scan import SourceOptions
 
-SourceFormat = Literal["auto", "folder", "list", "wds", "coco", "parquet", "tfrecord"]
+# "auto" or a registered source kind (`sources.registry.SOURCES`: folder, list, wds, coco, parquet,
+# tfrecord and any a caller registers)
+SourceFormat = str
 ShardFormat = Literal["tar", "tfrecord"]
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 # The output-shaping options that `BuildOptions.shaping` records only where set
@@ -59,10 +61,9 @@ class BuildOptions:
                 f"build option num_nodes={self.num_nodes} needs node_rank (this node's share, "
                 "0 to num_nodes - 1), or resume (the call that finishes the build)"
             )
-        if self.source_format not in SOURCE_FORMATS:
+        if self.source_format not in (formats := source_formats()):
             raise SourceError(
-                f"unknown source format {self.source_format!r}; "
-                f"expected one of {', '.join(SOURCE_FORMATS)}"
+                f"unknown source format {self.source_format!r}; expected one of {', '.join(formats)}"
             )
         if self.shard_format not in SHARD_FORMATS:
             raise BuildError(

@@ -7,14 +7,39 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import overload
 
 from . import __version__
 from .formats import FastpackError
 from .sizes import parse_size
 
 Handler = Callable[[argparse.Namespace], int]
-# what `--format` offers; the compiler says which of them this build of it reads
-SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet", "tfrecord")
+
+
+class _SourceFormats(Sequence[str]):
+    """What `--format` offers: the compiler's source registry (`compiler.sources.SOURCES`), read
+    only when a format is checked or listed (the compiler is slow to import)."""
+
+    def _formats(self) -> tuple[str, ...]:
+        from .compiler.sources import source_formats  # noqa: PLC0415 (imported on use)
+
+        return source_formats()
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._formats()[index]
+
+    def __len__(self) -> int:
+        return len(self._formats())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._formats()
+
+
+SOURCE_FORMATS = _SourceFormats()
 
 
 def _size(text: str) -> int:

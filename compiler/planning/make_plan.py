@@ -10,6 +10,7 @@ from fastpack.formats import Schema, key_width
 from ..build_schema import BuildSchema
 from ..errors import SourceError
 from ..sources.detect import open_source
+from ..sources.registry import source_of
 from ..sources.scan import SourceOptions, SourceScan
 from .plan_store import PlanMeta, PlanWriter, remap_labels, write_meta, write_order
 
@@ -18,8 +19,6 @@ from .plan_store import PlanMeta, PlanWriter, remap_labels, write_meta, write_or
 SAMPLE_OVERHEAD = 512 + 256 + 2 * 512
 # ... and each further member: its header and on average half a block of padding.
 MEMBER_OVERHEAD = 512 + 256
-# Sources whose images are files, never container members: their plans have no member columns.
-_FILE_SOURCES = ("folder", "list")
 
 
 def samples_per_shard(inputs: int, total_size: int, shard_size: int, members: int = 2) -> int:
@@ -52,7 +51,7 @@ def make_plan(
 
     A webdataset source copies its remote shards into `directory` (see `sources.wds`)."""
     scan = open_source(source, kind, directory, options)
-    with PlanWriter(directory, members=kind not in _FILE_SOURCES) as writer:
+    with PlanWriter(directory, members=source_of(kind, source).member_images) as writer:
         for row in scan.rows:
             writer.add(row)
         inputs, total_size = writer.close()

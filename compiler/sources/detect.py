@@ -8,41 +8,30 @@ from pathlib import Path
 from fastpack.storage import is_url
 
 from ..errors import SourceError
-from .coco.source import scan_coco
-from .folder.local import scan_folder
-from .folder.url import scan_folder_url
-from .list_file.source import LIST_SUFFIXES, scan_list
-from .parquet.source import scan_parquet
+from .list_file.source import LIST_SUFFIXES
+from .registry import AUTO, SOURCES, source_of
 from .scan import SourceOptions, SourceScan
-from .tfrecord.files import (
-    TFRECORD_SUFFIXES,
-    glob_files,
-    is_glob,
-    is_tfrecord_name,
-    names_tfrecord,
-)
-from .tfrecord.source import scan_tfrecord
+from .tfrecord.files import glob_files, is_glob, is_tfrecord_name, names_tfrecord
 from .urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
-from .wds.source import scan_wds
 
-SOURCE_FORMATS = ("auto", "folder", "list", "wds", "coco", "parquet", "tfrecord")
-# the kind a file's suffix makes it
-_FILE_KINDS = (
-    {".tar": "wds", ".json": "coco", ".parquet": "parquet"}
-    | dict.fromkeys(LIST_SUFFIXES, "list")
-    | dict.fromkeys(TFRECORD_SUFFIXES, "tfrecord")
-)
-_FILE_ONLY = ("list", "coco")
-_URL_KINDS = ("auto", "wds", "tfrecord")
 _PATTERN_MARKS = ("{", "::", "${")
 _TFRECORD_NAMES = "*.tfrecord, *.tfrecords or *tfrecord*-NNNNN-of-NNNNN"
-_DIRECTORY_FILES = {"wds": ".tar", "parquet": ".parquet", "tfrecord": "TFRecord"}
+
+
+def _named_kind(name: str, suffix: str) -> str:
+    """The kind a file's name makes it: a source whose `names_file` claims the name, else the
+    one whose `suffixes` hold `suffix`; `""` for none."""
+    for source in SOURCES.values():
+        if source.names_file(name):
+            return source.kind
+    return next((s.kind for s in SOURCES.values() if suffix in s.suffixes), "")
 
 
 def _directory_kind(path: Path) -> str:
-    """`wds` for a directory of `*.tar` files, `parquet` for one of `*.parquet` files, `tfrecord`
-    for one of TFRecord files (`tfrecord_files.is_tfrecord_name`), with no subfolders in each
-    case; otherwise `folder` (an ImageFolder). SourceError for a mix."""
+    """The kind of a directory of nothing but one kind's files (a source with
+    `directory_files`: `wds` for `*.tar` files, `parquet` for `*.parquet` files, `tfrecord` for
+    TFRecord files, `tfrecord.files.is_tfrecord_name`), with no subfolders; otherwise `folder`
+    (an ImageFolder). SourceError for a mix."""
     kinds = set()
     with os.scandir(path) as it:
         for entry in it:
@@ -50,12 +39,15 @@ def _directory_kind(path: Path) -> str:
                 continue
             if entry.is_dir():
                 return "folder"
-            if is_tfrecord_name(entry.name):
-                kinds.add("tfrecord")
-            elif (suffix := os.path.splitext(entry.name)[1]) in (".tar", ".parquet"):
-                kinds.add(_FILE_KINDS[suffix])
+            kind = _named_kind(entry.name, os.path.splitext(entry.name)[1])
+            if kind and SOURCES[kind].directory_files is not None:
+                kinds.add(kind)
     if len(kinds) > 1:
-        found = [(files, kind) for kind, files in _DIRECTORY_FILES.items() if kind in kinds]
+        found = [
+            (files, s.kind)
+            for s in SOURCES.values()
+            if s.kind in kinds and (files := s.directory_files) is not None
+        ]
         names = " and ".join(files for files, _ in found)
         raise SourceError(
             f"{path}: holds {'both ' if len(found) == 2 else ''}{names} files; give the format "
@@ -113,7 +105,7 @@ def _detect_url(source: str, source_format: str) -> str:
     kind = _detect_store_url(source, source_format)
     if kind is not None:
         return kind
-    if source_format not in _URL_KINDS:
+    if source_format != AUTO and not source_of(source_format, source).shard_urls:
         raise SourceError(
             f"{source}: a {source_format} source must be a local path; URLs, pipe: commands and "
             "{..} patterns are webdataset (wds) or TFRecord (tfrecord) sources, or (URLs only) "
@@ -153,7 +145,7 @@ def _file_kind(path: Path, source_format: str) -> str:
     """The kind of a file source: by its name, or the format given (a tfrecord source may have
     any name but that of another kind)."""
     suffix = path.suffix.lower()
-    detected = "tfrecord" if is_tfrecord_name(path.name) else _FILE_KINDS.get(suffix, "")
+    detected = _named_kind(path.name, suffix)
     if source_format == "tfrecord" and not detected:
         return "tfrecord"
     if not detected:
@@ -169,11 +161,12 @@ def _file_kind(path: Path, source_format: str) -> str:
 
 
 def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
-    """One of `SOURCE_FORMATS` but auto: `source_format` checked against the source, or detected.
+    """A registered kind (`registry.SOURCES`): `source_format` checked against the source, or
+    detected (`auto`).
 
     A local path is an ImageFolder directory, a directory of `.tar` files (wds), of `.parquet`
     files or of TFRecord files, a `.tar`, a list file, a `.parquet` file, a TFRecord file
-    (`tfrecord_files`), or a `.json` file: a COCO instances file (its content is checked when the
+    (`tfrecord.files`), or a `.json` file: a COCO instances file (its content is checked when the
     scan opens it: detection does not read a file that may be hundreds of megabytes). A glob
     (that is not itself an existing path) is TFRecord files. An object-store URL is a list file
     or an ImageFolder prefix by `_detect_store_url` (neither is read here). Otherwise a `pipe:`
@@ -188,7 +181,7 @@ def detect_kind(source: str | os.PathLike[str], source_format: str) -> str:
     if not path.exists():
         raise SourceError(f"{path}: source not found")
     if path.is_dir():
-        if source_format in _FILE_ONLY:
+        if source_format != AUTO and source_of(source_format, path).file_only:
             raise SourceError(f"{path}: a {source_format} source must be a file, found a directory")
         if source_format != "auto":
             return source_format
@@ -212,19 +205,4 @@ def open_source(
     """Open `source` (a `kind` source) for its scan, told `options` (the fields to store, where
     COCO images are, whether to render masks); a webdataset source copies remote shards, and a
     Parquet or COCO source spills bytes, under `work_dir`."""
-    text = os.fspath(source)
-    if kind == "folder":
-        return scan_folder_url(text) if is_url(text) else scan_folder(Path(text))
-    if kind == "list":
-        return scan_list(text if is_url(text) else Path(text), options)
-    if kind == "coco":
-        return scan_coco(Path(source), work_dir, options)
-    if kind == "parquet":
-        return scan_parquet(Path(source), work_dir, options)
-    if kind == "wds":
-        return scan_wds(source, work_dir, options)
-    if kind == "tfrecord":
-        return scan_tfrecord(source, work_dir, options)
-    raise SourceError(
-        f"{source}: unknown source kind {kind!r}; expected one of {SOURCE_FORMATS[1:]}"
-    )
+    return source_of(kind, source).open(os.fspath(source), work_dir, options)

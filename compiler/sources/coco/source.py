@@ -416,3 +416,23 @@ def scan_coco(
         containers=(str((work_dir / SPILL_DIR / SPILL_NAME).absolute()),),
         schema=schema,
     )
+
+
+class CocoSource:
+    """A COCO instances `.json` file; never a directory."""
+
+    kind = "coco"
+    suffixes = (".json",)
+    directory_files: str | None = None
+    file_only = True
+    shard_urls = False
+    member_images = True
+
+    def names_file(self, name: str) -> bool:
+        return False
+
+    def open(self, source: str, work_dir: Path | None, options: SourceOptions | None) -> SourceScan:
+        return scan_coco(Path(source), work_dir, options)
+
+
+COCO = CocoSource()

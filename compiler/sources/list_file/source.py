@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fastpack.formats import field_type
+from fastpack.storage import is_url
 
 from ...errors import SourceError
 from ..labels import LabelTable
@@ -349,3 +350,23 @@ def _rows(
     if source.suffix == ".jsonl":
         return _jsonl_field_rows(source, columns, maker, inferred=not schema)
     return _csv_field_rows(source, columns, maker, inferred=not schema)
+
+
+class ListSource:
+    """A CSV, TSV or JSONL list file, at a path or a URL; never a directory."""
+
+    kind = "list"
+    suffixes = LIST_SUFFIXES
+    directory_files: str | None = None
+    file_only = True
+    shard_urls = False
+    member_images = False
+
+    def names_file(self, name: str) -> bool:
+        return False
+
+    def open(self, source: str, work_dir: Path | None, options: SourceOptions | None) -> SourceScan:
+        return scan_list(source if is_url(source) else Path(source), options)
+
+
+LIST = ListSource()

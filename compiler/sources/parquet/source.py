@@ -571,3 +571,23 @@ def scan_parquet(
         containers=(str((work_dir / SPILL_DIR / SPILL_NAME).absolute()),),
         schema=layout.schema,
     )
+
+
+class ParquetSource:
+    """A `.parquet` file, or a directory of them."""
+
+    kind = "parquet"
+    suffixes = (".parquet",)
+    directory_files: str | None = ".parquet"
+    file_only = False
+    shard_urls = False
+    member_images = True
+
+    def names_file(self, name: str) -> bool:
+        return False
+
+    def open(self, source: str, work_dir: Path | None, options: SourceOptions | None) -> SourceScan:
+        return scan_parquet(Path(source), work_dir, options)
+
+
+PARQUET = ParquetSource()

@@ -58,7 +58,13 @@ from ..labels import LabelTable
 from ..left_out import warn_left_out
 from ..scan import PlanRow, SourceOptions, SourceScan
 from ..urls import name_problem
-from .files import RecordFile, file_records, record_files
+from .files import (
+    TFRECORD_SUFFIXES,
+    RecordFile,
+    file_records,
+    is_tfrecord_name,
+    record_files,
+)
 from .layout import Layout, Survey, layout_for
 from .rows import FileScan, scan_file
 
@@ -171,3 +177,23 @@ def scan_tfrecord(
         containers=tuple(os.path.relpath(f.path, root) for f in files),
         schema=layout.schema,
     )
+
+
+class TfrecordSource:
+    """TFRecord files of `tf.train.Example`s: a file, a directory, a glob or URLs."""
+
+    kind = "tfrecord"
+    suffixes = TFRECORD_SUFFIXES
+    directory_files: str | None = "TFRecord"
+    file_only = False
+    shard_urls = True
+    member_images = True
+
+    def names_file(self, name: str) -> bool:
+        return is_tfrecord_name(name)
+
+    def open(self, source: str, work_dir: Path | None, options: SourceOptions | None) -> SourceScan:
+        return scan_tfrecord(source, work_dir, options)
+
+
+TFRECORD = TfrecordSource()

@@ -317,3 +317,23 @@ def scan_wds(
         containers=containers,
         schema=schema,
     )
+
+
+class WdsSource:
+    """webdataset tars: a `.tar`, a directory of them, or webdataset URLs."""
+
+    kind = "wds"
+    suffixes = (".tar",)
+    directory_files: str | None = ".tar"
+    file_only = False
+    shard_urls = True
+    member_images = True
+
+    def names_file(self, name: str) -> bool:
+        return False
+
+    def open(self, source: str, work_dir: Path | None, options: SourceOptions | None) -> SourceScan:
+        return scan_wds(source, work_dir, options)
+
+
+WDS = WdsSource()

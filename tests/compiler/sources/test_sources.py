@@ -262,7 +262,7 @@ def test_detection_errors(tmp_path: Path, name: str, source_format: str, message
 
 def test_unknown_source_format_option() -> None:
     with pytest.raises(SourceError, match="unknown source format 'zip'"):
-        BuildOptions(source_format="zip")  # type: ignore[arg-type]
+        BuildOptions(source_format="zip")
 
 
 @pytest.mark.parametrize("layout", ["empty-dir", "empty-classes", "header-only", "empty-tar"])
