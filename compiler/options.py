@@ -20,6 +20,8 @@ from .sources.scan import SourceOptions
 # tfrecord and any a caller registers)
 SourceFormat = str
 ShardFormat = Literal["tar", "tfrecord"]
+MAX_QUALITY = 100  # JPEG quality of re-encoded images: 1 to this
+MIN_DICTIONARY_SIZE = 256  # bytes of a trained zstd dictionary, at least
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 # The output-shaping options that `BuildOptions.shaping` records only where set
 RECORDED_WHERE_SET = frozenset(
@@ -63,7 +65,8 @@ class BuildOptions:
             )
         if self.source_format not in (formats := source_formats()):
             raise SourceError(
-                f"unknown source format {self.source_format!r}; expected one of {', '.join(formats)}"
+                f"unknown source format {self.source_format!r}; "
+                f"expected one of {', '.join(formats)}"
             )
         if self.shard_format not in SHARD_FORMATS:
             raise BuildError(
@@ -81,8 +84,9 @@ class BuildOptions:
             ("shard_size", self.shard_size, self.shard_size >= 1, ">= 1"),
             ("max_side", self.max_side, self.max_side is None or self.max_side >= 1,
              ">= 1 or None"),
-            ("quality", self.quality, 1 <= self.quality <= 100, "in 1..100"),
-            ("dictionary_size", self.dictionary_size, self.dictionary_size >= 256, ">= 256"),
+            ("quality", self.quality, 1 <= self.quality <= MAX_QUALITY, f"in 1..{MAX_QUALITY}"),
+            ("dictionary_size", self.dictionary_size, self.dictionary_size >= MIN_DICTIONARY_SIZE,
+             f">= {MIN_DICTIONARY_SIZE}"),
         )  # fmt: skip
         for name, value, ok, expected in checks:
             if not ok:
@@ -94,9 +98,12 @@ class BuildOptions:
         multi-field builds, and `baseline`, appear only where set, so that an image + class
         build records what it always did."""
         shaping: dict[str, Any] = {
-            "shard_size": self.shard_size, "shuffle_seed": self.shuffle_seed,
-            "max_side": self.max_side, "quality": self.quality, "check": self.check,
-        }  # fmt: skip
+            "shard_size": self.shard_size,
+            "shuffle_seed": self.shuffle_seed,
+            "max_side": self.max_side,
+            "quality": self.quality,
+            "check": self.check,
+        }
         if self.schema is not None and self.schema != DEFAULT_BUILD_SCHEMA:
             shaping["schema"] = self.schema.to_json()
             if any(f.train_dictionary for f in self.schema.fields):
@@ -120,9 +127,11 @@ class BuildOptions:
         """What the source scan is told."""
         root = Path(self.images_root) if self.images_root is not None else None
         return SourceOptions(
-            schema=self.schema, images_root=root, render_masks=self.render_masks,
+            schema=self.schema,
+            images_root=root,
+            render_masks=self.render_masks,
             workers=self.workers,
-        )  # fmt: skip
+        )
 
 
 def _megabytes(n: int) -> str:

@@ -218,27 +218,34 @@ def _add_view(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--classes", type=_class_names, metavar="A,B", help="samples of these classes (names)"
     )
     p.add_argument(
-        "--fraction", type=_fraction, metavar="F",
+        "--fraction",
+        type=_fraction,
+        metavar="F",
         help="a seeded fraction F in (0, 1] of the samples; with one seed, a smaller fraction "
         "is a subset of a larger one",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--split", type=_split, metavar="PART:F,...",
+        "--split",
+        type=_split,
+        metavar="PART:F,...",
         help="one view per part, disjoint, e.g. train:0.9,val:0.1 (fractions sum to at most "
         "1); named NAME-PART, or PART without NAME",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--where", metavar="GLOB",
+        "--where",
+        metavar="GLOB",
         help="samples whose source path matches this glob (fnmatch: *, ?, [...]; * matches / "
         "too); quote it",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--balance", action="store_true", help="mark the views to be drawn class-balanced"
     )
     p.add_argument(
-        "--seed", type=_int_at_least(0), default=0,
+        "--seed",
+        type=_int_at_least(0),
+        default=0,
         help="seed of --fraction and --split (default: 0)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--output",
         help="where to write: a file (or URL) for one view, a directory for a split (default: "
@@ -315,35 +322,44 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--batch-size", type=_int_at_least(1), default=64, help="(default: 64)")
     p.add_argument(
-        "--transform", choices=("random-resized-crop", "center-crop"),
+        "--transform",
+        choices=("random-resized-crop", "center-crop"),
         default="random-resized-crop",
         help="the training or the evaluation crop (default: random-resized-crop)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--size", type=_int_at_least(1), default=224, help="crop size in pixels (default: 224)"
     )
     p.add_argument(
-        "--seconds", type=_float_above(0, or_equal=False), default=3.0,
+        "--seconds",
+        type=_float_above(0, or_equal=False),
+        default=3.0,
         help="length of a timed pass, at most (default: 3)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--batches",
         type=_int_at_least(1),
         help="batches of a timed pass, at most (default: no limit)",
     )
     p.add_argument(
-        "--passes", type=_int_at_least(1), default=3,
+        "--passes",
+        type=_int_at_least(1),
+        default=3,
         help="timed passes per loader, after a warm-up; the median is shown (default: 3)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--step-ms", type=_float_above(0, or_equal=True), default=0.0,
+        "--step-ms",
+        type=_float_above(0, or_equal=True),
+        default=0.0,
         help="simulated training step: the loop sleeps this long after each batch, and the "
         "waiting share is the time spent waiting for batches (default 0: pure loading)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--only", type=_loader_names, metavar="LOADERS",
+        "--only",
+        type=_loader_names,
+        metavar="LOADERS",
         help="comma-separated loaders to time: map-style, streaming, dali-cpu (default: all)",
-    )  # fmt: skip
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(handler=_run_bench)
 
@@ -432,9 +448,15 @@ def _run_view(args: argparse.Namespace) -> int:
     from .view_build import build_views, save_views  # noqa: PLC0415 - keep `--help` fast
 
     views = build_views(
-        args.dataset, args.name, classes=args.classes, fraction=args.fraction, split=args.split,
-        where=args.where, balance=args.balance, seed=args.seed,
-    )  # fmt: skip
+        args.dataset,
+        args.name,
+        classes=args.classes,
+        fraction=args.fraction,
+        split=args.split,
+        where=args.where,
+        balance=args.balance,
+        seed=args.seed,
+    )
     for view, path in zip(views, save_views(args.dataset, views, output=args.output), strict=True):
         print(f"{view.name}: {view.count} of {view.num_samples} samples -> {path}")
     return 0

@@ -15,6 +15,8 @@ from .tfrecord.files import glob_files, is_glob, is_tfrecord_name, names_tfrecor
 from .urls import expand, is_local, is_wds_url, local_path, names_tars, scheme
 
 _PATTERN_MARKS = ("{", "::", "${")
+_PAIR = 2  # "both" kinds of files in a directory
+_LISTED = 3  # missing shards a message names
 _TFRECORD_NAMES = "*.tfrecord, *.tfrecords or *tfrecord*-NNNNN-of-NNNNN"
 
 
@@ -50,7 +52,7 @@ def _directory_kind(path: Path) -> str:
         ]
         names = " and ".join(files for files, _ in found)
         raise SourceError(
-            f"{path}: holds {'both ' if len(found) == 2 else ''}{names} files; give the format "
+            f"{path}: holds {'both ' if len(found) == _PAIR else ''}{names} files; give the format "
             f"({' or '.join(kind for _, kind in found)})"
         )
     return kinds.pop() if kinds else "folder"
@@ -116,7 +118,7 @@ def _detect_url(source: str, source_format: str) -> str:
     if len(missing) == len(urls):
         raise SourceError(f"{source}: matches no file")
     if missing:
-        listed = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        listed = ", ".join(missing[:_LISTED]) + (", ..." if len(missing) > _LISTED else "")
         raise SourceError(
             f"{source}: {len(missing)} of its {len(urls)} shards are not files: {listed}"
         )

@@ -63,6 +63,7 @@ from ..spill import SPILL_DIR, SpillFile
 SPILL_NAME = "coco-masks"
 IMAGE_FIELD, IMAGE_COLUMN = "jpg", "image"
 _MISSING = np.iinfo(np.int64).min  # an image_id that is not an integer
+_BOX_NUMBERS = 4  # a bbox: x, y, width, height
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def _boxes(annotations: Sequence[Any], numbers: Sequence[int]) -> list[Any] | In
         bbox = annotation.get("bbox")
         if (
             isinstance(bbox, list)
-            and len(bbox) == 4
+            and len(bbox) == _BOX_NUMBERS
             and all(_is_number(v) and math.isfinite(v) for v in bbox)
         ):
             x, y, w, h = bbox

@@ -132,9 +132,11 @@ def from_header(
     extra = [c for c in header if c not in (PATH_COLUMN, LABEL_COLUMN)]
     positions = [header.index(c) for c in extra]
     empty = {
-        c for row in surveyed for c, k in zip(extra, positions, strict=True)
+        c
+        for row in surveyed
+        for c, k in zip(extra, positions, strict=True)
         if k >= len(row) or not row[k].strip()
-    }  # fmt: skip
+    }
     fields = [_field(c, None, c in empty, where) for c in extra]
     return _columns(fields, extra, where)
 

@@ -115,7 +115,7 @@ def _delimited(file: _ListFile) -> Iterator[Entry]:
             first = False
             if [c.strip().lower() for c in row] == _HEADER:
                 continue
-        if len(row) != 2:
+        if len(row) != len(_HEADER):
             raise SourceError(
                 f"{name}:{number}: expected 2 columns (path, label), found {len(row)}: {row!r}"
             )
@@ -311,7 +311,7 @@ def _survey(source: ListInput) -> ListColumns | None:
             return from_objects(objects, name) if extra else None
         head = list(islice(file.csv_rows(), SURVEY_LINES))
     header = _header(head[0][1]) if head else []
-    if len(header) <= 2 or PATH_COLUMN not in header or LABEL_COLUMN not in header:
+    if len(header) <= len(_HEADER) or PATH_COLUMN not in header or LABEL_COLUMN not in header:
         return None
     return from_header(header, [row for _, row in head[1:]], name)
 
@@ -334,10 +334,12 @@ def scan_list(path: Path | str, options: SourceOptions | None = None) -> SourceS
     spec = columns.label_spec
     if spec is None or spec.classes:
         classes = spec.classes if spec is not None else ()
-        return SourceScan(kind="list", root=root, url=url, rows=rows, classes=classes,
-                          schema=columns.schema)  # fmt: skip
-    return SourceScan(kind="list", root=root, url=url, rows=rows, labels=labels,
-                      schema=columns.schema)  # fmt: skip
+        return SourceScan(
+            kind="list", root=root, url=url, rows=rows, classes=classes, schema=columns.schema
+        )
+    return SourceScan(
+        kind="list", root=root, url=url, rows=rows, labels=labels, schema=columns.schema
+    )
 
 
 def _rows(

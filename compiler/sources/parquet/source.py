@@ -238,8 +238,9 @@ def _default_field(pa: Any, field: Any, feature: Any, where: str) -> _Column | N
     name, t = field.name, field.type
     category, optional = _category(pa, t), field.nullable
     if category == "bytes":
-        return _Column(FieldSpec(name=_field_name(name, "bin"), type="raw", optional=optional),
-                       name, "bytes")  # fmt: skip
+        return _Column(
+            FieldSpec(name=_field_name(name, "bin"), type="raw", optional=optional), name, "bytes"
+        )
     if _holds_bytes(pa, t):
         warn_left_out(
             f"{where}: column {name!r} ({t}) holds bytes inside lists or structs, which no "
@@ -247,18 +248,28 @@ def _default_field(pa: Any, field: Any, feature: Any, where: str) -> _Column | N
         )
         return None
     if category == "string":
-        return _Column(FieldSpec(name=_field_name(name, "txt"), type="text", optional=optional),
-                       name, "inline")  # fmt: skip
+        return _Column(
+            FieldSpec(name=_field_name(name, "txt"), type="text", optional=optional), name, "inline"
+        )
     if category == "list":
         dtype, shape = _leaf_dtype(pa, t)
         value = t.value_type
         if _category(pa, value) == "int":
-            spec = FieldSpec(name=_field_name(name, "json"), type="class_ids", optional=optional,
-                             classes=_class_names(feature))  # fmt: skip
+            spec = FieldSpec(
+                name=_field_name(name, "json"),
+                type="class_ids",
+                optional=optional,
+                classes=_class_names(feature),
+            )
             return _Column(spec, name, "inline")
         if dtype is not None and dtype[1] == "f":
-            spec = FieldSpec(name=_field_name(name, "npy"), type="ndarray", optional=optional,
-                             dtype=dtype, shape=shape)  # fmt: skip
+            spec = FieldSpec(
+                name=_field_name(name, "npy"),
+                type="ndarray",
+                optional=optional,
+                dtype=dtype,
+                shape=shape,
+            )
             return _Column(spec, name, "inline")
     spec = FieldSpec(name=_field_name(name, "json"), type="json", optional=optional)
     return _Column(spec, name, "inline", plain=_is_plain(pa, t))

@@ -36,9 +36,15 @@ from ..urls import name_problem
 IMAGE_FIELD, PNG_FIELD, LABEL_FIELD = "jpg", "png", "cls"
 # features that describe the image and the record, left out without a word
 QUIET_FEATURES = frozenset(
-    {FORMAT_FEATURE, HEIGHT_FEATURE, WIDTH_FEATURE, KEY_FEATURE, "image/channels",
-     "image/colorspace"}
-)  # fmt: skip
+    {
+        FORMAT_FEATURE,
+        HEIGHT_FEATURE,
+        WIDTH_FEATURE,
+        KEY_FEATURE,
+        "image/channels",
+        "image/colorspace",
+    }
+)
 # what each kind of feature can fill; a bytes feature fills anything (one value)
 _NUMBER_TYPES: dict[Kind, tuple[str, ...]] = {
     "int64": ("class", "class_ids", "ndarray", "json"),
