@@ -407,18 +407,9 @@ def _run_build(args: argparse.Namespace) -> int:
         node_rank=args.node_rank,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
-    from .storage import is_url  # noqa: PLC0415
-
-    if is_url(args.out):
-        from .compiler import build_to_url  # noqa: PLC0415
-
-        summary = build_to_url(
-            _source(args.source), args.out, options, staging=args.staging, cluster=args.scheduler
-        )
-    else:
-        summary = build(
-            _source(args.source), args.out, options, cluster=args.scheduler, staging=args.staging
-        )
+    summary = build(
+        _source(args.source), args.out, options, cluster=args.scheduler, staging=args.staging
+    )
     print(summary.format())
     return 0
 

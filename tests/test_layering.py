@@ -160,18 +160,25 @@ def test_checker_allows(part: str, file: str, source: str) -> None:
 
 
 def folder_of(module: str, part: str) -> str | None:
-    """The concept folder of `module` inside `part` (`fastpack.reader.image.decode` -> `image`);
-    None for a module at the part's top (`fastpack.reader.loader`) or outside the part."""
+    """The node of `module` in `part`'s import graph: its concept folder
+    (`fastpack.reader.image.decode` -> `image`), or, for a module at the part's top, that module
+    itself (`fastpack.compiler.build` -> `build.py`); None for the part's `__init__` or outside
+    the part. A name imported from a top module (`fastpack.compiler.build.build`) is that module.
+    """
     prefix = PARTS[part] + "."
     if not module.startswith(prefix):
         return None
-    rest = module[len(prefix) :].split(".")
-    folder = rest[0]
-    return folder if (ROOT / part / folder).is_dir() else None
+    first = module[len(prefix) :].split(".", maxsplit=1)[0]
+    if (ROOT / part / first).is_dir():
+        return first
+    if (ROOT / part / f"{first}.py").is_file():
+        return f"{first}.py"
+    return None
 
 
 def folder_graph(part: str) -> dict[str, set[str]]:
-    """Concept folder -> the other concept folders of `part` that its modules import."""
+    """Node (concept folder or top module) -> the other nodes of `part` that its modules
+    import."""
     graph: dict[str, set[str]] = {}
     for path in modules(part):
         module = module_name(path)
@@ -214,6 +221,18 @@ def test_concept_folders_import_without_a_cycle(part: str) -> None:
     graph = folder_graph(part)
     assert len(graph) >= 5, graph  # the part really is split into concept folders
     assert find_cycle(graph) == []
+
+
+def test_top_modules_are_nodes_of_the_graph() -> None:
+    """A module at the top of compiler/ is a node of its own: an import between it and a folder
+    counts (the cycle build.py -> cluster/ -> build.py was missed when they did not)."""
+    assert folder_of("fastpack.compiler.build", "compiler") == "build.py"
+    assert folder_of("fastpack.compiler.build.build", "compiler") == "build.py"
+    assert folder_of("fastpack.compiler.cluster.runners", "compiler") == "cluster"
+    assert folder_of("fastpack.compiler", "compiler") is None
+    graph = folder_graph("compiler")
+    assert "build.py" in graph
+    assert "cluster" in graph["build.py"]
 
 
 def test_cycle_finder_finds_one() -> None:

@@ -119,9 +119,13 @@ class _Submitter:
         others = [w for w in self._client.nthreads() if w not in avoid] if avoid else []
         where: dict[str, Any] = {"workers": others, "allow_other_workers": True} if others else {}
         future = self._client.submit(
-            _run_on_worker, task, self._topic, pure=False,
-            key=f"fastpack-shard-{task.job.shard:06d}-{self._topic[-8:]}-{attempt}", **where,
-        )  # fmt: skip
+            _run_on_worker,
+            task,
+            self._topic,
+            pure=False,
+            key=f"fastpack-shard-{task.job.shard:06d}-{self._topic[-8:]}-{attempt}",
+            **where,
+        )
         self.tasks[future] = (task, attempt, avoid)
 
 

@@ -53,8 +53,12 @@ def share_summary(records: Sequence[ShardRecord], seconds: float, note: str) -> 
     """The summary of a node's share (its shards' records), which leaves the index and manifest
     to a later call."""
     return BuildSummary(
-        inputs=sum(r.planned for r in records), samples=sum(r.samples for r in records),
-        shards=len(records), bytes=sum(r.bytes for r in records),
+        inputs=sum(r.planned for r in records),
+        samples=sum(r.samples for r in records),
+        shards=len(records),
+        bytes=sum(r.bytes for r in records),
         rejected=sum(len(r.rejects) for r in records),
-        converted=sum(r.converted for r in records), seconds=seconds, notes=(note,),
-    )  # fmt: skip
+        converted=sum(r.converted for r in records),
+        seconds=seconds,
+        notes=(note,),
+    )

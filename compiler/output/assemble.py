@@ -18,6 +18,7 @@ from fastpack.formats import (
     Schema,
     ShardInfo,
     file_sha256,
+    read_manifest,
     shard_idx_name,
     shard_name,
     version_for,
@@ -64,7 +65,7 @@ def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:
     os.replace(tmp, out / REJECTS_NAME)
 
 
-def write_dataset_manifest(
+def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
     out: Path,
     meta: PlanMeta,
     records: Sequence[ShardRecord],
@@ -78,10 +79,16 @@ def write_dataset_manifest(
     index = write_index(out, records, schema, shard_format)
     write_rejects(out, records)
     shards = tuple(
-        ShardInfo(name=shard_name(r.shard, shard_format), index_name=shard_idx_name(r.shard),
-                  samples=r.samples, bytes=r.bytes, sha256=r.sha256, crc32c=r.crc32c)
+        ShardInfo(
+            name=shard_name(r.shard, shard_format),
+            index_name=shard_idx_name(r.shard),
+            samples=r.samples,
+            bytes=r.bytes,
+            sha256=r.sha256,
+            crc32c=r.crc32c,
+        )
         for r in records
-    )  # fmt: skip
+    )
     samples = sum(r.samples for r in records)
     manifest = Manifest(
         version=version_for(schema, shard_format),
@@ -104,3 +111,21 @@ def write_dataset_manifest(
     )
     write_manifest(out / MANIFEST_NAME, manifest)
     return manifest
+
+
+def dataset_files(out: Path, *, shards: bool = True) -> list[str]:
+    """The files of the finished dataset in `out`, relative to it, in the order a target
+    publishes them: each shard's `.idx` and shard (unless `shards` is false: they are
+    published already), the dictionaries, the index, the rejects, and the manifest last, so
+    that a manifest at the target means a whole dataset."""
+    manifest = read_manifest(out / MANIFEST_NAME)
+    names = [n for s in manifest.shards for n in (s.index_name, s.name)] if shards else []
+    names += [
+        spec.zstd.dictionary.name
+        for spec in manifest.schema.fields
+        if spec.zstd is not None and spec.zstd.dictionary is not None
+    ]
+    names.append(manifest.index.name)
+    if (out / REJECTS_NAME).exists():
+        names.append(REJECTS_NAME)
+    return [*names, MANIFEST_NAME]

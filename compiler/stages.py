@@ -1,0 +1,145 @@
+"""The stages of a build that every runner and target share: plan, schema, one shard's job,
+the local run of the shard jobs, and the finish (index, rejects, manifest last)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
+
+from .build_dir import BUILD_DIR
+from .jobs.dictionaries import train_dictionaries, with_dictionaries
+from .jobs.progress import BuildProgress
+from .jobs.runner import run_jobs
+from .jobs.shard_job import ShardJob
+from .jobs.shard_record import finished_record, load_record
+from .options import BuildOptions, BuildSummary
+from .output.assemble import write_dataset_manifest
+from .output.out_dir import OutState, start_build_dir
+from .planning.make_plan import make_plan
+from .planning.plan_store import Plan, PlanMeta, read_meta
+
+
+def plan_build(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
+    source: str,
+    out: Path,
+    *,
+    kind: str,
+    state: OutState,
+    options: BuildOptions,
+    fingerprint: dict[str, Any],
+) -> PlanMeta:
+    """The interrupted build's plan when resuming one that finished planning, else a new plan."""
+    meta = read_meta(out / BUILD_DIR) if state is OutState.RESUME else None
+    if meta is None:
+        build_dir = start_build_dir(out, fingerprint)
+        meta = make_plan(
+            source,
+            kind,
+            build_dir,
+            shard_size=options.shard_size,
+            shuffle_seed=options.shuffle_seed,
+            options=options.source_options(),
+        )
+    return meta
+
+
+def dataset_schema(
+    out: Path, plan_dir: Path, meta: PlanMeta, options: BuildOptions
+) -> tuple[Schema, dict[str, Any]]:
+    """The dataset's schema, with the dictionaries trained for it (written into `out`), and what
+    the manifest's `build` says of those dictionaries."""
+    schema = meta.field_schema()
+    if not meta.train:
+        return schema, {}
+    trained = train_dictionaries(out, Plan(plan_dir), options.dictionary_size)
+    notes = {
+        name: "trained" if d is not None else "too few samples to train: frames without one"
+        for name, d in trained.items()
+    }
+    return with_dictionaries(schema, trained), {"dictionaries": notes}
+
+
+def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> ShardJob:
+    """The job of shard `shard`, writing into `out`."""
+    return ShardJob(
+        out=str(out),
+        shard=shard,
+        max_side=options.max_side,
+        quality=options.quality,
+        check=options.check,
+        strict=options.strict,
+        schema=None if schema.is_v1 else schema,
+        shard_format=options.shard_format,
+        baseline=options.baseline,
+    )
+
+
+def run_shards(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
+    out: Path,
+    plan_dir: Path,
+    *,
+    meta: PlanMeta,
+    options: BuildOptions,
+    schema: Schema,
+    shards: Sequence[int],
+) -> None:
+    """Run the job of every shard in `shards` that is not finished in `out`, in this process or
+    a pool of processes (`options.workers`)."""
+    (out / SHARDS_DIR).mkdir(exist_ok=True)
+    todo, done = [], 0
+    for shard in shards:
+        record = finished_record(out, shard)
+        if record is None:
+            todo.append(shard_job(out, shard, options, schema))
+        else:
+            done += record.planned
+    total = sum(stop - start for start, stop in map(meta.shard_range, shards))
+    workers = options.workers or os.cpu_count() or 1
+    with BuildProgress(total, done, enabled=options.progress) as progress:
+        run_jobs(todo, plan_dir, workers, progress)
+
+
+def summary_of(out: Path, seconds: float) -> BuildSummary:
+    """The summary of the finished dataset in the directory `out`."""
+    manifest = read_manifest(out / MANIFEST_NAME)
+    stats = manifest.stats
+    return BuildSummary(
+        inputs=stats["inputs"],
+        samples=manifest.num_samples,
+        shards=len(manifest.shards),
+        bytes=sum(s.bytes for s in manifest.shards),
+        rejected=stats["rejected"],
+        converted=stats["converted"],
+        seconds=seconds,
+    )
+
+
+def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
+    out: Path,
+    meta: PlanMeta,
+    *,
+    options: BuildOptions,
+    schema: Schema,
+    notes: dict[str, Any],
+    kind: str,
+) -> None:
+    """Index, rejects and manifest (last) from the records of every shard in the directory
+    `out`, then its build files go."""
+    records = [load_record(out, shard) for shard in range(meta.num_shards)]
+    build_info = {
+        "source_kind": kind,
+        "samples_per_shard": meta.samples_per_shard,
+        **options.shaping(),
+        **notes,
+    }
+    write_dataset_manifest(
+        out, meta, records, build_info, schema, shard_format=options.shard_format
+    )
+    shutil.rmtree(out / BUILD_DIR)
+    for leftover in (out / SHARDS_DIR).glob("*.tmp"):  # from jobs of a killed build
+        leftover.unlink(missing_ok=True)
