@@ -18,7 +18,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 class _SourceFormats(Sequence[str]):
     """What `--format` offers: the compiler's source registry (`compiler.sources.SOURCES`), read
-    only when a format is checked or listed (the compiler is slow to import)."""
+    only when a format is checked or listed (the compiler is slow to import: making the parser,
+    and every command but build, must not import it)."""
 
     def _formats(self) -> tuple[str, ...]:
         from .compiler.sources import source_formats  # noqa: PLC0415 (imported on use)
@@ -114,9 +115,10 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--format",
         dest="source_format",
         choices=SOURCE_FORMATS,
+        metavar="FORMAT",  # argparse lists the choices of a metavar-less option on creation
         default="auto",
-        help="kind of source (default: auto-detect); wds takes any URL as webdataset shards; "
-        "tfrecord takes TFRecord files (a file, a directory or a quoted glob)",
+        help="kind of source: %(choices)s (default: auto-detect); wds takes any URL as "
+        "webdataset shards; tfrecord takes TFRecord files (a file, a directory or a quoted glob)",
     )
     p.add_argument(
         "--schema",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,3 +146,18 @@ def test_a_registered_source_builds_as_the_folder_it_lists(toy: Source, tmp_path
     expected["fastpack.json"] = manifest
     assert _files(tmp_path / "from-toy") == expected
     assert _files(tmp_path / "from-cli") == expected
+
+
+def test_the_cli_reads_the_registry_only_when_asked() -> None:
+    """Making the parser (every command does) leaves the compiler unimported; checking a
+    `--format` reads the registry."""
+    code = (
+        "import sys\n"
+        "from fastpack.cli import build_parser\n"
+        "parser = build_parser()\n"
+        "print('fastpack.compiler' in sys.modules)\n"
+        "parser.parse_args(['build', 'a', 'b', '--format', 'parquet'])\n"
+        "print('fastpack.compiler.sources.registry' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "True"]
