@@ -4,6 +4,7 @@ names the index's URL, the shard, the section and the first bad sample."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -12,20 +13,28 @@ from fastpack.formats import ABSENT, CorruptIndexError
 Rows = Mapping[str, npt.NDArray[np.generic]]
 
 
-def check_rows(  # noqa: PLR0913 (one shard's rows and what they are checked against, by keyword)
-    url: str,
-    shard: int,
-    first: int,
-    rows: Rows,
-    *,
-    blob_sizes: Mapping[str, int],
-    shard_bytes: int,
-    absent_allowed: bool,
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShardRows:
+    """One shard's index rows as fetched: `rows` maps a section name to the slice of shard
+    `shard` of the index at `url`, whose first sample is `first`."""
+
+    url: str
+    shard: int
+    first: int
+    rows: Rows
+
+    @property
+    def where(self) -> str:
+        return f"{self.url}: shard {self.shard}"
+
+
+def check_rows(
+    fetched: ShardRows, *, blob_sizes: Mapping[str, int], shard_bytes: int, absent_allowed: bool
 ) -> None:
-    """`rows` (section name -> the slice of shard `shard`, whose first sample is `first`): every
-    `shard` entry is `shard`, `*.offsets` never decrease and stay inside their blob, and every
-    member lies inside the shard's `shard_bytes` (but absent members, if `absent_allowed`)."""
-    where = f"{url}: shard {shard}"
+    """Every `shard` entry of `fetched` is its shard, `*.offsets` never decrease and stay inside
+    their blob, and every member lies inside the shard's `shard_bytes` (but absent members, if
+    `absent_allowed`)."""
+    where, first, shard, rows = fetched.where, fetched.first, fetched.shard, fetched.rows
     column = rows["shard"]
     wrong = np.flatnonzero(column != shard)
     if wrong.size:
@@ -41,9 +50,7 @@ def check_rows(  # noqa: PLR0913 (one shard's rows and what they are checked aga
     for name in rows:
         if name.endswith(".offset"):
             stem = name[: -len(".offset")]
-            _check_members(
-                where, first, stem, rows, shard_bytes=shard_bytes, absent_allowed=absent_allowed
-            )
+            _check_members(fetched, stem, shard_bytes=shard_bytes, absent_allowed=absent_allowed)
 
 
 def _check_offsets(
@@ -63,10 +70,10 @@ def _check_offsets(
         )
 
 
-def _check_members(  # noqa: PLR0913 (check_rows' context for one sample, by keyword)
-    where: str, first: int, stem: str, rows: Rows, *, shard_bytes: int, absent_allowed: bool
+def _check_members(
+    fetched: ShardRows, stem: str, *, shard_bytes: int, absent_allowed: bool
 ) -> None:
-    offset, size = rows[f"{stem}.offset"], rows[f"{stem}.size"]
+    offset, size = fetched.rows[f"{stem}.offset"], fetched.rows[f"{stem}.size"]
     limit = np.uint64(shard_bytes)
     outside = (offset > limit) | (size > limit - np.minimum(offset, limit))
     if absent_allowed:
@@ -76,6 +83,7 @@ def _check_members(  # noqa: PLR0913 (check_rows' context for one sample, by key
         i = int(bad[0])
         start, length = int(offset[i]), int(size[i])
         raise CorruptIndexError(
-            f"{where}: sections '{stem}.offset'/'{stem}.size' put sample {first + i} at bytes "
-            f"[{start}, {start + length}), the shard has {shard_bytes} bytes"
+            f"{fetched.where}: sections '{stem}.offset'/'{stem}.size' put sample "
+            f"{fetched.first + i} at bytes [{start}, {start + length}), the shard has "
+            f"{shard_bytes} bytes"
         )

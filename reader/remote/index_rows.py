@@ -46,7 +46,7 @@ from fastpack.formats import (
 )
 from fastpack.storage import Location
 
-from ._row_checks import check_rows
+from ._row_checks import ShardRows, check_rows
 from ._shard_marks import ShardMarks, create_marks, write_at
 
 MARKS_SUFFIX = ".rows"
@@ -227,10 +227,7 @@ class IndexRows:
         rows = {n: np.frombuffer(data[n], self._sections[n].dtype) for n in spans}
         blobs = {s: self._sections[f"{s}.blob"] for s in _ROW_STRINGS}
         check_rows(
-            self.url,
-            shard,
-            first,
-            rows,
+            ShardRows(url=self.url, shard=shard, first=first, rows=rows),
             shard_bytes=self._manifest.shards[shard].bytes,
             blob_sizes={s: b.elements for s, b in blobs.items()},
             absent_allowed=self._absent_allowed,
