@@ -46,8 +46,9 @@ def check_shards_agree_with_index(out: Path) -> None:
             jpg, cls = members[2 * k : 2 * k + 2]
             assert (jpg.name, cls.name) == (f"{index.key(row)}.jpg", f"{index.key(row)}.cls")
             assert (int(index.offsets("jpg")[row]), int(index.sizes("cls")[row])) == (
-                jpg.data_offset, cls.size
-            )  # fmt: skip
+                jpg.data_offset,
+                cls.size,
+            )
             assert int(index.shard[row]) == shard
             row += 1
     assert row == len(files)
@@ -84,8 +85,11 @@ def test_build_then_read_returns_the_inputs(
         assert [int(c) for c in index.crc32("jpg")] == [zlib.crc32(s.jpg) for s in samples]
         check_shards_agree_with_index(Path(tmp, "out"))
         assert (summary.inputs, summary.samples, summary.rejected, summary.converted) == (
-            len(sizes), len(sizes), 0, 0
-        )  # fmt: skip
+            len(sizes),
+            len(sizes),
+            0,
+            0,
+        )
 
 
 def test_list_source_end_to_end(tmp_path: Path) -> None:
@@ -134,17 +138,25 @@ def test_manifest_records_the_build_but_not_the_machine(
     assert "workers" not in text
     per_shard = manifest.build["samples_per_shard"]
     assert manifest.build == {
-        "source_kind": "folder", "shard_size": 8000, "samples_per_shard": per_shard,
-        "shuffle_seed": None, "max_side": 500, "quality": 90, "check": "structure",
-    }  # fmt: skip
+        "source_kind": "folder",
+        "shard_size": 8000,
+        "samples_per_shard": per_shard,
+        "shuffle_seed": None,
+        "max_side": 500,
+        "quality": 90,
+        "check": "structure",
+    }
     sizes = [f.stat().st_size for f in sorted(source.rglob("*.jpg"))]
     overhead = 1792  # two headers, a cls block, half a block of padding
     assert per_shard == max(1, 8000 * len(sizes) // (sum(sizes) + overhead * len(sizes)))
     assert manifest.key_width == key_width(10)
     assert manifest.stats == {
-        "inputs": 10, "samples": 10, "rejected": 0, "converted": 0,
+        "inputs": 10,
+        "samples": 10,
+        "rejected": 0,
+        "converted": 0,
         "payload_bytes": sum(sizes) + 10,
-    }  # fmt: skip
+    }
     assert summary.shards == len(manifest.shards) == -(-10 // per_shard)
     assert summary.bytes == sum(s.bytes for s in manifest.shards)
     for shard in manifest.shards:  # both checksums of each shard, computed as it was written

@@ -58,10 +58,12 @@ def test_a_build_whose_first_uploads_fail_still_publishes(
             retry=RetryPolicy(attempts=3, backoff_s=0.01),
         )
     manifest = read_manifest(tmp_path / "staging" / MANIFEST_NAME)
-    objects = 2 * len(manifest.shards) + 2  # tar + idx per shard, index, manifest (no rejects)
+    # per shard its tar, idx, index part and record (the record last: the shard is finished at
+    # the store); the build's options; the index and manifest (no rejects)
+    objects = 4 * len(manifest.shards) + 3
     assert len(manifest.shards) > 2
     assert (put.failed, put.calls) == (2, objects + 2)
-    assert (info.failed, info.calls) == (1, 2)
+    assert (info.failed, info.calls) == (1, 3)  # the looks for a dataset and for the options
     assert sum("retrying" in r.getMessage() for r in caplog.records) == 3
     remote = verify_remote(url, s3_server.storage_options, decode=True)
     assert remote.ok, remote.format()
@@ -83,7 +85,7 @@ def test_build_to_url_gives_up_after_its_retry_attempts(
     url = f"s3://{s3_bucket}/ds"
     put = flaky_fs(monkeypatch, s3_server, url, "put_file", 100)
     source = make_image_folder(classes=2, per_class=8, size=40)
-    target = re.escape(url) + r"/shards/000000\.(idx|tar)"
+    target = re.escape(url) + r"/\.fastpack-build/options\.json"  # the build's first upload
     last = "ConnectionError: injected failure 2 of 100"
     message = rf"^upload of .* to {target}: unavailable after 2 attempts; last error: {last}$"
     with pytest.raises(FetchError, match=message):

@@ -30,8 +30,9 @@ def test_cluster_build_is_byte_identical_to_a_local_one(
 ) -> None:
     source = make_image_folder(classes=3, per_class=10)
     expected = local_build(source, tmp_path / "local")
-    summary = build(source, tmp_path / "dask", BuildOptions(**SHAPE, **QUIET),
-                    cluster=dask_cluster.address)  # fmt: skip
+    summary = build(
+        source, tmp_path / "dask", BuildOptions(**SHAPE, **QUIET), cluster=dask_cluster.address
+    )
     assert tree_bytes(tmp_path / "dask") == expected
     assert summary.shards > 2
     workers = [line for line in summary.notes if line.startswith("worker ")]
@@ -74,9 +75,10 @@ def _when_shards_appear(out: Path, count: int, action: Callable[[], None]) -> th
 
 
 def test_a_worker_killed_mid_build_the_build_completes_identical(
-    make_image_folder: Callable[..., Path], tmp_path: Path,
+    make_image_folder: Callable[..., Path],
+    tmp_path: Path,
     make_dask_cluster: Callable[..., LocalDaskCluster],
-) -> None:  # fmt: skip
+) -> None:
     source = make_image_folder(classes=4, per_class=30)
     expected = local_build(source, tmp_path / "local", check="decode")
     cluster = make_dask_cluster()
@@ -88,8 +90,9 @@ def test_a_worker_killed_mid_build_the_build_completes_identical(
         cluster.kill_worker(1)
 
     watcher = _when_shards_appear(out, 2, kill)
-    summary = build(source, out, BuildOptions(**SHAPE, check="decode", **QUIET),
-                    cluster=cluster.address)  # fmt: skip
+    summary = build(
+        source, out, BuildOptions(**SHAPE, check="decode", **QUIET), cluster=cluster.address
+    )
     watcher.join(5)
     assert killed
     assert killed[0] < summary.shards  # the worker died before the last shard
@@ -98,15 +101,17 @@ def test_a_worker_killed_mid_build_the_build_completes_identical(
 
 
 def test_a_task_that_fails_on_one_worker_is_retried_on_the_other(
-    make_image_folder: Callable[..., Path], tmp_path: Path,
+    make_image_folder: Callable[..., Path],
+    tmp_path: Path,
     make_dask_cluster: Callable[..., LocalDaskCluster],
-) -> None:  # fmt: skip
+) -> None:
     """Worker 0 may write files of 8 KiB at most (`ulimit -f`): every shard fails there."""
     source = make_image_folder(classes=3, per_class=10)
     expected = local_build(source, tmp_path / "local")
     cluster = make_dask_cluster(prefixes={0: "ulimit -f 8"})
-    summary = build(source, tmp_path / "dask", BuildOptions(**SHAPE, **QUIET),
-                    cluster=cluster.address)  # fmt: skip
+    summary = build(
+        source, tmp_path / "dask", BuildOptions(**SHAPE, **QUIET), cluster=cluster.address
+    )
     assert tree_bytes(tmp_path / "dask") == expected
     lines = {line.split(":")[0]: line for line in summary.notes}
     assert len(lines) == 1, summary.notes  # only the other worker finished shards

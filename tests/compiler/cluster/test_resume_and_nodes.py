@@ -25,8 +25,9 @@ def fastpack(*args: str) -> list[str]:
 
 
 def local_bytes(source: Path, out: Path, check: str = "structure") -> dict[str, bytes]:
-    options = BuildOptions(workers=1, shard_size=6000, max_side=64, shuffle_seed=3,
-                           check=check, **QUIET)  # type: ignore[arg-type]  # fmt: skip
+    options = BuildOptions(
+        workers=1, shard_size=6000, max_side=64, shuffle_seed=3, check=check, **QUIET
+    )  # type: ignore[arg-type]
     build(source, out, options)
     return tree_bytes(out)
 
@@ -37,8 +38,9 @@ def test_the_client_killed_mid_build_then_resume_completes_identical(
     source = make_image_folder(classes=4, per_class=30)
     expected = local_bytes(source, tmp_path / "local", "decode")
     out = tmp_path / "dask"
-    command = fastpack(str(source), str(out), "--scheduler", dask_cluster.address, "--check",
-                       "decode")  # fmt: skip
+    command = fastpack(
+        str(source), str(out), "--scheduler", dask_cluster.address, "--check", "decode"
+    )
     client = subprocess.Popen(command)
     deadline = time.monotonic() + TIMEOUT_S
     while len(list(out.glob("shards/*.tar"))) < 2 and client.poll() is None:
@@ -61,8 +63,18 @@ def test_two_node_shares_and_a_finishing_call_give_the_local_bytes(
 
     def share(rank: int) -> list[str]:
         plan = str(tmp_path / f"plan-{rank}")
-        return fastpack(str(source), str(out), "--num-nodes", "2", "--node-rank", str(rank),
-                        "--workers", "1", "--staging", plan)  # fmt: skip
+        return fastpack(
+            str(source),
+            str(out),
+            "--num-nodes",
+            "2",
+            "--node-rank",
+            str(rank),
+            "--workers",
+            "1",
+            "--staging",
+            plan,
+        )
 
     nodes = [subprocess.Popen(share(rank), stdout=subprocess.PIPE, text=True) for rank in (0, 1)]
     said = [node.communicate(timeout=TIMEOUT_S)[0] for node in nodes]
@@ -83,8 +95,16 @@ def test_a_node_share_with_resume_finishes_when_every_shard_is_there(
     expected = local_bytes(source, tmp_path / "local")
     out = tmp_path / "nodes"
     for rank in (1, 0):
-        options = BuildOptions(workers=1, shard_size=6000, max_side=64, shuffle_seed=3,
-                               num_nodes=2, node_rank=rank, resume=rank == 0, **QUIET)  # fmt: skip
+        options = BuildOptions(
+            workers=1,
+            shard_size=6000,
+            max_side=64,
+            shuffle_seed=3,
+            num_nodes=2,
+            node_rank=rank,
+            resume=rank == 0,
+            **QUIET,
+        )
         summary = build(source, out, options, staging=tmp_path / f"plan-{rank}")
     assert tree_bytes(out) == expected
     assert summary.shards == len([n for n in expected if n.endswith(".tar")])

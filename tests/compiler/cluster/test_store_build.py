@@ -1,5 +1,6 @@
-"""Cluster builds into a real S3 server (SeaweedFS on 127.0.0.1): through a Dask cluster, and as
-two node shares plus a finishing call; the objects are the bytes of a local build."""
+"""Builds into a real S3 server (SeaweedFS on 127.0.0.1): `build()` with a URL as its output, in
+this process, through a Dask cluster, and as two node shares plus a finishing call; the objects
+are the bytes of a local build."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastpack.compiler import BuildError, BuildOptions, build, build_to_url
+from fastpack.compiler import BuildError, BuildOptions, build
 
 from tests.compiler._helpers import QUIET, tree_bytes
 from tests.dask_cluster import LocalDaskCluster
@@ -23,17 +24,47 @@ def store_bytes(server: S3Server, url: str) -> dict[str, bytes]:
     return {path[len(root) + 1 :]: fs.cat_file(path) for path in sorted(fs.find(root))}
 
 
+def test_build_takes_a_url_as_its_output(
+    make_image_folder: Callable[..., Path], tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    source = make_image_folder(classes=2, per_class=8)
+    build(source, tmp_path / "local", BuildOptions(workers=1, **SHAPE, **QUIET))
+    url = f"s3://{s3_bucket}/ds"
+    options = BuildOptions(workers=2, **SHAPE, **QUIET)
+    store = s3_server.storage_options
+    summary = build(source, url, options, staging=tmp_path / "staging", storage_options=store)
+    assert store_bytes(s3_server, url) == tree_bytes(tmp_path / "local")  # no build files left
+    assert not (tmp_path / "staging").exists()
+    with pytest.raises(BuildError, match="already holds a fastpack dataset; pass --resume"):
+        build(source, url, options, staging=tmp_path / "again", storage_options=store)
+    resumed = BuildOptions(workers=2, resume=True, **SHAPE, **QUIET)
+    again = build(source, url, resumed, staging=tmp_path / "again", storage_options=store)
+    assert (again.samples, again.shards, again.bytes) == (
+        summary.samples,
+        summary.shards,
+        summary.bytes,
+    )
+    assert not (tmp_path / "again").exists()
+
+
 def test_a_cluster_build_into_the_store_gives_the_local_bytes(
-    make_image_folder: Callable[..., Path], tmp_path: Path, dask_cluster: LocalDaskCluster,
-    s3_server: S3Server, s3_bucket: str,
-) -> None:  # fmt: skip
+    make_image_folder: Callable[..., Path],
+    tmp_path: Path,
+    dask_cluster: LocalDaskCluster,
+    s3_server: S3Server,
+    s3_bucket: str,
+) -> None:
     source = make_image_folder(classes=3, per_class=10)
     build(source, tmp_path / "local", BuildOptions(workers=1, **SHAPE, **QUIET))
     url = f"s3://{s3_bucket}/ds"
-    summary = build_to_url(
-        source, url, BuildOptions(**SHAPE, **QUIET), cluster=dask_cluster.address,
-        staging=tmp_path / "staging", storage_options=s3_server.storage_options,
-    )  # fmt: skip
+    summary = build(
+        source,
+        url,
+        BuildOptions(**SHAPE, **QUIET),
+        cluster=dask_cluster.address,
+        staging=tmp_path / "staging",
+        storage_options=s3_server.storage_options,
+    )
     assert store_bytes(s3_server, url) == tree_bytes(tmp_path / "local")  # no build files left
     assert not (tmp_path / "staging").exists()
     assert summary.shards == len(list((tmp_path / "local" / "shards").glob("*.tar")))
@@ -49,13 +80,14 @@ def test_node_shares_into_the_store_then_a_finishing_call(
     options = s3_server.storage_options
     for rank in (0, 1):
         share = BuildOptions(workers=1, num_nodes=2, node_rank=rank, **SHAPE, **QUIET)
-        summary = build_to_url(source, url, share, staging=tmp_path / f"plan-{rank}",
-                               storage_options=options)  # fmt: skip
+        summary = build(
+            source, url, share, staging=tmp_path / f"plan-{rank}", storage_options=options
+        )
         assert "--resume" in summary.format()
         assert not (tmp_path / f"plan-{rank}").exists()
     assert "fastpack.json" not in store_bytes(s3_server, url)
     finishing = BuildOptions(workers=1, num_nodes=2, resume=True, **SHAPE, **QUIET)
-    build_to_url(source, url, finishing, staging=tmp_path / "finish", storage_options=options)
+    build(source, url, finishing, staging=tmp_path / "finish", storage_options=options)
     assert store_bytes(s3_server, url) == tree_bytes(tmp_path / "local")
 
 
@@ -65,12 +97,12 @@ def test_a_node_share_with_other_options_is_refused_by_the_store(
     source = make_image_folder(classes=2, per_class=6)
     url = f"s3://{s3_bucket}/ds"
     first = BuildOptions(workers=1, num_nodes=2, node_rank=0, **SHAPE, **QUIET)
-    build_to_url(source, url, first, staging=tmp_path / "p0",
-                 storage_options=s3_server.storage_options)  # fmt: skip
+    build(source, url, first, staging=tmp_path / "p0", storage_options=s3_server.storage_options)
     other = BuildOptions(workers=1, num_nodes=2, node_rank=1, quality=50, **SHAPE, **QUIET)
     with pytest.raises(BuildError, match=r"quality=90 \(now 50\)"):
-        build_to_url(source, url, other, staging=tmp_path / "p1",
-                     storage_options=s3_server.storage_options)  # fmt: skip
+        build(
+            source, url, other, staging=tmp_path / "p1", storage_options=s3_server.storage_options
+        )
 
 
 def test_a_source_spilled_into_local_staging_is_refused_for_a_cluster(
@@ -86,9 +118,12 @@ def test_a_source_spilled_into_local_staging_is_refused_for_a_cluster(
     table = pa.table({"image": [jpeg_bytes(seed=i) for i in range(4)], "label": [0, 1, 0, 1]})
     pq.write_table(table, tmp_path / "train.parquet")
     with pytest.raises(BuildError, match=r"staging directory .*--staging"):
-        build_to_url(
-            tmp_path / "train.parquet", f"s3://{s3_bucket}/ds", BuildOptions(**QUIET),
-            cluster=dask_cluster.address, staging=tmp_path / "staging",
+        build(
+            tmp_path / "train.parquet",
+            f"s3://{s3_bucket}/ds",
+            BuildOptions(**QUIET),
+            cluster=dask_cluster.address,
+            staging=tmp_path / "staging",
             storage_options=s3_server.storage_options,
-        )  # fmt: skip
+        )
     assert not s3_server.filesystem().find(f"{s3_bucket}/ds/shards")
