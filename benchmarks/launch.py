@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._procmem import TreePeaks, TreeSampler
+from benchmarks.procmem import TreePeaks, TreeSampler
 
 REPO = Path(__file__).resolve().parents[1]
 

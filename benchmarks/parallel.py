@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._procmem import cpu_ticks, descendants
+from benchmarks.procmem import cpu_ticks, descendants
 
 
 def _wait_then(start: Any, target: Callable[..., None], args: tuple[Any, ...]) -> None:

@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 DISTRIBUTIONS = (
     "fastpack",

@@ -18,7 +18,7 @@ from fastpack.formats import (
 )
 from fastpack.reader import Dataset, RandomResizedCrop
 
-from benchmarks._startup_index import sample_keys, synthetic_dataset
+from benchmarks.startup._index import sample_keys, synthetic_dataset
 
 ROWS = 10_007  # not a multiple of the base: the last repetition stops inside a shard
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastpack.formats import DatasetFiles
 
-from benchmarks import view_bench
+from benchmarks.startup import view_bench
 
 
 def test_view_bench_runs_and_reports(tmp_path: Path) -> None:

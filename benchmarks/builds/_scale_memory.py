@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._procmem import children
+from benchmarks.procmem import children
 
 _PROC = Path("/proc")
 _FIELDS = ("VmRSS", "RssAnon", "VmHWM")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._build_scale_mem import MemoryWatch, ProcessPeaks
+from benchmarks.builds._scale_memory import MemoryWatch, ProcessPeaks
 
 _SUMMARY = re.compile(
     r"([\d,]+) samples? from ([\d,]+) inputs? in ([\d,]+) shards? \((.*?)\) in ([\d.]+) s"

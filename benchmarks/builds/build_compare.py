@@ -10,7 +10,7 @@
   image policy: full-size simplejpeg decode, OpenCV INTER_AREA, simplejpeg quality 90 4:2:0; no
   file reading, tar writing or indexing).
 
-`python -m benchmarks._build_bench {passthrough,shardwriter,fastpack,reencode} --corpus C
+`python -m benchmarks.builds.build_compare {passthrough,shardwriter,fastpack,reencode} --corpus C
 --workdir W` prints `RESULT <json>`.
 
 `compare` times pass-through builds against `ShardWriter` like with like: for each process count
@@ -36,9 +36,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import _sysinfo
-from ._parallel import cpu_seconds, timed_fork
-from .peers._base import Sample, imagefolder_root, list_imagefolder
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.parallel import cpu_seconds, timed_fork
+from benchmarks.readers.peers._base import Sample, imagefolder_root, list_imagefolder
 
 QUALITY = 90
 
@@ -72,7 +72,7 @@ def reencode_rate(blobs: list[bytes], processes: int, max_side: int) -> float:
 
 def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int | None) -> float:
     """Images per second of a fastpack build (with `max_side`, if given) into a fresh `out`."""
-    from .peers.fastpack_peer import build  # noqa: PLC0415
+    from benchmarks.readers.peers.fastpack_peer import build  # noqa: PLC0415
 
     shutil.rmtree(out, ignore_errors=True)
     began = time.perf_counter()
@@ -84,7 +84,7 @@ def shardwriter_rate(corpus: Path, out: Path, processes: int = 1) -> float:
     """Images per second of `webdataset.ShardWriter` writing the corpus into a fresh `out`: in
     this process, or in `processes` forked processes each writing every `processes`-th sample of
     the shuffled list into tars of its own (listing and shuffling timed in both cases)."""
-    from .peers._wds import write_shards  # noqa: PLC0415
+    from benchmarks.readers.peers._wds import write_shards  # noqa: PLC0415
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -112,7 +112,7 @@ def shardwriter_rate(corpus: Path, out: Path, processes: int = 1) -> float:
 def _write_share(samples: list[Sample], share: int, shares: int, out: Path) -> None:
     import webdataset as wds  # noqa: PLC0415
 
-    from .peers._wds import SHARD_SAMPLES  # noqa: PLC0415
+    from benchmarks.readers.peers._wds import SHARD_SAMPLES  # noqa: PLC0415
 
     pattern = str(out / f"{share:02d}-%06d.tar")
     with wds.ShardWriter(pattern, maxcount=SHARD_SAMPLES, verbose=0) as sink:

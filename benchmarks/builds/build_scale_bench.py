@@ -1,7 +1,7 @@
 """Build memory and speed from 10 thousand to 10 million images.
 
-    python -m benchmarks.build_scale_bench --sizes 10000,1000000,10000000 --workers 2
-    python -m benchmarks.build_scale_bench --sizes 10000,1000000 --dask-workers 2 --runs 3
+    python -m benchmarks.builds.build_scale_bench --sizes 10000,1000000,10000000 --workers 2
+    python -m benchmarks.builds.build_scale_bench --sizes 10000,1000000 --dask-workers 2 --runs 3
 
 Makes `--images` distinct tiny JPEGs and, per size N, a `path,label` CSV of N lines repeating
 them (`_build_scale_corpus.py`, kept in `--workdir`). Each run builds the list with `fastpack
@@ -11,7 +11,7 @@ the build (and of the cluster) is sampled every `--interval` s for VmRSS and Rss
 (`_build_scale_mem.py`); the output is measured, then deleted. A run whose output might not fit
 the free disk space (with `--reserve-gib` to spare) is refused. Results are merged into `--out`
 (a run of the same mode, workers, shard size, N and number replaces the earlier one); each run's
-`date` and `commit` are taken when it finishes. `python -m benchmarks._build_scale_report` prints
+`date` and `commit` are taken when it finishes. `python -m benchmarks.builds.scale_report` prints
 the tables of `BUILD.md` from them.
 """
 
@@ -28,10 +28,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import _sysinfo
-from ._build_scale_corpus import Corpus, make_corpus, write_list
-from ._build_scale_dask import DaskCluster
-from ._build_scale_run import build_command, measure_build, output_bytes
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.builds._scale_corpus import Corpus, make_corpus, write_list
+from benchmarks.builds._scale_dask import DaskCluster
+from benchmarks.builds._scale_run import build_command, measure_build, output_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = ("fastpack", "numpy", "simplejpeg", "opencv-python-headless", "dask", "distributed")
@@ -155,7 +155,9 @@ def main() -> None:
     parser.add_argument("--reserve-gib", type=float, default=5.0)
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per build")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-build-scale"))
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/build_scale_results.json")
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "benchmarks/builds/build_scale_results.json"
+    )
     args = parser.parse_args()
     if args.dask_workers and not has_scheduler_flag():
         raise SystemExit("this fastpack's build has no --scheduler option: no Dask mode")

@@ -14,7 +14,7 @@ which holds while the source and the output keep up (the shared file system or o
 the limit beyond that). Writes JSON (`--out`) and prints a table. Run from the repository root:
 
     bash ../shared/tools/make_photo_corpus.sh /tmp/photo-corpus-3000 3000
-    python -m benchmarks.build_scaling --source /tmp/photo-corpus-3000/train --max-side 256
+    python -m benchmarks.builds.build_scaling --source /tmp/photo-corpus-3000/train --max-side 256
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 from fastpack.compiler import BuildOptions, build
 
-from ._build_scale_dask import DaskCluster
-from ._sysinfo import fastpack_commit, load, machine, versions
+from benchmarks.builds._scale_dask import DaskCluster
+from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Markdown tables of `build_scale_results.json`: `python -m benchmarks._build_scale_report
+"""Markdown tables of `build_scale_results.json`: `python -m benchmarks.builds.scale_report
 [RESULTS]` prints them (medians over runs; ranges where there are several).
 
 A process's peak RSS is the higher of the sampled VmRSS and the kernel's VmHWM (which also sees

@@ -1,7 +1,7 @@
 """TFRecord shards: build speed against tar shards, and converting existing TFRecords into a
 fastpack dataset against TensorFlow merely iterating the same files. Writes a JSON report.
 
-    python -m benchmarks.tfrecord_bench --corpus /tmp/photo-corpus-1200 --out tfrecord.json
+    python -m benchmarks.builds.tfrecord_bench --corpus /tmp/photo-corpus-1200 --out tfrecord.json
 
 - build: tar and tfrecord pass-through builds of the corpus, alternated `--rounds` times in this
   process (fresh output each time), images/s of each;
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _sysinfo
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 TF_ITERATE = """
 import json, sys, time

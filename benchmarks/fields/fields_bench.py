@@ -1,7 +1,7 @@
 """Multi-field samples (format v2) against image + class: reader images/s and build samples/s.
 
-    python -m benchmarks.fields_bench --corpus /tmp/photo-corpus --before /tmp/fp-before \
-        --out benchmarks/FIELDS.md
+    python -m benchmarks.fields.fields_bench --corpus /tmp/photo-corpus --before /tmp/fp-before \
+        --out benchmarks/fields/FIELDS.md
 
 Four measurements, each interleaved so that the load of a shared machine falls on every side:
 
@@ -43,9 +43,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from . import _sysinfo
-from ._captions import captions, image_metadata
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.fields._captions import captions, image_metadata
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 REPO = Path(__file__).resolve().parent.parent
 SHARD_BYTES = 16 << 20  # as the reader benchmark's fastpack peer: shard jobs for 2 workers
@@ -160,7 +160,7 @@ def run_reader(
     staged: Path, variants: Sequence[str], args: argparse.Namespace, log: Path
 ) -> dict[str, Any]:
     """One `_fields_run` process importing fastpack from `staged`."""
-    command = [sys.executable, "-m", "benchmarks._fields_run", "--epochs", str(args.epochs),
+    command = [sys.executable, "-m", "benchmarks.fields._fields_run", "--epochs", str(args.epochs),
                "--workers", str(args.workers), "--batch-size", str(args.batch_size),
                "--size", str(args.size)]  # fmt: skip
     for v in variants:
@@ -499,7 +499,7 @@ def report(results: dict[str, Any]) -> str:
     lines = [
         "# Multi-field samples: reader and build speed against image + class",
         "",
-        f"Measured {results['date']} on one shared machine, with `benchmarks/fields_bench.py` "
+        f"Measured {results['date']} on one shared machine, with `benchmarks/fields/fields_bench.py` "
         "(see `README.md`). Command:",
         "",
         f"    {results['command']}",
@@ -526,7 +526,7 @@ def report(results: dict[str, Any]) -> str:
             "(persistent workers, shuffled, page cache warm). Every dataset holds the same "
             f"{rows:,} samples: the corpus's images listed {args['repeat']} times in a JSONL "
             "list file; the `fields` lists add a COCO-like caption (`txt`, ~50 characters, "
-            "`benchmarks/_captions.py`) and 1-5 class ids of 80 (`labels` -> `labels.json`, "
+            "`benchmarks/fields/_captions.py`) and 1-5 class ids of 80 (`labels` -> `labels.json`, "
             "class_ids) per image. One process per round holds one loader per variant and, "
             f"after a warm-up epoch each, runs {args['epochs']} cycles of one epoch of every "
             "variant (order reversed every other cycle); the `before` variant runs in its own "
@@ -571,7 +571,7 @@ def report(results: dict[str, Any]) -> str:
     reading = results.get("reading")
     if reading is not None:
         reading += (
-            "\n\n(Written after the run, put in with `python -m benchmarks.fields_bench --render "
+            "\n\n(Written after the run, put in with `python -m benchmarks.fields.fields_bench --render "
             f"{args['workdir']}/results.json --reading FILE`.)"
         )
     lines += ["## Reading", "", reading or "(written after the run)", ""]
@@ -606,7 +606,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-fields"))
     parser.add_argument("--timeout", type=int, default=1200)
     parser.add_argument("--reading", type=Path, help="a paragraph to put under 'Reading'")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/FIELDS.md"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/fields/FIELDS.md"))
     parser.add_argument("--render", type=Path, help="only render this results.json to --out")
     args = parser.parse_args(argv)
     args.parts = [p for p in args.parts.split(",") if p]
@@ -634,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logs.mkdir(parents=True, exist_ok=True)
     shown = " ".join(sys.argv[1:]) if argv is None else " ".join(argv)
     results: dict[str, Any] = {
-        "command": f"python -m benchmarks.fields_bench {shown}",
+        "command": f"python -m benchmarks.fields.fields_bench {shown}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": _sysinfo.machine(),
         "versions": {k: v for k, v in _sysinfo.versions().items() if v != "not installed"},

@@ -1,7 +1,7 @@
 """zstd on small per-sample fields: per-member frames with and without a trained dictionary.
 
-    python -m benchmarks.zstd_bench --samples 10000 --out benchmarks/FIELDS_ZSTD.md \
-        --json benchmarks/fields_zstd_results.json
+    python -m benchmarks.fields.zstd_bench --samples 10000 --out benchmarks/fields/FIELDS_ZSTD.md \
+        --json benchmarks/fields/fields_zstd_results.json
 
 For each field (COCO-like captions as `text`, COCO-like image metadata as `json`), the member
 bytes of every sample are compressed one frame per member, as `fastpack build` stores a `.zst`
@@ -10,7 +10,7 @@ field: without a dictionary, and with one trained the way the compiler trains it
 total member bytes, the ratio to the no-dictionary frames, the bytes the members take in a tar
 shard (512-byte header plus data padded to 512 bytes each), and the decode cost per sample
 (`FieldCodec.decode`: decompress and decode) as the median and range over `--repeats` rounds.
-The text is synthetic (benchmarks/_captions.py).
+The text is synthetic (benchmarks/fields/_captions.py).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import zstandard
 from fastpack.formats import FieldCodec, FieldSpec, Zstd, encode_value, train_dictionary
 from fastpack.formats.schema import Dictionary, dictionary_name
 
-from . import _sysinfo
-from ._captions import captions, image_metadata
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.fields._captions import captions, image_metadata
 
 TRAIN_SAMPLES = 2000
 BLOCK = 512
@@ -106,13 +106,13 @@ def report(
         "",
         f"{samples:,} samples per field; dictionary trained on {min(samples, TRAIN_SAMPLES):,} "
         f"members spread evenly (as `fastpack build` trains it), at most "
-        f"{args.dictionary_size // 1024} KiB. Synthetic COCO-like text (benchmarks/_captions.py). "
+        f"{args.dictionary_size // 1024} KiB. Synthetic COCO-like text (benchmarks/fields/_captions.py). "
         "`vs no dict` is the no-dictionary frames' bytes over these bytes, at the same level. "
         "`in tar` counts each member's 512-byte header and its data padded to 512 bytes. "
         f"Decode: `FieldCodec.decode` per sample, median (range) over {args.repeats} rounds, "
         "one core.",
         "",
-        f"Command: `python -m benchmarks.zstd_bench --samples {samples}`; measured "
+        f"Command: `python -m benchmarks.fields.zstd_bench --samples {samples}`; measured "
         f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
         + (f"; raw numbers: `{args.json.name}`" if args.json else ""),
         "",

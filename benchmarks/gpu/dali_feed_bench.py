@@ -11,7 +11,7 @@ is what load from other processes disturbs least. `--feed-only` times the feed a
 and handing over the members of one epoch, no DALI): its cost per sample. Run from the
 repository root:
 
-    python -m benchmarks.dali_feed_bench --dataset /tmp/ds --rounds 5 --out results.json
+    python -m benchmarks.gpu.dali_feed_bench --dataset /tmp/ds --rounds 5 --out results.json
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._sysinfo import fastpack_commit, load, machine, versions
+from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 MODES = ("reader", "fed")
 
@@ -105,7 +105,7 @@ def feed_only(dataset: Path, epochs: int) -> dict[str, Any]:
 
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.dali_feed_bench", "--child", json.dumps(spec)]
+    command = [sys.executable, "-m", "benchmarks.gpu.dali_feed_bench", "--child", json.dumps(spec)]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 

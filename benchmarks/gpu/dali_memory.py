@@ -6,8 +6,8 @@ Each configuration runs in a fresh interpreter (`mallopt` is process-wide): a DA
 against the simplejpeg DataLoader (`make_loader`) with the same thread/worker count, peak memory
 of the process tree sampled from /proc. Run from the repository root:
 
-    python -m benchmarks.dali_memory --source /tmp/photo-corpus/train --per-class 100
-    python -m benchmarks.dali_memory --source /tmp/photo-corpus/train --compare
+    python -m benchmarks.gpu.dali_memory --source /tmp/photo-corpus/train --per-class 100
+    python -m benchmarks.gpu.dali_memory --source /tmp/photo-corpus/train --compare
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME
 
-from ._procmem import TreeSampler
-from ._sysinfo import load
+from benchmarks.procmem import TreeSampler
+from benchmarks.sysinfo import load
 
 FIX_BYTES = 256 * 1024  # make_dali_loader's default malloc_mmap_threshold
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".JPG", ".JPEG")
@@ -144,8 +144,8 @@ def run_compare(dataset: Path, decoder: str, epochs: int, threads: int) -> dict[
 
 
 def child(args: Sequence[str]) -> dict[str, Any]:
-    """Run `python -m benchmarks.dali_memory --child ...` and parse its JSON line."""
-    command = [sys.executable, "-m", "benchmarks.dali_memory", "--child", *args]
+    """Run `python -m benchmarks.gpu.dali_memory --child ...` and parse its JSON line."""
+    command = [sys.executable, "-m", "benchmarks.gpu.dali_memory", "--child", *args]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 

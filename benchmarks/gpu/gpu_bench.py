@@ -2,7 +2,7 @@
 path and timed at one batch size, and `to_float` on the GPU. Needs a CUDA GPU, DALI and torch;
 writes a JSON report (GPU.md is written from it).
 
-    python -m benchmarks.gpu_bench --corpus /tmp/corpus --workdir /tmp/gpu-bench --out gpu.json
+    python -m benchmarks.gpu.gpu_bench --corpus /tmp/corpus --workdir /tmp/gpu-bench --out gpu.json
 
 Checks, on the whole dataset:
 - evaluation pipeline, GPU and CPU side by side (same order): labels equal to each other and to
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _sysinfo
+from benchmarks import sysinfo as _sysinfo
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -2,7 +2,7 @@
 (full size, RGB) on the corpus bytes held in memory. No reading, cropping, resizing or batching:
 no loader that decodes every image at full size can beat it.
 
-`python -m benchmarks._ceiling --corpus /tmp/photo-corpus` prints `RESULT <json>`.
+`python -m benchmarks.readers._full_decode --corpus /tmp/photo-corpus` prints `RESULT <json>`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ._parallel import timed_fork
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks.parallel import timed_fork
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 
 def _decode_all(blobs: list[bytes]) -> None:

@@ -1,7 +1,7 @@
 """One peer in a fresh process: `convert` (timed) or `load` (start-up and epochs timed).
 
 Prints one line `RESULT <json>` on success. Run by `reader_bench`; usable by hand:
-`python -m benchmarks._run_peer load --peer wds-pil --workdir /tmp/fastpack-bench/webdataset`
+`python -m benchmarks.readers._run_peer load --peer wds-pil --workdir /tmp/fastpack-bench/webdataset`
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch  # noqa: F401 - imported before any timing, as every loader here needs it
 
-from ._parallel import cpu_seconds
-from .peers import Batch, load_peer
+from benchmarks.parallel import cpu_seconds
+from benchmarks.readers.peers import Batch, load_peer
 
 SIZE = 224
 

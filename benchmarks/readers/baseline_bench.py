@@ -20,8 +20,8 @@ The corpus's photos are re-encoded progressively without changing a coefficient 
 Every round records the 1-minute load average before and after. Medians (and ranges) over
 `--rounds` rounds.
 
-    python -m benchmarks.baseline_bench --corpus /tmp/photo-corpus --work /tmp/baseline-bench \
-        --out benchmarks/baseline_results.json
+    python -m benchmarks.readers.baseline_bench --corpus /tmp/photo-corpus --work /tmp/baseline-bench \
+        --out benchmarks/readers/baseline_results.json
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from fastpack.compiler.images.jpeg_structure import read_jpeg_structure
 from fastpack.reader import RandomResizedCrop
 from fastpack.reader.image import crop_decode, sample_draws
 
-from ._sysinfo import fastpack_commit, load, machine, versions
+from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE_FRAMES = (0xC0, 0xC1)
@@ -170,7 +170,9 @@ def main() -> None:
         help="build shard size: several shards, so that every worker has jobs",
     )
     parser.add_argument("--skip-build", action="store_true")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/baseline_results.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks/readers/baseline_results.json"
+    )
     args = parser.parse_args()
 
     cv2.setNumThreads(1)

@@ -1,7 +1,7 @@
 """Per-operation costs behind the reader's design choices, each timed in one process on one core.
 
-    python -m benchmarks.costs_bench --corpus /tmp/photo-corpus --out benchmarks/COSTS.md \
-        --json benchmarks/costs_results.json
+    python -m benchmarks.readers.costs_bench --corpus /tmp/photo-corpus --out benchmarks/readers/COSTS.md \
+        --json benchmarks/readers/costs_results.json
 
 Each figure is the median (and range) over `--repeats` timed rounds; a round times a loop of
 several calls and reports the time per call. The design notes in the code point here instead of
@@ -30,7 +30,7 @@ from fastpack.formats.index import Index
 from fastpack.reader.image.draws import sample_draws
 from fastpack.reader.order.permutation import KeyedPermutation
 
-from . import _sysinfo
+from benchmarks import sysinfo as _sysinfo
 
 Row = tuple[str, list[float], str]
 
@@ -213,8 +213,8 @@ def main() -> None:
     report = "\n".join([
         "# Per-operation costs",
         "",
-        "`python -m benchmarks.costs_bench --corpus CORPUS --out benchmarks/COSTS.md --json "
-        "benchmarks/costs_results.json`: each "
+        "`python -m benchmarks.readers.costs_bench --corpus CORPUS --out benchmarks/readers/COSTS.md --json "
+        "benchmarks/readers/costs_results.json`: each "
         f"figure the median and range over {args.repeats} rounds, one process, one core; decode "
         f"figures over {len(data)} photos of the corpus.",
         "",

@@ -28,8 +28,8 @@ wall time and of the process's CPU time per image, and the 1-minute load average
 after every round. Every file timed is also checked: the window decoder's crops equal the
 simplejpeg ones (both `u`), and the progressive file's crops equal the baseline file's.
 
-    python -m benchmarks.crop_decode_bench --corpus /tmp/photo-corpus --images 448 --rounds 11 \
-        --out benchmarks/CROP_DECODE.md
+    python -m benchmarks.readers.crop_decode_bench --corpus /tmp/photo-corpus --images 448 --rounds 11 \
+        --out benchmarks/readers/CROP_DECODE.md
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from fastpack.reader.image import crop_decode, sample_draws
 from fastpack.reader.image.decode import DecodeOptions, decode_scaled
 from fastpack.reader.image.transforms import random_resized_box
 
-from ._sysinfo import fastpack_commit, machine, versions
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
+from benchmarks.sysinfo import fastpack_commit, machine, versions
 
 SIZE = 224
 KINDS = ("baseline", "progressive")
@@ -267,8 +267,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--cpu", type=int, default=1, help="the one CPU the process runs on")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-crop-decode"))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/CROP_DECODE.md"))
-    parser.add_argument("--json", type=Path, default=Path("benchmarks/crop_decode_results.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/readers/CROP_DECODE.md"))
+    parser.add_argument(
+        "--json", type=Path, default=Path("benchmarks/readers/crop_decode_results.json")
+    )
     parser.add_argument("--render", action="store_true", help="only re-render --json to --out")
     parser.add_argument("--reading", type=Path, help="with --render: a paragraph for the page")
     args = parser.parse_args()
@@ -347,7 +349,7 @@ def page(raw: dict[str, Any]) -> str:
     lines = [
         "# Decode cost of a RandomResizedCrop, route by route",
         "",
-        "Produced by `python -m benchmarks.crop_decode_bench` (its docstring says what each "
+        "Produced by `python -m benchmarks.readers.crop_decode_bench` (its docstring says what each "
         "route does); raw numbers: `crop_decode_results.json`.",
         "",
         f"- Date: {raw['date']}; fastpack commit {raw['commit']}",

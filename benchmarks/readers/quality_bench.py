@@ -26,8 +26,8 @@ box:
 **Time.** ms per image of the `fastpack` renders in one process, the window decoder and
 simplejpeg in alternating passes (`--repeats` each, median), and a full decode alone.
 
-    python -m benchmarks.quality_bench --corpus /tmp/photo-corpus --native 600 \
-        --out benchmarks/QUALITY.md
+    python -m benchmarks.readers.quality_bench --corpus /tmp/photo-corpus --native 600 \
+        --out benchmarks/readers/QUALITY.md
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from fastpack.reader import RandomResizedCrop
 from fastpack.reader.image import Box, crop_decode, sample_draws
 from fastpack.reader.image.decode import dct_shift, snap_to_scale
 
-from ._sysinfo import fastpack_commit, load, machine, versions
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
+from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 SIZE = 224
 UPSCALES = (1.0, 1.5, 2.0)
@@ -305,8 +305,10 @@ def main() -> None:
     parser.add_argument("--sources", type=Path, default=Path("/tmp/photo-sources/x"))
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-quality"))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/QUALITY.md"))
-    parser.add_argument("--json", type=Path, default=Path("benchmarks/quality_results.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/readers/QUALITY.md"))
+    parser.add_argument(
+        "--json", type=Path, default=Path("benchmarks/readers/quality_results.json")
+    )
     parser.add_argument("--render", action="store_true", help="only re-render --json to --out")
     args = parser.parse_args()
     if args.render:
@@ -411,7 +413,7 @@ def page(raw: dict[str, Any]) -> str:
     lines = [
         "# RandomResizedCrop quality against a full-decode reference",
         "",
-        "Produced by `python -m benchmarks.quality_bench` (its docstring says what is measured); "
+        "Produced by `python -m benchmarks.readers.quality_bench` (its docstring says what is measured); "
         "raw numbers: `quality_results.json`.",
         "",
         f"- Date: {raw['date']}; fastpack commit {raw['commit']}",

@@ -1,7 +1,7 @@
 """Reader benchmark: every peer loader on one ImageFolder corpus, same transform, batch size and
 worker count; writes a Markdown table (see README.md).
 
-    python -m benchmarks.reader_bench --corpus /tmp/photo-corpus --out benchmarks/RESULTS.md
+    python -m benchmarks.readers.reader_bench --corpus /tmp/photo-corpus --out benchmarks/readers/RESULTS.md
 
 Each peer's conversion and each loader run is a fresh process. A loader run does one warm-up
 epoch (its first batch gives the start-up time) and then `--epochs` timed epochs; `--rounds`
@@ -20,10 +20,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from . import _report, _sysinfo
-from ._launch import Outcome, run_step
-from .peers import PEERS
-from .peers._base import imagefolder_root
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.launch import Outcome, run_step
+from benchmarks.readers import report as _report
+from benchmarks.readers.peers import PEERS
+from benchmarks.readers.peers._base import imagefolder_root
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,7 +37,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-bench"))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/RESULTS.md"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/readers/RESULTS.md"))
     parser.add_argument("--max-side", type=int, default=320, help="for the resizing build")
     parser.add_argument("--no-build-bench", action="store_true", help="skip the max-side builds")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per step")
@@ -65,7 +66,7 @@ def convert(args: argparse.Namespace, peer: str, log_dir: Path) -> Outcome:
     options = ["convert", "--peer", peer, "--corpus", str(args.corpus), "--workdir", str(workdir)]
     options += ["--workers", str(args.workers)]
     log = log_dir / f"convert-{PEERS[peer].format}.log"
-    return run_step("_run_peer", options, log, args.timeout, memory=False)
+    return run_step("readers._run_peer", options, log, args.timeout, memory=False)
 
 
 def load(args: argparse.Namespace, peer: str, log_dir: Path, round_: int) -> Outcome:
@@ -75,19 +76,21 @@ def load(args: argparse.Namespace, peer: str, log_dir: Path, round_: int) -> Out
     options += ["--workers", str(args.workers), "--batch-size", str(args.batch_size)]
     options += ["--seed", str(args.seed + round_)]
     log = log_dir / f"load-{peer}-{round_}.log"
-    return run_step("_run_peer", options, log, args.timeout, memory=True)
+    return run_step("readers._run_peer", options, log, args.timeout, memory=True)
 
 
 def ceiling(args: argparse.Namespace, log_dir: Path) -> Outcome:
     options = ["--corpus", str(args.corpus), "--processes", str(args.workers), "--repeats", "9"]
-    return run_step("_ceiling", options, log_dir / "ceiling.log", args.timeout, memory=False)
+    return run_step(
+        "readers._full_decode", options, log_dir / "ceiling.log", args.timeout, memory=False
+    )
 
 
 def build_bench(args: argparse.Namespace, log_dir: Path) -> dict[str, Outcome]:
     options = ["--corpus", str(args.corpus), "--workdir", str(args.workdir)]
     options += ["--workers", str(args.workers), "--max-side", str(args.max_side)]
     return {
-        kind: run_step("_build_bench", [kind, *options], log_dir / f"build-{kind}.log",
+        kind: run_step("builds.build_compare", [kind, *options], log_dir / f"build-{kind}.log",
                        args.timeout, memory=False)
         for kind in ("passthrough", "shardwriter", "fastpack", "reencode")
     }  # fmt: skip

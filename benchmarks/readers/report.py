@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .peers import PEERS
+from benchmarks.readers.peers import PEERS
 
 LOADER_HEADER = (
     "| peer | images/s median | range | x ceiling | x best peer | CPU ms/image | start-up s "
@@ -143,7 +143,7 @@ def context(report: dict[str, Any]) -> str:
 def markdown(report: dict[str, Any], title: str = "Reader benchmark results") -> str:
     sections = [
         f"# {title}",
-        "Produced by `python -m benchmarks.reader_bench` (see `benchmarks/README.md`).",
+        "Produced by `python -m benchmarks.readers.reader_bench` (see `benchmarks/README.md`).",
         context(report),
         "## Loaders\n\n" + loader_table(report),
     ]

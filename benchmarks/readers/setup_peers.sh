@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the benchmark-only virtual environment with every peer loader. Peers are never
 # dependencies of fastpack itself. Needs root for apt-get (FFCV's C extension) and about 3 GB.
-# usage: bash benchmarks/setup_peers.sh [VENV=/work/bench-venv]
+# usage: bash benchmarks/readers/setup_peers.sh [VENV=/work/bench-venv]
 set -euo pipefail
 VENV=${1:-/work/bench-venv}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +17,7 @@ PIP="$VENV/bin/pip"
 
 # LitData and Mosaic Streaming require torchvision (and Mosaic pins numpy<2.2): install them
 # without dependencies, then the dependencies they import. Mosaic's torchvision imports are
-# answered by benchmarks/stubs (see its README).
+# answered by benchmarks/readers/stubs (see its README).
 "$PIP" install -q --no-deps litdata mosaicml-streaming
 "$PIP" install -q lightning-utilities filelock boto3 requests urllib3 tifffile obstore \
   xxhash zstd python-snappy Brotli tqdm catalogue "transformers<5"
@@ -38,7 +38,7 @@ import sys
 
 import torch
 
-if importlib.util.find_spec("torchvision") is None:  # as benchmarks/peers/mosaic_peer.py does
+if importlib.util.find_spec("torchvision") is None:  # as benchmarks/readers/peers/mosaic_peer.py does
     sys.path.append(sys.argv[1])
 for name in ("fastpack", "webdataset", "litdata", "streaming", "ffcv", "nvidia.dali", "PIL"):
     try:

@@ -1,7 +1,7 @@
 """What `loader.stats()` costs: the map-style loader with stats collected against the same loader
 with collection off (`recorder.COLLECT`, the internal switch), in alternating runs.
 
-    python -m benchmarks.stats_bench --out benchmarks/STATS.md
+    python -m benchmarks.readers.stats_bench --out benchmarks/readers/STATS.md
 
 Each run makes a fresh loader (2 workers by default, RandomResizedCrop 224, batches of 64, no
 training step: the loop only loads, where a cost would show most), reads one warm-up epoch and
@@ -33,10 +33,9 @@ from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 from fastpack.reader.stats import LoaderMeter, recorder
 from fastpack.reader.stats.block import ALLOCATE_NS, READ_NS, CounterBlock
 
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.readers.reader_bench import warm_page_cache
 from fastpack.synthetic import make_image_folder
-
-from . import _sysinfo
-from .reader_bench import warm_page_cache
 
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS = ("fastpack", "torch", "numpy", "simplejpeg", "opencv-python-headless")
@@ -51,8 +50,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=2, help="timed epochs per run")
     parser.add_argument("--rounds", type=int, default=7, help="pairs of runs (on, off)")
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary one")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/STATS.md"))
-    parser.add_argument("--json", type=Path, default=Path("benchmarks/stats_results.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/readers/STATS.md"))
+    parser.add_argument("--json", type=Path, default=Path("benchmarks/readers/stats_results.json"))
     return parser.parse_args(argv)
 
 
@@ -165,7 +164,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# What `loader.stats()` costs",
         "",
-        "Produced by `python -m benchmarks.stats_bench` (raw numbers: `stats_results.json`).",
+        "Produced by `python -m benchmarks.readers.stats_bench` (raw numbers: `stats_results.json`).",
         "",
         f"- Date: {report['date']}; fastpack commit {report['fastpack_commit']}",
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, Linux "

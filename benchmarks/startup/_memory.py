@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fastpack.formats import INDEX_NAME
 
-from ._procmem import cpu_ticks, rollup
+from benchmarks.procmem import cpu_ticks, rollup
 
 _PROC = Path("/proc")
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")

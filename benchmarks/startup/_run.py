@@ -2,13 +2,13 @@
 
 Prints one line `RESULT <json>`. Run by `startup_bench`; usable by hand:
 
-    python -m benchmarks._startup_run startup --dataset /tmp/fastpack-startup/n10000000
+    python -m benchmarks.startup._run startup --dataset /tmp/fastpack-startup/n10000000
 
 - `startup`: wall time from `Dataset(...)` through `make_loader(...)` to the first batch, split
   into its calls (every import is done before the clock starts).
 - `costs`: the pieces of that path timed one by one, each `--repeat` times (median, min, max).
 - `memory`: after `--batches` batches, each DataLoader worker's and this process's private
-  memory (`benchmarks._startup_mem`).
+  memory (`benchmarks.startup._memory`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from fastpack.reader import (
 )
 from fastpack.reader.torch_loader import EpochBatch
 
-from ._procmem import children
-from ._startup_mem import mapping_rss_kib, memory_kib, wait_idle
+from benchmarks.procmem import children
+from benchmarks.startup._memory import mapping_rss_kib, memory_kib, wait_idle
 
 SIZE = 224
 BATCH = 64

@@ -19,7 +19,7 @@ synthetic datasets do:
   part of its start-up that grows with the count. The listing is also timed alone, and, for
   comparison, as `pathlib` `rglob` into `Sample`s (what the peer did before).
 
-Each measurement runs in a fresh process (`python -m benchmarks._startup_peers ACTION --dir D`)
+Each measurement runs in a fresh process (`python -m benchmarks.startup.peer_startup ACTION --dir D`)
 and prints `RESULT <json>`.
 """
 
@@ -74,7 +74,7 @@ def _converted(base: Path, convert: Callable[[Path], object]) -> Path:
 
 def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
-    from .peers import _wds  # noqa: PLC0415 - imports webdataset
+    from benchmarks.readers.peers import _wds  # noqa: PLC0415 - imports webdataset
 
     base = _converted(workdir / "webdataset-base", lambda out: _wds.write_shards(source, out))
     return _linked_tree(base, workdir / f"webdataset-{samples}", source, samples, (".tar",))
@@ -82,7 +82,7 @@ def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, in
 
 def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
-    from .peers import dali_peer  # noqa: PLC0415 - imports DALI
+    from benchmarks.readers.peers import dali_peer  # noqa: PLC0415 - imports DALI
 
     base = _converted(workdir / "dali-base", lambda out: dali_peer.convert(source, out, 1))
     return _linked_tree(base, workdir / f"dali-{samples}", source, samples, (".tar", ".idx"))
@@ -135,7 +135,7 @@ def _relink_shard(entry: dict[str, Any], k: int) -> Path:
 
 def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: LitData chunks of the corpus listed again and again."""
-    from .peers import litdata_peer  # noqa: PLC0415 - imports litdata
+    from benchmarks.readers.peers import litdata_peer  # noqa: PLC0415 - imports litdata
 
     base = _converted(workdir / "litdata-base", lambda out: litdata_peer.convert(source, out, 1))
     out = workdir / f"litdata-{samples}"
@@ -145,7 +145,7 @@ def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
 
 def mosaic_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: Mosaic MDS shards of the corpus listed again and again."""
-    from .peers import mosaic_peer  # noqa: PLC0415 - imports streaming
+    from benchmarks.readers.peers import mosaic_peer  # noqa: PLC0415 - imports streaming
 
     base = _converted(workdir / "mosaic-base", lambda out: mosaic_peer.convert(source, out, 1))
     out = workdir / f"mosaic-{samples}"
@@ -185,7 +185,7 @@ def warm_listing(root: Path) -> None:
 
 
 def _first_batch(peer_name: str, directory: Path) -> dict[str, Any]:
-    from .peers import load_peer  # noqa: PLC0415
+    from benchmarks.readers.peers import load_peer  # noqa: PLC0415
 
     peer = load_peer(peer_name)  # library imports happen here, before the clock
     start = time.perf_counter()
@@ -205,8 +205,8 @@ def _rss_kib() -> int:
 
 
 def _listing(kind: str, directory: Path) -> dict[str, Any]:
-    from .peers._base import list_imagefolder  # noqa: PLC0415
-    from .peers.imagefolder_peer import list_like_torchvision  # noqa: PLC0415
+    from benchmarks.readers.peers._base import list_imagefolder  # noqa: PLC0415
+    from benchmarks.readers.peers.imagefolder_peer import list_like_torchvision  # noqa: PLC0415
 
     root = Path((directory / "corpus.txt").read_text())
     lister: Callable[[], list[Any]] = (

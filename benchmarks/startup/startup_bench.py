@@ -1,10 +1,10 @@
 """Start-up and worker memory of fastpack's map-style reader at 10 thousand to 10 million samples.
 
-    python -m benchmarks.startup_bench --source /tmp/photo-corpus/train
+    python -m benchmarks.startup.startup_bench --source /tmp/photo-corpus/train
 
 Builds a small real dataset from `--source` and, from it, synthetic datasets of each `--sizes`
-(`benchmarks/_startup_index.py`; cached under `--workdir`). Then, each in a fresh process
-(`benchmarks/_startup_run.py`), page cache warm:
+(`benchmarks/startup/_index.py`; cached under `--workdir`). Then, each in a fresh process
+(`benchmarks/startup/_run.py`), page cache warm:
 
 - `startup`: `Dataset(path, transform=RandomResizedCrop(224))` + `make_loader(ds, batch_size=64,
   num_workers=2)` to the first batch, `--runs` times per size, sizes interleaved;
@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import _sysinfo
-from ._launch import run_step
-from ._startup_index import build_base, synthetic_dataset
-from ._startup_report import render
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.launch import run_step
+from benchmarks.startup._index import build_base, synthetic_dataset
+from benchmarks.startup._report import render
 
 PARTS = ("startup", "costs", "memory", "peers")
 DEFAULT_PARTS = ("startup", "costs", "memory")
@@ -51,7 +51,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batches", default="20,60,120", help="memory measured after these")
     parser.add_argument("--peer-samples", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per step")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/STARTUP.md"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/startup/STARTUP.md"))
     args = parser.parse_args(argv)
     args.sizes = sorted(int(s) for s in args.sizes.split(","))
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -93,7 +93,7 @@ def measure_startup(args: argparse.Namespace, paths: dict[int, Path]) -> dict[st
     for r in range(args.runs):  # sizes interleaved: a slow spell of the machine hits them all
         for n, path in paths.items():
             warm(path)
-            result = step(args, "_startup_run", ["startup", "--dataset", str(path)], f"s{n}-{r}")
+            result = step(args, "startup._run", ["startup", "--dataset", str(path)], f"s{n}-{r}")
             runs[str(n)].append(result)
             print(f"start-up {n:>10,}: {result['startup_s']:.3f} s", flush=True)
     return runs
@@ -103,7 +103,7 @@ def measure_costs(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str,
     costs = {}
     for n, path in paths.items():
         warm(path)
-        costs[str(n)] = step(args, "_startup_run", ["costs", "--dataset", str(path)], f"c{n}")
+        costs[str(n)] = step(args, "startup._run", ["costs", "--dataset", str(path)], f"c{n}")
         print(f"costs {n:>10,}: done", flush=True)
     return costs
 
@@ -117,7 +117,7 @@ def measure_memory(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str
             warm(paths[n])
             result = step(
                 args,
-                "_startup_run",
+                "startup._run",
                 ["memory", "--dataset", str(paths[n]), "--batches", args.batches,
                  "--workers", str(workers)],
                 f"m{n}-w{workers}-{r}",
@@ -128,7 +128,7 @@ def measure_memory(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str
 
 
 def measure_peers(args: argparse.Namespace) -> dict[str, Any]:
-    from ._startup_peers import measure  # noqa: PLC0415 - needs the peers' environment
+    from benchmarks.startup.peer_startup import measure  # noqa: PLC0415 - needs the peers' environment
 
     return measure(args, step)
 
@@ -166,7 +166,7 @@ def code_version() -> str:
 def meta(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     return {
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": "python -m benchmarks.startup_bench " + " ".join(argv),
+        "command": "python -m benchmarks.startup.startup_bench " + " ".join(argv),
         "python": sys.executable,
         "machine": _sysinfo.machine(),
         "versions": {k: v for k, v in _sysinfo.versions().items() if v != "not installed"},

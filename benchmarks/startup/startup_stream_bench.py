@@ -1,11 +1,11 @@
 """Cold start of `StreamingDataset` over S3 at 10 million samples: time and index bytes to the
 first sample.
 
-    python -m benchmarks.startup_stream_bench        # from the repository root, about 10 min
+    python -m benchmarks.startup.startup_stream_bench        # from the repository root, about 10 min
 
 Makes an ImageFolder of `--per-shard` tiny real JPEGs (16x16, 10 classes), builds it into a real
 one-shard dataset, and from it a synthetic dataset of `--samples` samples in shards of
-`--per-shard` (`benchmarks/_startup_index.py`: keys, sources, a jpeg field and a class field;
+`--per-shard` (`benchmarks/startup/_index.py`: keys, sources, a jpeg field and a class field;
 the index written by `IndexWriter`). Publishes it to a local SeaweedFS S3 server
 (`tests.s3_server.S3Server`): the index, the manifest, and the real shard only under the names of
 the shards that the measured streams open first (their first window plus prefetch, from
@@ -40,9 +40,9 @@ from fastpack.reader import StreamingDataset
 from fastpack.reader.streaming.plan import Stream
 from fastpack.storage import Location
 
-from . import _sysinfo
-from ._launch import run_step
-from ._startup_index import build_base, synthetic_dataset
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.launch import run_step
+from benchmarks.startup._index import build_base, synthetic_dataset
 
 IMAGE_SIDE = 16
 CLASSES = 10
@@ -128,7 +128,7 @@ def run_once(args: argparse.Namespace, mode: str, url: str, options: dict[str, A
     if config is not None:
         step += ["--window", str(config.window), "--prefetch", str(config.prefetch),
                  "--workers", str(config.workers)]  # fmt: skip
-    outcome = run_step("_startup_stream_run", step, args.workdir / "logs" / f"{tag}.log",
+    outcome = run_step("startup._stream_run", step, args.workdir / "logs" / f"{tag}.log",
                        args.timeout, memory=False)  # fmt: skip
     shutil.rmtree(cache, ignore_errors=True)
     if outcome.result is None:
@@ -207,7 +207,7 @@ def render(args: argparse.Namespace, dataset: Path, shards: list[int], series: l
     shard = manifest.shards[shards[0]]
     lines = [
         "# StreamingDataset cold start over S3 at 10 million samples", "",
-        f"Measured {started} with `python -m benchmarks.startup_stream_bench "
+        f"Measured {started} with `python -m benchmarks.startup.startup_stream_bench "
         f"--runs {args.runs}`"
         + (f"; raw numbers: `{args.json.name}`." if args.json else "."),
         "",
@@ -266,7 +266,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--delay-ms", type=int, default=30)
     p.add_argument("--rate-mbps", type=int, default=50)
     p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/STARTUP_STREAM.md"))
+    p.add_argument("--out", type=Path, default=Path("benchmarks/startup/STARTUP_STREAM.md"))
     p.add_argument("--json", type=Path, help="the raw numbers (every run of every series)")
     return p.parse_args(argv)
 

@@ -1,6 +1,6 @@
 """Time `build_views` on a synthetic index of 10 million samples, option by option.
 
-    python -m benchmarks.view_bench --out benchmarks/VIEWS.md
+    python -m benchmarks.startup.view_bench --out benchmarks/startup/VIEWS.md
 
 The dataset is an index and a manifest only (no shards: a view never reads them), written once
 under `--workdir` by `IndexWriter` and `write_manifest`: N samples in shards of 10,000, 1,000
@@ -8,7 +8,7 @@ classes named like ImageNet's (`n00000042`), labels drawn at random as in a shuf
 source paths `n00000042/n00000042_000123456.JPEG` (34 bytes). Each case is one `build_views`
 call, from opening the dataset to the `View` objects, timed `--runs` times after one warm-up
 (page cache warm); `save` times `save_views` of the split's two views. Raw numbers go to
-`benchmarks/views_results.json`, the page to `--out`.
+`benchmarks/startup/views_results.json`, the page to `--out`.
 """
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ from fastpack.formats import (
     write_manifest,
 )
 
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.startup._index import sample_keys
 from fastpack.view_build import build_views, save_views
-
-from . import _sysinfo
-from ._startup_index import sample_keys
 
 CLASSES = 1000
 PER_SHARD = 10_000
@@ -56,7 +55,7 @@ SOURCE_WIDTH = len("n00000042/n00000042_000123456.JPEG")
 REPO = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS = ("fastpack", "numpy", "zstandard", "google-crc32c")
 TARGET_S = 2.0
-TIMED_CODE = ("formats", "storage", "fastpack/view_build", "benchmarks/view_bench.py")
+TIMED_CODE = ("formats", "storage", "fastpack/view_build", "benchmarks/startup/view_bench.py")
 
 # case -> the arguments of `build_views` (beside the dataset)
 CASES: dict[str, dict[str, Any]] = {
@@ -140,7 +139,7 @@ def write_dataset(root: Path, samples: int) -> Path:
                 for s in range(shards)
             ),
             index=FileInfo(name=INDEX_NAME, bytes=index.stat().st_size, sha256=file_sha256(index)),
-            build={"synthetic": "benchmarks/view_bench.py: index and manifest only"},
+            build={"synthetic": "benchmarks/startup/view_bench.py: index and manifest only"},
         ),
     )  # fmt: skip
     return root
@@ -214,12 +213,12 @@ def render(report: dict[str, Any]) -> str:
         f"- Command: `{report['command']}`, {report['date']}, fastpack {report['commit']}.",
         "",
         f"Dataset: a synthetic index of {report['samples']:,} samples (index and manifest only, "
-        f"{report['index_mb']:.0f} MB index; `benchmarks/view_bench.py`): 1,000 classes named "
+        f"{report['index_mb']:.0f} MB index; `benchmarks/startup/view_bench.py`): 1,000 classes named "
         "like ImageNet's, random labels, source paths `n00000042/n00000042_000123456.JPEG`. "
         "A case is one `build_views(dataset, ...)` call, from opening the dataset to the "
         "views in memory, page cache warm, after one warm-up call; `save` is `save_views` "
         "(encode, compress, write atomically) of the split's two views. Raw numbers: "
-        "`benchmarks/views_results.json`.",
+        "`benchmarks/startup/views_results.json`.",
         "",
         "| case | samples in the views | runs | seconds, median (range) |",
         "|---|---:|---:|---|",
@@ -256,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = _sysinfo.load()
     results = measure(root, args.runs)
     report = {
-        "command": "python -m benchmarks.view_bench " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.startup.view_bench " + " ".join(argv or sys.argv[1:]),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": _sysinfo.machine(),

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._procmem import cpu_ticks, descendants
+from benchmarks.procmem import cpu_ticks, descendants
 
 
 def _sshfs_of(mountpoint: Path) -> list[int]:

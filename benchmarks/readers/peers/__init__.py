@@ -7,7 +7,7 @@ import importlib
 from dataclasses import dataclass
 from typing import cast
 
-from ._base import Batch, Epochs, Peer
+from benchmarks.readers.peers._base import Batch, Epochs, Peer
 
 
 @dataclass(frozen=True)

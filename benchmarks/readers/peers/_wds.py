@@ -10,7 +10,7 @@ from typing import Any
 import webdataset as wds
 from torch.utils.data import DataLoader
 
-from ._base import (
+from benchmarks.readers.peers._base import (
     FixedEpochs,
     collate,
     imagefolder_root,
@@ -18,7 +18,7 @@ from ._base import (
     worker_options,
     worker_rng,
 )
-from ._crop import Pixels
+from benchmarks.readers.peers._crop import Pixels
 
 SHARD_SAMPLES = 256  # ~10 MB shards for the photo corpus: enough shards to split over workers
 SHUFFLE_BUFFER = 1000

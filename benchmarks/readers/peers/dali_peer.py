@@ -14,9 +14,9 @@ import numpy as np
 import torch
 from nvidia.dali import fn, pipeline_def, types
 
-from . import _wds
-from ._base import Batch
-from ._crop import FLIP_PROB, RATIO, SCALE, SIZE
+from benchmarks.readers.peers import _wds
+from benchmarks.readers.peers._base import Batch
+from benchmarks.readers.peers._crop import FLIP_PROB, RATIO, SCALE, SIZE
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .fastpack_peer import FastpackEpochs, convert
-from .fastpack_peer import loader as fastpack_loader
+from benchmarks.readers.peers.fastpack_peer import FastpackEpochs, convert
+from benchmarks.readers.peers.fastpack_peer import loader as fastpack_loader
 
 __all__ = ["convert", "loader"]
 

@@ -13,7 +13,7 @@ from fastpack.compiler import BuildOptions
 from fastpack.compiler import build as fastpack_build
 from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 
-from ._base import Batch, imagefolder_root
+from benchmarks.readers.peers._base import Batch, imagefolder_root
 
 SHARD_BYTES = 16 << 20  # as LitData's chunks and Mosaic's shards here: shard jobs for 2 workers
 

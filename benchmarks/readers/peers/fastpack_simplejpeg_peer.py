@@ -8,8 +8,8 @@ from pathlib import Path
 
 from fastpack.reader.image.crop_decode import use_window_decode
 
-from .fastpack_peer import FastpackEpochs, convert
-from .fastpack_peer import loader as fastpack_loader
+from benchmarks.readers.peers.fastpack_peer import FastpackEpochs, convert
+from benchmarks.readers.peers.fastpack_peer import loader as fastpack_loader
 
 __all__ = ["convert", "loader"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from fastpack.compiler import BuildOptions
 from fastpack.compiler import build as fastpack_build
 
-from ._base import imagefolder_root
-from .fastpack_peer import SHARD_BYTES, loader
+from benchmarks.readers.peers._base import imagefolder_root
+from benchmarks.readers.peers.fastpack_peer import SHARD_BYTES, loader
 
 __all__ = ["convert", "loader"]
 

@@ -17,7 +17,7 @@ from ffcv.transforms import RandomHorizontalFlip, ToTensor
 from ffcv.writer import DatasetWriter
 from PIL import Image
 
-from ._base import FixedEpochs, Sample, imagefolder_root, list_imagefolder
+from benchmarks.readers.peers._base import FixedEpochs, Sample, imagefolder_root, list_imagefolder
 
 JPEG_QUALITY = 90
 

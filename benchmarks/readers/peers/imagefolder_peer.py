@@ -9,8 +9,14 @@ from pathlib import Path
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from ._base import FixedEpochs, collate, imagefolder_root, worker_options, worker_rng
-from ._crop import Pixels, pil_random_resized_crop
+from benchmarks.readers.peers._base import (
+    FixedEpochs,
+    collate,
+    imagefolder_root,
+    worker_options,
+    worker_rng,
+)
+from benchmarks.readers.peers._crop import Pixels, pil_random_resized_crop
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import litdata
 from litdata import StreamingDataLoader, StreamingDataset
 
-from ._base import (
+from benchmarks.readers.peers._base import (
     FixedEpochs,
     Sample,
     collate,
@@ -22,7 +22,7 @@ from ._base import (
     worker_options,
     worker_rng,
 )
-from ._crop import Pixels, pil_decode_crop
+from benchmarks.readers.peers._crop import Pixels, pil_decode_crop
 
 CHUNK_BYTES = "16MB"
 

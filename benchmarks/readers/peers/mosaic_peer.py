@@ -1,7 +1,7 @@
 """Mosaic Streaming: MDS shards written by `MDSWriter` ("jpeg" column: the file bytes as they
 are), read by `StreamingDataset` + `StreamingDataLoader`; PIL decode and transform.
 
-`import streaming` needs torchvision; without it, `benchmarks/stubs` stands in (see its README).
+`import streaming` needs torchvision; without it, `benchmarks/readers/stubs` stands in (see its README).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image
 
-from ._base import (
+from benchmarks.readers.peers._base import (
     FixedEpochs,
     collate,
     imagefolder_root,
@@ -22,7 +22,7 @@ from ._base import (
     worker_options,
     worker_rng,
 )
-from ._crop import Pixels, pil_random_resized_crop
+from benchmarks.readers.peers._crop import Pixels, pil_random_resized_crop
 
 SHARD_BYTES = 16 << 20
 

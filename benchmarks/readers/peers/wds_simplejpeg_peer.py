@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import _wds
-from ._base import FixedEpochs
-from ._crop import simplejpeg_decode_crop
+from benchmarks.readers.peers import _wds
+from benchmarks.readers.peers._base import FixedEpochs
+from benchmarks.readers.peers._crop import simplejpeg_decode_crop
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
