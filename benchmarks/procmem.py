@@ -1,5 +1,8 @@
-"""Memory of a process tree, sampled from /proc: total PSS and total RSS of a process and all its
-descendants (DataLoader workers, writer pools), and the peaks over a run."""
+"""The one /proc sampler of the benchmarks: a process's children and descendants, its CPU ticks, its
+memory fields in KiB (`rollup_kib`: smaps_rollup, PSS and RSS; `status_kib`: /proc/<pid>/status,
+VmRSS, RssAnon, VmHWM), and `TreeSampler`, the peak PSS and RSS of a process tree (DataLoader
+workers, writer pools) over a run. Every memory function returns `dict[str, int]` of KiB, empty
+once the process has gone."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PROC = Path("/proc")
+_KIB = 1024  # KiB per MiB
 
 
 def children(pid: int) -> list[int]:
@@ -45,23 +49,30 @@ def cpu_ticks(pids: Sequence[int]) -> int:
     return total
 
 
-def rollup(pid: int) -> dict[str, int]:
-    """Every KiB field of `/proc/<pid>/smaps_rollup` (Rss, Pss, Private_Dirty, ...)."""
+def _kib_fields(path: Path) -> dict[str, int]:
+    """Every `Key: N kB` line of a /proc file, in KiB; empty once the process has gone."""
+    try:
+        text = path.read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
     found = {}
-    for line in (_PROC / str(pid) / "smaps_rollup").read_text().splitlines():
+    for line in text.splitlines():
         key, _, rest = line.partition(":")
         if rest.strip().endswith("kB"):
             found[key] = int(rest.split()[0])
     return found
 
 
-def rollup_kib(pid: int) -> tuple[int, int]:
-    """(PSS, RSS) of one process in KiB from smaps_rollup; (0, 0) once it has gone."""
-    try:
-        fields = rollup(pid)
-    except (FileNotFoundError, ProcessLookupError):
-        return 0, 0
-    return fields.get("Pss", 0), fields.get("Rss", 0)
+def rollup_kib(pid: int | str) -> dict[str, int]:
+    """Every KiB field of `/proc/<pid>/smaps_rollup` (Rss, Pss, Private_Dirty, ...); `pid` may
+    be "self"."""
+    return _kib_fields(_PROC / str(pid) / "smaps_rollup")
+
+
+def status_kib(pid: int | str) -> dict[str, int]:
+    """Every KiB field of `/proc/<pid>/status` (VmRSS, RssAnon, VmHWM, ...); `pid` may be
+    "self". A zombie has no memory fields."""
+    return _kib_fields(_PROC / str(pid) / "status")
 
 
 @dataclass
@@ -100,7 +111,7 @@ class TreeSampler:
         pids = descendants(self.pid)
         totals = [rollup_kib(p) for p in pids]
         peaks = self.peaks
-        peaks.pss_mib = max(peaks.pss_mib, sum(t[0] for t in totals) / 1024)
-        peaks.rss_mib = max(peaks.rss_mib, sum(t[1] for t in totals) / 1024)
-        peaks.processes = max(peaks.processes, sum(1 for t in totals if t[1] > 0))
+        peaks.pss_mib = max(peaks.pss_mib, sum(t.get("Pss", 0) for t in totals) / _KIB)
+        peaks.rss_mib = max(peaks.rss_mib, sum(t.get("Rss", 0) for t in totals) / _KIB)
+        peaks.processes = max(peaks.processes, sum(1 for t in totals if t.get("Rss", 0) > 0))
         peaks.samples += 1

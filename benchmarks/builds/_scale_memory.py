@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import procmem
 from benchmarks.procmem import children
 
 _PROC = Path("/proc")
@@ -24,17 +25,10 @@ CHILD_ROLES = {"build": "worker", "nanny": "dask-worker"}
 PHASES = ("before", "during", "after")
 
 
-def status_kib(pid: int) -> dict[str, int] | None:
+def watched_kib(pid: int) -> dict[str, int] | None:
     """VmRSS, RssAnon and VmHWM of `pid` in KiB; None once it has gone (or is a zombie)."""
-    try:
-        text = (_PROC / str(pid) / "status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    found = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        if key in _FIELDS:
-            found[key] = int(rest.split()[0])
+    fields = procmem.status_kib(pid)
+    found = {key: fields[key] for key in _FIELDS if key in fields}
     return found if len(found) == len(_FIELDS) else None
 
 
@@ -153,7 +147,7 @@ class MemoryWatch:
 
     def sample(self) -> None:
         now = time.monotonic() - self._began
-        live = [(pid, role, status_kib(pid)) for pid, role in self._walk()]
+        live = [(pid, role, watched_kib(pid)) for pid, role in self._walk()]
         live_roles = {role for _, role, status in live if status is not None}
         phase = self._advance_phase(live_roles)
         row = now - self._last_row >= 1.0

@@ -26,6 +26,7 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME
 
+from benchmarks import procmem
 from benchmarks.procmem import TreeSampler
 from benchmarks.sysinfo import load
 
@@ -69,14 +70,10 @@ def built_dataset(source: Path, work: Path, per_class: int | None, shard_mib: in
 # -- one configuration, in this process ---------------------------------------------------------
 
 
-def status_kib() -> dict[str, int]:
+def self_kib() -> dict[str, int]:
     """RssAnon and VmRSS of this process in KiB."""
-    found = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("RssAnon", "VmRSS"):
-            found[key] = int(value.split()[0])
-    return found
+    fields = procmem.status_kib("self")
+    return {key: fields[key] for key in ("RssAnon", "VmRSS") if key in fields}
 
 
 def run_memory(dataset: Path, train: bool, fix: bool, epochs: int, threads: int) -> dict[str, Any]:
@@ -99,7 +96,7 @@ def run_memory(dataset: Path, train: bool, fix: bool, epochs: int, threads: int)
         for images, _ in loader:
             seen += int(images.shape[0])
         seconds = time.perf_counter() - started
-        mem = status_kib()
+        mem = self_kib()
         rss = {"rss_anon_mib": mem["RssAnon"] / 1024, "rss_mib": mem["VmRSS"] / 1024}
         rows.append({"epoch": epoch, "images": seen, "seconds": seconds, **rss})
     loader.close()

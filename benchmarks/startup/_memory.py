@@ -15,17 +15,11 @@ from pathlib import Path
 
 from fastpack.formats import INDEX_NAME
 
-from benchmarks.procmem import cpu_ticks, rollup
+from benchmarks.procmem import cpu_ticks, rollup_kib
 
 _PROC = Path("/proc")
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 _ROLLUP_KEYS = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty")
-
-
-def rollup_kib(pid: int) -> dict[str, int]:
-    """The `_ROLLUP_KEYS` fields of `/proc/<pid>/smaps_rollup`, in KiB."""
-    fields = rollup(pid)
-    return {key: fields[key] for key in _ROLLUP_KEYS if key in fields}
 
 
 def _kind(path: str) -> str:
@@ -77,7 +71,8 @@ def mapping_rss_kib(pid: int, name: str) -> int:
 
 def memory_kib(pid: int) -> dict[str, int]:
     """Rollup fields, their private sum, and the USS split of one process."""
-    rollup = rollup_kib(pid)
+    fields = rollup_kib(pid)
+    rollup = {key: fields[key] for key in _ROLLUP_KEYS if key in fields}
     private = rollup["Private_Clean"] + rollup["Private_Dirty"]
     return {**rollup, "private": private, **uss_kib(pid)}
 

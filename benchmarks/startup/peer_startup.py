@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.procmem import status_kib
+
 CLASSES = 1000
 DONE = "complete"  # marker file written once a tree is whole
 
@@ -198,10 +200,7 @@ def _first_batch(peer_name: str, directory: Path) -> dict[str, Any]:
 
 
 def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+    return status_kib("self").get("VmRSS", 0)
 
 
 def _listing(kind: str, directory: Path) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from typing import Any
 
 from fastpack.formats import MANIFEST_NAME, read_manifest
 
+from benchmarks.procmem import cpu_ticks
 from benchmarks.streaming._fetch_cpu import fetch_cpu
 from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
@@ -69,8 +70,7 @@ def own_cpu_s() -> float:
 
 def process_cpu_s(pid: int) -> float:
     """CPU seconds of the running process `pid` (/proc/<pid>/stat: utime + stime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_ticks([pid]) / os.sysconf("SC_CLK_TCK")
 
 
 def repeated_source(source: Path, times: int, work: Path) -> Path:
