@@ -79,10 +79,10 @@ def load(args: argparse.Namespace, peer: str, log_dir: Path, round_: int) -> Out
     return run_step("readers._run_peer", options, log, args.timeout, memory=True)
 
 
-def ceiling(args: argparse.Namespace, log_dir: Path) -> Outcome:
+def full_decode(args: argparse.Namespace, log_dir: Path) -> Outcome:
     options = ["--corpus", str(args.corpus), "--processes", str(args.workers), "--repeats", "9"]
     return run_step(
-        "readers._full_decode", options, log_dir / "ceiling.log", args.timeout, memory=False
+        "readers._full_decode", options, log_dir / "full_decode.log", args.timeout, memory=False
     )
 
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_before": _sysinfo.load(),
     }
     warm_page_cache(imagefolder_root(args.corpus))
-    report["ceiling"] = asdict(ceiling(args, log_dir))
+    report["full_decode"] = asdict(full_decode(args, log_dir))
     builds: dict[str, Outcome] = {}
     for peer in args.peers:
         if PEERS[peer].format not in builds:

@@ -8,7 +8,7 @@ from typing import Any
 from benchmarks.readers.peers import PEERS
 
 LOADER_HEADER = (
-    "| peer | images/s median | range | x ceiling | x best peer | CPU ms/image | start-up s "
+    "| peer | images/s median | range | x full decode | x best peer | CPU ms/image | start-up s "
     "| PSS total peak MiB | RSS total peak MiB | processes | build images/s | build | "
     "dataset MB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
 )
@@ -43,7 +43,7 @@ def _best_peer(loads: dict[str, Any]) -> tuple[str, float] | None:
 def loader_table(report: dict[str, Any]) -> str:
     loads, images = report["loads"], report["corpus"]["images"]
     workers = report["args"]["workers"]
-    ceiling = _rate(report["ceiling"])
+    full_decode = _rate(report["full_decode"])
     best = _best_peer(loads)
     rows, failed = [LOADER_HEADER], []
     ranked = sorted(loads, key=lambda p: -loads[p].get("median", -1.0))
@@ -57,7 +57,7 @@ def loader_table(report: dict[str, Any]) -> str:
             f"**{peer}**" if peer == "fastpack" else peer,
             f"{median:.0f}",
             f"{min(rates):.0f}-{max(rates):.0f}",
-            f"{median / ceiling:.2f}" if ceiling else "-",
+            f"{median / full_decode:.2f}" if full_decode else "-",
             f"{median / best[1]:.2f}" if best else "-",
             f"{summary['cpu_ms']:.2f}" if "cpu_ms" in summary else "-",
             f"{summary['startup_s']:.2f}",
@@ -68,16 +68,16 @@ def loader_table(report: dict[str, Any]) -> str:
         ]
         rows.append("| " + " | ".join(cells) + " |")
         failed += [f"- **{peer}**: a round failed: `{e}`" for e in summary["failed_rounds"]]
-    if ceiling:
-        result = report["ceiling"]["result"]
+    if full_decode:
+        result = report["full_decode"]["result"]
         rates, cpu = result["rates"], statistics.median(result.get("cpu_ms", [0.0]))
         rows.append(
-            f"| decode-only ceiling ({workers} processes, simplejpeg, bytes in memory) "
-            f"| {ceiling:.0f} | {min(rates):.0f}-{max(rates):.0f} | 1.00 | | {cpu:.2f} "
+            f"| full-decode bound ({workers} processes, simplejpeg, bytes in memory) "
+            f"| {full_decode:.0f} | {min(rates):.0f}-{max(rates):.0f} | 1.00 | | {cpu:.2f} "
             "| | | | | | | |"
         )
     else:
-        failed.append(f"- decode-only ceiling failed: `{report['ceiling']['error']}`")
+        failed.append(f"- full-decode bound failed: `{report['full_decode']['error']}`")
     return "\n".join(rows) + ("\n\n" + "\n".join(failed) if failed else "")
 
 

@@ -1,5 +1,6 @@
 """`fastpack bench`: what each way of reading a dataset gives on this machine, with the user's
-workers and transform, against the decode-only ceiling, and which to use and why."""
+workers and transform, against the decode ceiling (JPEG decode + transform, no loader), and which
+to use and why."""
 
 from .ceiling import Ceiling, measure_ceiling
 from .options import LOADERS, TRANSFORMS, BenchOptions, default_workers

@@ -1,4 +1,4 @@
-"""The decode-only ceiling: JPEG decode + transform of payloads held in memory, no loader.
+"""The decode ceiling: JPEG decode + transform of payloads held in memory, no loader.
 
 It is measured with as many processes as the loaders have workers (one for `workers=0`), all
 decoding at once: cores shared with hyperthreads, turbo limits and memory bandwidth then count
@@ -50,9 +50,14 @@ class Ceiling:
 
 
 def measure_ceiling(
-    payloads: Payloads, transform: Transform, *, processes: int, limits: Limits, batch_size: int,
+    payloads: Payloads,
+    transform: Transform,
+    *,
+    processes: int,
+    limits: Limits,
+    batch_size: int,
     where: str,
-) -> Ceiling:  # fmt: skip
+) -> Ceiling:
     """Decode `payloads` through `transform` in `processes` processes for `limits.passes`
     passes, each as long as a loader's pass (`seconds`, or `batches` batches of `batch_size`
     per process); `where` names the dataset in errors."""
@@ -61,10 +66,17 @@ def measure_ceiling(
     context = multiprocessing.get_context("fork") if linux else multiprocessing.get_context("spawn")
     barrier = context.Barrier(processes)
     results = context.SimpleQueue()
-    job = _Job(payloads=payloads, transform=transform, passes=limits.passes,
-               seconds=limits.seconds, most=most)  # fmt: skip
-    children = [context.Process(target=_decode_loop, args=(job, barrier, results), daemon=True)
-                for _ in range(processes)]  # fmt: skip
+    job = _Job(
+        payloads=payloads,
+        transform=transform,
+        passes=limits.passes,
+        seconds=limits.seconds,
+        most=most,
+    )
+    children = [
+        context.Process(target=_decode_loop, args=(job, barrier, results), daemon=True)
+        for _ in range(processes)
+    ]
     with single_threaded_cv2():
         for child in children:
             child.start()
@@ -111,8 +123,11 @@ def _decode_loop(job: _Job, barrier: Any, results: Any) -> None:
     None when another process failed."""
     payloads, transform, most = job.payloads, job.transform, job.most
     count, k = len(payloads.data), 0
-    draws = (sample_draws(0, 0, payloads.ids, transform.draws).tolist()
-             if transform.draws else [None] * count)  # fmt: skip
+    draws = (
+        sample_draws(0, 0, payloads.ids, transform.draws).tolist()
+        if transform.draws
+        else [None] * count
+    )
     out = np.empty((*transform.output_shape, 3), np.uint8)
     try:
         for k in range(min(count, WARMUP_IMAGES)):

@@ -35,13 +35,24 @@ def run_bench(options: BenchOptions, log: Log = _quiet) -> BenchReport:
     """Measure what `options` asks for; `log` receives a line as each measurement starts."""
     target = resolve_target(options.path, options.storage_options)
     transform = options.make_transform()
-    limits = Limits(seconds=options.seconds, batches=options.batches, passes=options.passes,
-                    step_ms=options.step_ms, warmup=max(1, options.workers))  # fmt: skip
+    limits = Limits(
+        seconds=options.seconds,
+        batches=options.batches,
+        passes=options.passes,
+        step_ms=options.step_ms,
+        warmup=max(1, options.workers),
+    )
     processes = max(1, options.workers)
     log(f"decode ceiling: {processes} decoding processes, no loader")
     payloads = read_payloads(target, options.storage_options)
-    ceiling = measure_ceiling(payloads, transform, processes=processes, limits=limits,
-                              batch_size=options.batch_size, where=target.path)  # fmt: skip
+    ceiling = measure_ceiling(
+        payloads,
+        transform,
+        processes=processes,
+        limits=limits,
+        batch_size=options.batch_size,
+        where=target.path,
+    )
     torch = _import("torch")  # here: a trainer's first batch does not wait for the import
     results = []
     for name in (n for n in LOADERS if n in options.loaders):

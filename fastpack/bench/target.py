@@ -29,16 +29,32 @@ def resolve_target(path: str, storage_options: Mapping[str, Any] | None) -> Targ
     cache (`fastpack.storage.default_cache_dir`), and its shards looked up there."""
     if not is_url(path):
         manifest = read_manifest(Path(path) / MANIFEST_NAME)  # names the path when missing
-        return Target(path=path, remote=False, metadata=Path(path), local=Path(path),
-                      no_local=None, manifest=manifest)  # fmt: skip
+        return Target(
+            path=path,
+            remote=False,
+            metadata=Path(path),
+            local=Path(path),
+            no_local=None,
+            manifest=manifest,
+        )
     with StreamingDataset(path, storage_options=storage_options) as stream:
         root, manifest = stream.root, stream.manifest
     cache = ShardCache(root, None)
     cached = sum(cache.lookup(s.name, s.bytes) is not None for s in manifest.shards)
     complete = cached == len(manifest.shards)
-    reason = None if complete else (
-        f"{cached} of {len(manifest.shards)} shards in the local cache {root}: "
-        "stream one epoch (or fetch_dataset) to bench a local copy"
-    )  # fmt: skip
-    return Target(path=path, remote=True, metadata=root, local=root if complete else None,
-                  no_local=reason, manifest=manifest)  # fmt: skip
+    reason = (
+        None
+        if complete
+        else (
+            f"{cached} of {len(manifest.shards)} shards in the local cache {root}: "
+            "stream one epoch (or fetch_dataset) to bench a local copy"
+        )
+    )
+    return Target(
+        path=path,
+        remote=True,
+        metadata=root,
+        local=root if complete else None,
+        no_local=reason,
+        manifest=manifest,
+    )

@@ -93,8 +93,9 @@ def time_loader(open_loader: Callable[[], OpenLoader], limits: Limits, name: str
     finally:
         batches.close()  # ends the epoch in progress before the loader goes
         loader.close()
-    return Timing(first_batch_seconds=first, pass_rates=tuple(rates), pass_waits=tuple(waits),
-                  images=images)  # fmt: skip
+    return Timing(
+        first_batch_seconds=first, pass_rates=tuple(rates), pass_waits=tuple(waits), images=images
+    )
 
 
 def _timed_pass(batches: Generator[Batch, None, None], limits: Limits) -> tuple[int, float, float]:

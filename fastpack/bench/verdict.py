@@ -115,8 +115,10 @@ def _choice(best: LoaderResult, measured: dict[str, LoaderResult], setting: Sett
     versus = ", ".join(f"{_ratio(_rate(best), _rate(r))} {r.name}" for r in others)
     where = " over the local copy" if setting.remote and best.name != "streaming" else ""
     share = _share(_rate(best), setting.ceiling)
-    return (f"use {best.name}{where}: {versus or 'the only loader measured'}; "
-            f"at {share:.0%} of the decode ceiling")  # fmt: skip
+    return (
+        f"use {best.name}{where}: {versus or 'the only loader measured'}; "
+        f"at {share:.0%} of the decode ceiling"
+    )
 
 
 def _share(rate: float, reference: float) -> float:
