@@ -117,3 +117,42 @@ def test_member_header_is_tarfiles_header(name: str, size: int) -> None:
 def test_member_header_of_an_oversized_member_is_refused() -> None:
     with pytest.raises(ShardFormatError, match=r"'a\.jpg' of 8589934592 bytes: a USTAR member"):
         member_header("a.jpg", 8**11)
+
+
+def _tarfile_sample(key: str, members: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    tar = tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT)  # noqa: SIM115 (left open: closing adds the end blocks)
+    for ext, data in members:
+        info = tarfile.TarInfo(f"{key}.{ext}")
+        info.size, info.mtime, info.mode = len(data), 0, 0o644
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()  # the members only: the tar is not closed, so no end-of-archive blocks
+
+
+@given(
+    key=st.text(alphabet="abz09_-é€", min_size=1, max_size=20),
+    members=st.lists(
+        st.tuples(
+            st.sampled_from(["jpg", "cls", "txt", "labels.json", "json"]),
+            st.one_of(st.binary(max_size=600), st.integers(4000, 9000).map(bytes)),
+        ),
+        max_size=6,
+    ),
+)
+def test_a_sample_is_what_tarfile_writes(key: str, members: list[tuple[str, bytes]]) -> None:
+    """Small members joined into one write, big ones written apart: the bytes and offsets are
+    still tarfile's, member after member."""
+    out = io.BytesIO()
+    writer = TarShardWriter(out)
+    writer.add_sample("k0", [("jpg", b"x" * 700)])  # a sample before, so offsets start past 0
+    locations = writer.add_sample(key, members)
+    size = writer.finish()
+    expected = _tarfile_sample("k0", [("jpg", b"x" * 700)]) + _tarfile_sample(key, members)
+    assert out.getvalue() == expected + bytes(1024)
+    assert size == len(expected) + 1024
+    for (ext, data), at in zip(members, locations, strict=True):
+        assert at.name == f"{key}.{ext}"
+        assert expected[at.data_offset : at.data_offset + at.size] == data
+        assert at.header_offset == at.data_offset - 512
