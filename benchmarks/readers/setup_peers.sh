@@ -4,7 +4,7 @@
 # usage: bash benchmarks/readers/setup_peers.sh [VENV=/work/bench-venv]
 set -euo pipefail
 VENV=${1:-/work/bench-venv}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 python3 -m venv "$VENV"
 PIP="$VENV/bin/pip"
@@ -31,7 +31,7 @@ fi
   || echo "ffcv could not be built: the benchmark will list it with the reason" >&2
 "$PIP" install -q numba terminaltables fastargs assertpy psutil pytorch_pfn_extras
 
-"$VENV/bin/python" - "$REPO/benchmarks/stubs" <<'PY'
+"$VENV/bin/python" - "$REPO/benchmarks/readers/stubs" <<'PY'
 import importlib
 import importlib.util
 import sys
