@@ -1,6 +1,7 @@
 """One reader process of `fields_bench`: several map-style loaders, their epochs interleaved.
 
-    python -m benchmarks.fields._fields_run --variant NAME=PATH[:FIELD,FIELD...][:pad] ... --epochs 4
+    python -m benchmarks.fields._fields_run --variant NAME=PATH[:FIELD,FIELD...][:pad] ... \
+        --epochs 4
 
 Each variant is a `Dataset(PATH, transform=RandomResizedCrop(size), fields=(...), pad=...)`
 (no `fields` argument when none are given, so that a checkout from before multi-field

@@ -499,7 +499,8 @@ def report(results: dict[str, Any]) -> str:
     lines = [
         "# Multi-field samples: reader and build speed against image + class",
         "",
-        f"Measured {results['date']} on one shared machine, with `benchmarks/fields/fields_bench.py` "
+        f"Measured {results['date']} on one shared machine, with "
+        f"`benchmarks/fields/fields_bench.py` "
         "(see `README.md`). Command:",
         "",
         f"    {results['command']}",
@@ -571,7 +572,8 @@ def report(results: dict[str, Any]) -> str:
     reading = results.get("reading")
     if reading is not None:
         reading += (
-            "\n\n(Written after the run, put in with `python -m benchmarks.fields.fields_bench --render "
+            "\n\n(Written after the run, put in with `python -m "
+            "benchmarks.fields.fields_bench --render "
             f"{args['workdir']}/results.json --reading FILE`.)"
         )
     lines += ["## Reading", "", reading or "(written after the run)", ""]

@@ -106,7 +106,8 @@ def report(
         "",
         f"{samples:,} samples per field; dictionary trained on {min(samples, TRAIN_SAMPLES):,} "
         f"members spread evenly (as `fastpack build` trains it), at most "
-        f"{args.dictionary_size // 1024} KiB. Synthetic COCO-like text (benchmarks/fields/_captions.py). "
+        f"{args.dictionary_size // 1024} KiB. Synthetic COCO-like text "
+        f"(benchmarks/fields/_captions.py). "
         "`vs no dict` is the no-dictionary frames' bytes over these bytes, at the same level. "
         "`in tar` counts each member's 512-byte header and its data padded to 512 bytes. "
         f"Decode: `FieldCodec.decode` per sample, median (range) over {args.repeats} rounds, "

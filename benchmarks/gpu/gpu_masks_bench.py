@@ -1,7 +1,7 @@
 """DALI's version-2 mask path on the GPU: masks that follow their images through nvJPEG decode,
 crops, flips and resizes, checked against the CPU path, and images/s with and without masks.
 
-    python -m benchmarks.gpu.gpu_masks_bench --out gpu_masks.json   # on a machine with a GPU and DALI
+    python -m benchmarks.gpu.gpu_masks_bench --out gpu_masks.json   # with a GPU and DALI
 
 The dataset is made here: `--samples` images whose pixels are the palette colours of a cell
 pattern, each with that pattern as its PNG mask (the pattern of tests/reader/dali/test_fields.py),

@@ -1,7 +1,8 @@
 """One peer in a fresh process: `convert` (timed) or `load` (start-up and epochs timed).
 
 Prints one line `RESULT <json>` on success. Run by `reader_bench`; usable by hand:
-`python -m benchmarks.readers._run_peer load --peer wds-pil --workdir /tmp/fastpack-bench/webdataset`
+`python -m benchmarks.readers._run_peer load --peer wds-pil \
+    --workdir /tmp/fastpack-bench/webdataset`
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ The corpus's photos are re-encoded progressively without changing a coefficient 
 Every round records the 1-minute load average before and after. Medians (and ranges) over
 `--rounds` rounds.
 
-    python -m benchmarks.readers.baseline_bench --corpus /tmp/photo-corpus --work /tmp/baseline-bench \
+    python -m benchmarks.readers.baseline_bench --corpus /tmp/photo-corpus \
+        --work /tmp/baseline-bench \
         --out benchmarks/readers/baseline_results.json
 """
 

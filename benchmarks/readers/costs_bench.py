@@ -1,6 +1,7 @@
 """Per-operation costs behind the reader's design choices, each timed in one process on one core.
 
-    python -m benchmarks.readers.costs_bench --corpus /tmp/photo-corpus --out benchmarks/readers/COSTS.md \
+    python -m benchmarks.readers.costs_bench --corpus /tmp/photo-corpus \
+        --out benchmarks/readers/COSTS.md \
         --json benchmarks/readers/costs_results.json
 
 Each figure is the median (and range) over `--repeats` timed rounds; a round times a loop of
@@ -213,7 +214,8 @@ def main() -> None:
     report = "\n".join([
         "# Per-operation costs",
         "",
-        "`python -m benchmarks.readers.costs_bench --corpus CORPUS --out benchmarks/readers/COSTS.md --json "
+        "`python -m benchmarks.readers.costs_bench --corpus CORPUS --out "
+        "benchmarks/readers/COSTS.md --json "
         "benchmarks/readers/costs_results.json`: each "
         f"figure the median and range over {args.repeats} rounds, one process, one core; decode "
         f"figures over {len(data)} photos of the corpus.",

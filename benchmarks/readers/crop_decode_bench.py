@@ -28,7 +28,8 @@ wall time and of the process's CPU time per image, and the 1-minute load average
 after every round. Every file timed is also checked: the window decoder's crops equal the
 simplejpeg ones (both `u`), and the progressive file's crops equal the baseline file's.
 
-    python -m benchmarks.readers.crop_decode_bench --corpus /tmp/photo-corpus --images 448 --rounds 11 \
+    python -m benchmarks.readers.crop_decode_bench --corpus /tmp/photo-corpus \
+        --images 448 --rounds 11 \
         --out benchmarks/readers/CROP_DECODE.md
 """
 
@@ -349,7 +350,8 @@ def page(raw: dict[str, Any]) -> str:
     lines = [
         "# Decode cost of a RandomResizedCrop, route by route",
         "",
-        "Produced by `python -m benchmarks.readers.crop_decode_bench` (its docstring says what each "
+        "Produced by `python -m benchmarks.readers.crop_decode_bench` (its docstring says "
+        "what each "
         "route does); raw numbers: `crop_decode_results.json`.",
         "",
         f"- Date: {raw['date']}; fastpack commit {raw['commit']}",

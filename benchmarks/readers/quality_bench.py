@@ -413,7 +413,8 @@ def page(raw: dict[str, Any]) -> str:
     lines = [
         "# RandomResizedCrop quality against a full-decode reference",
         "",
-        "Produced by `python -m benchmarks.readers.quality_bench` (its docstring says what is measured); "
+        "Produced by `python -m benchmarks.readers.quality_bench` (its docstring says what "
+        "is measured); "
         "raw numbers: `quality_results.json`.",
         "",
         f"- Date: {raw['date']}; fastpack commit {raw['commit']}",

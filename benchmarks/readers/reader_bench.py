@@ -1,7 +1,8 @@
 """Reader benchmark: every peer loader on one ImageFolder corpus, same transform, batch size and
 worker count; writes a Markdown table (see README.md).
 
-    python -m benchmarks.readers.reader_bench --corpus /tmp/photo-corpus --out benchmarks/readers/RESULTS.md
+    python -m benchmarks.readers.reader_bench --corpus /tmp/photo-corpus \
+        --out benchmarks/readers/RESULTS.md
 
 Each peer's conversion and each loader run is a fresh process. A loader run does one warm-up
 epoch (its first batch gives the start-up time) and then `--epochs` timed epochs; `--rounds`

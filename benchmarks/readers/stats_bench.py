@@ -164,7 +164,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# What `loader.stats()` costs",
         "",
-        "Produced by `python -m benchmarks.readers.stats_bench` (raw numbers: `stats_results.json`).",
+        "Produced by `python -m benchmarks.readers.stats_bench` (raw numbers: "
+        "`stats_results.json`).",
         "",
         f"- Date: {report['date']}; fastpack commit {report['fastpack_commit']}",
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, Linux "

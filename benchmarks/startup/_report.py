@@ -407,7 +407,8 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "",
         "Start-up to the first batch of 64 at 224x224, 2 workers, each run a fresh process with "
         "the peer's imports done before the clock starts (`benchmarks/startup/peer_startup.py`, "
-        "peers as in `benchmarks/readers/RESULTS.md`). The datasets repeat the corpus: webdataset and DALI list the "
+        "peers as in `benchmarks/readers/RESULTS.md`). The datasets repeat the corpus: "
+        "webdataset and DALI list the "
         "corpus's tars (and DALI their indexes) again and again (symbolic links); LitData and "
         "Mosaic list their chunks (shards) again and again, in an `index.json` of that many "
         "entries; ImageFolder is a tree of 1,000 class folders of hard links to its JPEGs "
@@ -418,7 +419,8 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "used before, for comparison. Seconds; memory is the listing process's RSS growth. FFCV "
         "is not here: its dataset is one `.beton` file that cannot be repeated by links, and "
         "writing 1M samples through its re-encoding writer would take about 25 minutes here; "
-        "its start-up at 3,000 samples (`benchmarks/readers/RESULTS.md`) is mostly numba compiling its pipeline, "
+        "its start-up at 3,000 samples (`benchmarks/readers/RESULTS.md`) is mostly numba "
+        "compiling its pipeline, "
         "which more samples cannot shorten.",
         "",
         "| what | runs | seconds, median (range) | RSS growth MiB |",

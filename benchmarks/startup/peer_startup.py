@@ -19,7 +19,8 @@ synthetic datasets do:
   part of its start-up that grows with the count. The listing is also timed alone, and, for
   comparison, as `pathlib` `rglob` into `Sample`s (what the peer did before).
 
-Each measurement runs in a fresh process (`python -m benchmarks.startup.peer_startup ACTION --dir D`)
+Each measurement runs in a fresh process
+(`python -m benchmarks.startup.peer_startup ACTION --dir D`)
 and prints `RESULT <json>`.
 """
 

@@ -213,7 +213,8 @@ def render(report: dict[str, Any]) -> str:
         f"- Command: `{report['command']}`, {report['date']}, fastpack {report['commit']}.",
         "",
         f"Dataset: a synthetic index of {report['samples']:,} samples (index and manifest only, "
-        f"{report['index_mb']:.0f} MB index; `benchmarks/startup/view_bench.py`): 1,000 classes named "
+        f"{report['index_mb']:.0f} MB index; `benchmarks/startup/view_bench.py`): 1,000 "
+        f"classes named "
         "like ImageNet's, random labels, source paths `n00000042/n00000042_000123456.JPEG`. "
         "A case is one `build_views(dataset, ...)` call, from opening the dataset to the "
         "views in memory, page cache warm, after one warm-up call; `save` is `save_views` "

@@ -1,7 +1,8 @@
 """Mosaic Streaming: MDS shards written by `MDSWriter` ("jpeg" column: the file bytes as they
 are), read by `StreamingDataset` + `StreamingDataLoader`; PIL decode and transform.
 
-`import streaming` needs torchvision; without it, `benchmarks/readers/stubs` stands in (see its README).
+`import streaming` needs torchvision; without it, `benchmarks/readers/stubs` stands
+in (see its README).
 """
 
 from __future__ import annotations
