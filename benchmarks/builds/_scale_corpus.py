@@ -48,11 +48,14 @@ def _encode(pixels: npt.NDArray[np.uint8], quality: int) -> bytes:
     return bytes(buffer.tobytes())
 
 
+_LOWEST_QUALITY = 30  # JPEG quality the corpus never goes below to reach its size
+
+
 def _small_jpeg(pixels: npt.NDArray[np.uint8]) -> tuple[bytes, int]:
     """The image at quality 75, or lower until it takes at most `_TARGET_BYTES`."""
     quality = 75
     data = _encode(pixels, quality)
-    while len(data) > _TARGET_BYTES and quality > 30:
+    while len(data) > _TARGET_BYTES and quality > _LOWEST_QUALITY:
         quality -= 5
         data = _encode(pixels, quality)
     return data, quality

@@ -58,20 +58,44 @@ class DaskCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         file = self.directory / "scheduler.json"
         file.unlink(missing_ok=True)
-        self._scheduler = self._start("scheduler", [
-            "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-            "--scheduler-file", str(file),
-        ])  # fmt: skip
+        self._scheduler = self._start(
+            "scheduler",
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(file),
+            ],
+        )
         try:
             self.address = self._wait_for_address(file)
             for k in range(self.workers):
                 local = self.directory / f"worker-{k}"
                 local.mkdir(exist_ok=True)
-                self._nannies.append(self._start(f"worker-{k}", [
-                    "worker", self.address, "--nthreads", "1", "--nworkers", "1",
-                    "--memory-limit", "0", "--local-directory", str(local), "--no-dashboard",
-                    "--name", f"bench-{k}",
-                ]))  # fmt: skip
+                self._nannies.append(
+                    self._start(
+                        f"worker-{k}",
+                        [
+                            "worker",
+                            self.address,
+                            "--nthreads",
+                            "1",
+                            "--nworkers",
+                            "1",
+                            "--memory-limit",
+                            "0",
+                            "--local-directory",
+                            str(local),
+                            "--no-dashboard",
+                            "--name",
+                            f"bench-{k}",
+                        ],
+                    )
+                )
             self._wait_for_workers()
         except BaseException:
             self._stop()

@@ -89,10 +89,15 @@ def write_timeline(path: Path, watch: MemoryWatch) -> None:
         writer.writerows(watch.timeline)
 
 
-def measure_build(
-    command: list[str], *, root_role: str, others: dict[int, str], interval: float,
-    log: Path, timeout: float,
-) -> dict[str, Any]:  # fmt: skip
+def measure_build(  # noqa: PLR0913 - keyword options of one measured build
+    command: list[str],
+    *,
+    root_role: str,
+    others: dict[int, str],
+    interval: float,
+    log: Path,
+    timeout: float,
+) -> dict[str, Any]:
     """Run `command`, sampling its tree (as `root_role`) and the trees of `others`."""
     with log.open("w") as err:
         began = time.perf_counter()

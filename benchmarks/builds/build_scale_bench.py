@@ -80,17 +80,33 @@ def one_run(args: argparse.Namespace, n: int, run: int, source: Path) -> dict[st
     try:
         if mode == "dask":
             with DaskCluster(args.dask, workers, args.workdir / f"cluster-{name}") as cluster:
-                command = build_command(source, out, workers=workers, scheduler=cluster.address,
-                                        shard_size=args.shard_size)  # fmt: skip
-                measured = measure_build(command, root_role="client", others=cluster.roots(),
-                                         interval=args.interval, log=logs / f"{name}.log",
-                                         timeout=args.timeout)  # fmt: skip
+                command = build_command(
+                    source,
+                    out,
+                    workers=workers,
+                    scheduler=cluster.address,
+                    shard_size=args.shard_size,
+                )
+                measured = measure_build(
+                    command,
+                    root_role="client",
+                    others=cluster.roots(),
+                    interval=args.interval,
+                    log=logs / f"{name}.log",
+                    timeout=args.timeout,
+                )
         else:
-            command = build_command(source, out, workers=workers, scheduler=None,
-                                    shard_size=args.shard_size)  # fmt: skip
-            measured = measure_build(command, root_role="build", others={},
-                                     interval=args.interval, log=logs / f"{name}.log",
-                                     timeout=args.timeout)  # fmt: skip
+            command = build_command(
+                source, out, workers=workers, scheduler=None, shard_size=args.shard_size
+            )
+            measured = measure_build(
+                command,
+                root_role="build",
+                others={},
+                interval=args.interval,
+                log=logs / f"{name}.log",
+                timeout=args.timeout,
+            )
         sizes = output_bytes(out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -102,13 +118,21 @@ def one_run(args: argparse.Namespace, n: int, run: int, source: Path) -> dict[st
         flush=True,
     )
     return {
-        "mode": mode, "workers": workers, "shard_size": args.shard_size, "n": n, "run": run,
+        "mode": mode,
+        "workers": workers,
+        "shard_size": args.shard_size,
+        "n": n,
+        "run": run,
         "commit": _commit(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "load_before": load, "free_gib_before": round(free_gib, 1),
-        "images_per_s": round(rate, 1), "output_bytes": sizes["total"],
-        "output_files": sizes["files"], "output_parts": sizes, **measured,
-    }  # fmt: skip
+        "load_before": load,
+        "free_gib_before": round(free_gib, 1),
+        "images_per_s": round(rate, 1),
+        "output_bytes": sizes["total"],
+        "output_files": sizes["files"],
+        "output_parts": sizes,
+        **measured,
+    }
 
 
 def _key(run: dict[str, Any]) -> tuple[Any, ...]:
@@ -143,10 +167,15 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=_sizes, default=_sizes("10000,1000000,10000000"))
     parser.add_argument("--workers", type=int, default=2, help="build processes (local mode)")
-    parser.add_argument("--dask-workers", type=int, default=0,
-                        help="build through a local Dask cluster of this many workers")  # fmt: skip
-    parser.add_argument("--dask", default=str(Path(sys.executable).with_name("dask")),
-                        help="the dask command line")  # fmt: skip
+    parser.add_argument(
+        "--dask-workers",
+        type=int,
+        default=0,
+        help="build through a local Dask cluster of this many workers",
+    )
+    parser.add_argument(
+        "--dask", default=str(Path(sys.executable).with_name("dask")), help="the dask command line"
+    )
     parser.add_argument("--shard-size", default=None, help="passed to fastpack build")
     parser.add_argument("--runs", type=int, default=1, help="runs per size")
     parser.add_argument("--images", type=int, default=4096, help="distinct JPEGs")

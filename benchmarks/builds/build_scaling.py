@@ -117,8 +117,12 @@ def main() -> None:
         for workers in (16,)
     }
     result = {
-        "machine": machine(), "load": load(), "versions": versions(),
-        "commit": fastpack_commit(REPO), "source": args.source, "max_side": args.max_side,
+        "machine": machine(),
+        "load": load(),
+        "versions": versions(),
+        "commit": fastpack_commit(REPO),
+        "source": args.source,
+        "max_side": args.max_side,
         "shard_size": args.shard_size,
         "local_workers_2_seconds": _median_range(local_runs),
         "dask_2_workers_seconds": _median_range([r["seconds"] for r in dask_runs]),
@@ -130,7 +134,7 @@ def main() -> None:
         "finish_seconds": _median_range([r["finish_seconds"] for r in dask_runs]),
         "estimated_seconds_machines_x_workers": estimates,
         "runs": {"local": local_runs, "dask": dask_runs},
-    }  # fmt: skip
+    }
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
 

@@ -22,9 +22,12 @@ PHASES = ("before", "during", "after")  # of the build process: planning, shard 
 KINDS = ("rss", "anon")
 
 
+_SPREAD_VALUES = 2  # values needed for a range
+
+
 def _spread(values: Sequence[float], digits: int = 1) -> str:
     middle = f"{statistics.median(values):,.{digits}f}"
-    if len(values) < 2:
+    if len(values) < _SPREAD_VALUES:
         return middle
     return f"{middle} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
 
@@ -73,12 +76,15 @@ def _index_mb(run: Run) -> float | None:
     return None if parts is None else parts["index"] / 1e6
 
 
+_SMALL_BUILD = 10_000  # images: up to this many, the index's MB are shown with a decimal
+
+
 def _index_of(group: list[Run], runs: list[Run]) -> str:
     """The index's size in MB, from a run of another mode with the same output bytes if need be."""
     found = [r for r in group if r.get("output_parts")] or [
         r for r in runs if r["output_bytes"] == group[0]["output_bytes"] and r.get("output_parts")
     ]
-    return _median_of(found, _index_mb, 1 if group[0]["n"] <= 10_000 else 0)
+    return _median_of(found, _index_mb, 1 if group[0]["n"] <= _SMALL_BUILD else 0)
 
 
 def _both(group: list[Run], role: str) -> str:

@@ -73,8 +73,10 @@ def build_speed(args: argparse.Namespace, images: int) -> dict[str, Any]:
 def tensorflow_iteration(files: list[str], repeats: int) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", TF_ITERATE, json.dumps(files), str(repeats)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result: dict[str, Any] = json.loads(line[len("RESULT ") :])
     return result

@@ -70,10 +70,15 @@ def _row(
     )
 
 
-def bench_field(
-    name: str, kind: str, values: Sequence[Any], *, levels: Sequence[int], dict_size: int,
+def bench_field(  # noqa: PLR0913 - keyword settings of one field's measurement
+    name: str,
+    kind: str,
+    values: Sequence[Any],
+    *,
+    levels: Sequence[int],
+    dict_size: int,
     repeats: int,
-) -> list[tuple[str, int, str, int, list[float]]]:  # fmt: skip
+) -> list[tuple[str, int, str, int, list[float]]]:
     raw_spec = FieldSpec(name=name, type=kind)  # type: ignore[arg-type]
     raw = [encode_value(raw_spec, v) for v in values]
     rows = [_row("no compression", FieldCodec(raw_spec), values, repeats, None)]
@@ -98,9 +103,10 @@ def _us(seconds: list[float]) -> str:
 
 
 def report(
-    results: dict[str, list[tuple[str, int, str, int, list[float]]]], samples: int,
+    results: dict[str, list[tuple[str, int, str, int, list[float]]]],
+    samples: int,
     args: argparse.Namespace,
-) -> str:  # fmt: skip
+) -> str:
     lines = [
         "# zstd on small fields: dictionary versus per-member frames",
         "",
@@ -148,14 +154,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     bench: Callable[..., list[tuple[str, int, str, int, list[float]]]] = bench_field
     results = {
         "caption (text)": bench(
-            "txt", "text", captions(args.samples), levels=levels,
-            dict_size=args.dictionary_size, repeats=args.repeats,
+            "txt",
+            "text",
+            captions(args.samples),
+            levels=levels,
+            dict_size=args.dictionary_size,
+            repeats=args.repeats,
         ),
         "metadata (json)": bench(
-            "json", "json", image_metadata(args.samples), levels=levels,
-            dict_size=args.dictionary_size, repeats=args.repeats,
+            "json",
+            "json",
+            image_metadata(args.samples),
+            levels=levels,
+            dict_size=args.dictionary_size,
+            repeats=args.repeats,
         ),
-    }  # fmt: skip
+    }
     text = report(results, args.samples, args)
     print(text)
     if args.out:
@@ -170,13 +184,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             "args": {k: str(v) for k, v in vars(args).items()},
             "fields": {
                 field: [
-                    {"storage": label, "member_bytes": total, "vs_no_dict": ratio,
-                     "in_tar": tar, "decode_seconds": seconds}
+                    {
+                        "storage": label,
+                        "member_bytes": total,
+                        "vs_no_dict": ratio,
+                        "in_tar": tar,
+                        "decode_seconds": seconds,
+                    }
                     for label, total, ratio, tar, seconds in rows
                 ]
                 for field, rows in results.items()
             },
-        }  # fmt: skip
+        }
         args.json.write_text(json.dumps(raw, indent=1) + "\n", encoding="utf-8")
 
 

@@ -49,10 +49,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     source: Any = dataset if mode == "reader" else Dataset(dataset)
     loader = make_dali_loader(
-        source, batch_size=batch, seed=0, num_workers=spec["threads"],
+        source,
+        batch_size=batch,
+        seed=0,
+        num_workers=spec["threads"],
         transform=RandomResizedCrop(224) if spec["train"] else CenterCrop(224),
         dali=DaliOptions(device=spec["device"]),
-    )  # fmt: skip
+    )
     first, rates, cpu, matches = 0.0, [], [], []
     for epoch in range(spec["epochs"]):
         if mode == "fed":
@@ -71,8 +74,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             got = [int(y) for part in labels for y in part.cpu().reshape(-1).tolist()]
             matches.append(got == expected)
     loader.close()
-    return {"mode": mode, "startup_s": first, "rates": rates, "cpu_s_per_1000": cpu,
-            "order_matches": matches, "load": load()}  # fmt: skip
+    return {
+        "mode": mode,
+        "startup_s": first,
+        "rates": rates,
+        "cpu_s_per_1000": cpu,
+        "order_matches": matches,
+        "load": load(),
+    }
 
 
 def _cpu() -> float:
@@ -99,8 +108,9 @@ def feed_only(dataset: Path, epochs: int) -> dict[str, Any]:
                 seen += len(feed()[0])
             except StopIteration:
                 break
-        per_sample.append({"wall_us": (time.perf_counter() - t) / seen * 1e6,
-                           "cpu_us": (_cpu() - c) / seen * 1e6})  # fmt: skip
+        per_sample.append(
+            {"wall_us": (time.perf_counter() - t) / seen * 1e6, "cpu_us": (_cpu() - c) / seen * 1e6}
+        )
     return {"mode": "feed-only", "per_sample": per_sample, "load": load()}
 
 
@@ -173,19 +183,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.dataset is None:
         raise SystemExit("--dataset is required")
-    spec = {"dataset": str(args.dataset), "train": not args.eval, "epochs": args.epochs,
-            "threads": args.threads, "device": args.device,
-            "batch_size": args.batch_size}  # fmt: skip
+    spec = {
+        "dataset": str(args.dataset),
+        "train": not args.eval,
+        "epochs": args.epochs,
+        "threads": args.threads,
+        "device": args.device,
+        "batch_size": args.batch_size,
+    }
     if args.feed_only:
         runs = [child({**spec, "mode": "feed-only"}) for _ in range(args.rounds)]
         print(json.dumps(runs, indent=1))
     else:
         runs = compare(spec, args.rounds)
     if args.out is not None:
-        report = {"spec": spec, "runs": runs, "machine": machine(), "commit":
-                  fastpack_commit(Path(__file__).resolve().parent.parent),
-                  "versions": versions(("torch", "numpy", "nvidia-dali-cuda120",
-                                        "nvidia-dali-cuda130"))}  # fmt: skip
+        report = {
+            "spec": spec,
+            "runs": runs,
+            "machine": machine(),
+            "commit": fastpack_commit(Path(__file__).resolve().parent.parent),
+            "versions": versions(("torch", "numpy", "nvidia-dali-cuda120", "nvidia-dali-cuda130")),
+        }
         args.out.write_text(json.dumps(report, indent=1) + "\n")
 
 

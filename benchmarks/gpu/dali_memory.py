@@ -86,10 +86,12 @@ def run_memory(dataset: Path, train: bool, fix: bool, epochs: int, threads: int)
     )
 
     loader = make_dali_loader(
-        dataset, batch_size=64, num_workers=threads,
+        dataset,
+        batch_size=64,
+        num_workers=threads,
         transform=RandomResizedCrop(224) if train else CenterCrop(224),
         dali=DaliOptions(malloc_mmap_threshold=FIX_BYTES if fix else None),
-    )  # fmt: skip
+    )
     rows = []
     for epoch in range(epochs):
         started, seen = time.perf_counter(), 0
@@ -133,8 +135,13 @@ def run_compare(dataset: Path, decoder: str, epochs: int, threads: int) -> dict[
         rates = _timed_epochs(loader, epochs, ds)
     peaks = sampler.stop()
     peak = {"peak_rss_mib": peaks.rss_mib, "peak_pss_mib": peaks.pss_mib}
-    return {"decoder": decoder, "rates": rates, **peak, "processes": peaks.processes,
-            "load": load()}  # fmt: skip
+    return {
+        "decoder": decoder,
+        "rates": rates,
+        **peak,
+        "processes": peaks.processes,
+        "load": load(),
+    }
 
 
 # -- driver: fresh interpreters, Markdown out ---------------------------------------------------
@@ -147,10 +154,13 @@ def child(args: Sequence[str]) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+_SLOPE_POINTS = 2  # epochs needed for a growth per epoch
+
+
 def slope(values: Sequence[float]) -> float:
     """Least-squares slope per epoch."""
     n = len(values)
-    if n < 2:
+    if n < _SLOPE_POINTS:
         return 0.0
     xs = range(n)
     mx, my = (n - 1) / 2, statistics.fmean(values)
@@ -163,8 +173,14 @@ def memory_row(result: dict[str, Any]) -> str:
     cells = [("train" if result["train"] else "eval"), ("256 KiB" if result["fix"] else "none")]
     for key in ("rss_anon_mib", "rss_mib"):
         v = [r[key] for r in rows]
-        cells += [f"{v[0]:.1f}", f"{v[-1]:.1f}", f"{min(v):.1f}", f"{max(v):.1f}",
-                  f"{v[-1] - v[0]:+.1f}", f"{slope(v):+.2f}"]  # fmt: skip
+        cells += [
+            f"{v[0]:.1f}",
+            f"{v[-1]:.1f}",
+            f"{min(v):.1f}",
+            f"{max(v):.1f}",
+            f"{v[-1] - v[0]:+.1f}",
+            f"{slope(v):+.2f}",
+        ]
     rates = [r["images"] / r["seconds"] for r in rows[1:]] or [0.0]
     cells += [str(len(rows)), f"{statistics.median(rates):.0f}", result["load"]]
     return "| " + " | ".join(cells) + " |"
@@ -181,10 +197,13 @@ def compare_row(result: dict[str, Any]) -> str:
     rates = result["rates"]
     cells = [
         "DALI CPU (2 threads)" if result["decoder"] == "dali" else "simplejpeg (2 workers)",
-        " / ".join(f"{r:.0f}" for r in rates), f"{statistics.median(rates):.0f}",
-        f"{result['peak_rss_mib']:.0f}", f"{result['peak_pss_mib']:.0f}",
-        str(result["processes"]), result["load"],
-    ]  # fmt: skip
+        " / ".join(f"{r:.0f}" for r in rates),
+        f"{statistics.median(rates):.0f}",
+        f"{result['peak_rss_mib']:.0f}",
+        f"{result['peak_pss_mib']:.0f}",
+        str(result["processes"]),
+        result["load"],
+    ]
     return "| " + " | ".join(cells) + " |"
 
 

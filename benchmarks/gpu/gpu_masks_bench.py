@@ -50,11 +50,14 @@ def sample(i: int) -> dict[str, Any]:
 
 def loader(path: Path, args: argparse.Namespace, *, train: bool, device: str, masks: bool) -> Any:
     return make_dali_loader(
-        path, batch_size=args.batch_size,
+        path,
+        batch_size=args.batch_size,
         transform=RandomResizedCrop(224) if train else CenterCrop(224),
         dali=DaliOptions(device=device, device_id=0 if device == "gpu" else None),  # type: ignore[arg-type]
-        num_workers=args.threads, seed=1, fields=("seg.png",) if masks else (),
-    )  # fmt: skip
+        num_workers=args.threads,
+        seed=1,
+        fields=("seg.png",) if masks else (),
+    )
 
 
 def to_uint8_hwc(images: torch.Tensor) -> np.ndarray:
@@ -93,14 +96,19 @@ def check(path: Path, args: argparse.Namespace, *, train: bool) -> dict[str, Any
             gpu_masks.append(m)
     values = sorted({int(v) for v in np.unique(m)})
     report: dict[str, Any] = {
-        "samples": len(seen), "distinct_labels": len(set(seen)), "shapes": sorted(shapes),
-        "mask_values_last_batch": values, "agreement_min": min(agree),
+        "samples": len(seen),
+        "distinct_labels": len(set(seen)),
+        "shapes": sorted(shapes),
+        "mask_values_last_batch": values,
+        "agreement_min": min(agree),
         "agreement_median": statistics.median(agree),
         "flipped_agreement_median": statistics.median(flipped),
-    }  # fmt: skip
+    }
     if not train:
-        cpu = [f["seg.png"].numpy()[..., 0] for _, _, f in
-               loader(path, args, train=False, device="cpu", masks=True)]  # fmt: skip
+        cpu = [
+            f["seg.png"].numpy()[..., 0]
+            for _, _, f in loader(path, args, train=False, device="cpu", masks=True)
+        ]
         both = zip(np.concatenate(gpu_masks), np.concatenate(cpu), strict=True)
         report["masks_equal_cpu_share"] = float(np.mean([np.array_equal(g, c) for g, c in both]))
     return report
@@ -133,10 +141,16 @@ def main() -> None:
     args = parser.parse_args()
     path = args.workdir / "ds"
     if not path.exists():
-        write_v2_dataset(path, SCHEMA, [sample(i) for i in range(args.samples)],
-                         samples_per_shard=512)  # fmt: skip
-    report: dict[str, Any] = {"commit": args.commit, "gpu": gpu_info(), "samples": args.samples,
-                              "batch_size": args.batch_size, "threads": args.threads}  # fmt: skip
+        write_v2_dataset(
+            path, SCHEMA, [sample(i) for i in range(args.samples)], samples_per_shard=512
+        )
+    report: dict[str, Any] = {
+        "commit": args.commit,
+        "gpu": gpu_info(),
+        "samples": args.samples,
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+    }
     report["eval_check"] = check(path, args, train=False)
     report["train_check"] = check(path, args, train=True)
     for train in (True, False):

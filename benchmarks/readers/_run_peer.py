@@ -27,11 +27,14 @@ def _as_numpy(value: Any) -> np.ndarray:
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
 
 
+_BATCH_DIMS = 4  # a batch is N x H x W x C
+
+
 def check_batch(batch: Batch, batch_size: int) -> int:
     """Number of images in `batch`, after checking it is (B, 224, 224, 3) uint8 with B labels."""
     images, labels = batch
     shape = tuple(images.shape)
-    if len(shape) != 4 or shape[1:] != (SIZE, SIZE, 3) or not 0 < shape[0] <= batch_size:
+    if len(shape) != _BATCH_DIMS or shape[1:] != (SIZE, SIZE, 3) or not 0 < shape[0] <= batch_size:
         raise ValueError(f"expected a (B<={batch_size}, {SIZE}, {SIZE}, 3) batch, got {shape}")
     if not str(images.dtype).endswith("uint8"):
         raise ValueError(f"expected uint8 images, got {images.dtype}")

@@ -61,8 +61,9 @@ def jpegtran_version() -> str:
 
 
 def transcoder_libjpeg() -> str:
-    number = int(importlib.import_module("fastpack.compiler.images._jpeg_baseline")
-                 .LIBJPEG_TURBO_VERSION)  # fmt: skip
+    number = int(
+        importlib.import_module("fastpack.compiler.images._jpeg_baseline").LIBJPEG_TURBO_VERSION
+    )
     return f"{number // 1_000_000}.{number // 1000 % 1000}.{number % 1000}"
 
 
@@ -89,15 +90,22 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
+_SOF2 = 0xC2  # JPEG start-of-frame marker of a progressive (DCT) image
+
+
 def check_transcodes(progressive: list[bytes], baseline: list[bytes]) -> dict[str, int]:
     frames = sum(read_jpeg_structure(b).frame.marker in BASELINE_FRAMES for b in baseline)
-    was_progressive = sum(read_jpeg_structure(p).frame.marker == 0xC2 for p in progressive)
+    was_progressive = sum(read_jpeg_structure(p).frame.marker == _SOF2 for p in progressive)
     same = sum(
         np.array_equal(simplejpeg.decode_jpeg(p), simplejpeg.decode_jpeg(b))
         for p, b in zip(progressive, baseline, strict=True)
     )
-    return {"images": len(baseline), "input_sof2": was_progressive, "output_sof0_or_sof1": frames,
-            "same_pixels": same}  # fmt: skip
+    return {
+        "images": len(baseline),
+        "input_sof2": was_progressive,
+        "output_sof0_or_sof1": frames,
+        "same_pixels": same,
+    }
 
 
 def time_transcodes(progressive: list[bytes]) -> dict[str, float]:
@@ -124,8 +132,10 @@ def time_crops(blobs: list[bytes]) -> dict[str, float]:
     for data, d in zip(blobs, draws, strict=True):
         transform(data, d, out)
     n = len(blobs)
-    return {"wall_ms_per_image": (time.perf_counter() - wall) * 1e3 / n,
-            "cpu_ms_per_image": (time.process_time() - cpu) * 1e3 / n}  # fmt: skip
+    return {
+        "wall_ms_per_image": (time.perf_counter() - wall) * 1e3 / n,
+        "cpu_ms_per_image": (time.process_time() - cpu) * 1e3 / n,
+    }
 
 
 def same_crops(progressive: list[bytes], baseline: list[bytes]) -> int:
@@ -188,13 +198,13 @@ def main() -> None:
         "original_bytes": sum(map(len, originals)),
         "progressive_bytes": sum(map(len, progressive)),
         "baseline_bytes": sum(map(len, baseline)),
-        "baseline_vs_progressive_total_pct": 100 * (sum(map(len, baseline))
-                                                    / sum(map(len, progressive)) - 1),
+        "baseline_vs_progressive_total_pct": 100
+        * (sum(map(len, baseline)) / sum(map(len, progressive)) - 1),
         "baseline_vs_progressive_median_pct": 100 * (statistics.median(size_ratios) - 1),
-        "baseline_vs_original_total_pct": 100 * (sum(map(len, baseline))
-                                                 / sum(map(len, originals)) - 1),
+        "baseline_vs_original_total_pct": 100
+        * (sum(map(len, baseline)) / sum(map(len, originals)) - 1),
         "original_frames": sorted({hex(read_jpeg_structure(o).frame.marker) for o in originals}),
-    }  # fmt: skip
+    }
     checks = check_transcodes(progressive, baseline)
     checks["crops_equal"] = same_crops(progressive, baseline)
 
@@ -264,8 +274,11 @@ def main() -> None:
         else {},
     }
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps({k: results[k] for k in ("sizes", "checks", "transcode", "crop",
-                                               "build")}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {k: results[k] for k in ("sizes", "checks", "transcode", "crop", "build")}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

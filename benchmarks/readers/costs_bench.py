@@ -119,13 +119,24 @@ def index_release_rows(repeats: int) -> list[Row]:
         fields = ("jpg", "cls")
         zeros8 = np.zeros(n, "<u8")
         part = IndexPart(
-            shard=0, labels=np.zeros(n, "<i8"), key_blob=np.zeros(0, np.uint8),
-            key_offsets=np.zeros(n + 1, "<u8"), source_blob=np.zeros(0, np.uint8),
-            source_offsets=np.zeros(n + 1, "<u8"), offsets=dict.fromkeys(fields, zeros8),
-            sizes=dict.fromkeys(fields, zeros8), crc32={f: np.zeros(n, "<u4") for f in fields},
-        )  # fmt: skip
-        with IndexWriter(path=path, num_samples=n, num_shards=1, fields=fields,
-                         key_blob_size=0, source_blob_size=0) as writer:  # fmt: skip
+            shard=0,
+            labels=np.zeros(n, "<i8"),
+            key_blob=np.zeros(0, np.uint8),
+            key_offsets=np.zeros(n + 1, "<u8"),
+            source_blob=np.zeros(0, np.uint8),
+            source_offsets=np.zeros(n + 1, "<u8"),
+            offsets=dict.fromkeys(fields, zeros8),
+            sizes=dict.fromkeys(fields, zeros8),
+            crc32={f: np.zeros(n, "<u4") for f in fields},
+        )
+        with IndexWriter(
+            path=path,
+            num_samples=n,
+            num_shards=1,
+            fields=fields,
+            key_blob_size=0,
+            source_blob_size=0,
+        ) as writer:
             writer.append(part)
         index = Index(path)
         gigabytes = path.stat().st_size / 1e9
@@ -137,8 +148,9 @@ def index_release_rows(repeats: int) -> list[Row]:
             start = time.perf_counter()
             index.release()
             times.append((time.perf_counter() - start) / gigabytes)
-    return [(f"`Index.release` after touching every page, per GB ({gigabytes:.2f} GB)", times,
-             "ms")]  # fmt: skip
+    return [
+        (f"`Index.release` after touching every page, per GB ({gigabytes:.2f} GB)", times, "ms")
+    ]
 
 
 def structure_rows(data: list[bytes], repeats: int) -> list[Row]:
@@ -205,29 +217,38 @@ def main() -> None:
     commit = _sysinfo.fastpack_commit(Path(__file__).resolve().parent.parent)
     if args.json:
         raw = {
-            "date": date, "commit": commit, "machine": machine, "versions": versions,
-            "load_before": load_before, "load_after": load_after, "repeats": args.repeats,
-            "corpus": _sysinfo.corpus(args.corpus), "photos": len(data),
+            "date": date,
+            "commit": commit,
+            "machine": machine,
+            "versions": versions,
+            "load_before": load_before,
+            "load_after": load_after,
+            "repeats": args.repeats,
+            "corpus": _sysinfo.corpus(args.corpus),
+            "photos": len(data),
             "rows": [{"operation": n, "seconds": t, "unit": u} for n, t, u in rows],
-        }  # fmt: skip
+        }
         args.json.write_text(json.dumps(raw, indent=1) + "\n")
-    report = "\n".join([
-        "# Per-operation costs",
-        "",
-        "`python -m benchmarks.readers.costs_bench --corpus CORPUS --out "
-        "benchmarks/readers/COSTS.md --json "
-        "benchmarks/readers/costs_results.json`: each "
-        f"figure the median and range over {args.repeats} rounds, one process, one core; decode "
-        f"figures over {len(data)} photos of the corpus.",
-        "",
-        f"Date: {date}; raw numbers: `{args.json.name if args.json else '(not kept)'}`",
-        f"Machine: `{json.dumps(machine)}`; load before / after `{load_before}` / `{load_after}`",
-        f"Versions: `{json.dumps(versions)}`; fastpack `{commit}`",
-        f"Corpus: `{json.dumps(_sysinfo.corpus(args.corpus))}`",
-        "",
-        table(rows),
-        "",
-    ])  # fmt: skip
+    report = "\n".join(
+        [
+            "# Per-operation costs",
+            "",
+            "`python -m benchmarks.readers.costs_bench --corpus CORPUS --out "
+            "benchmarks/readers/COSTS.md --json "
+            "benchmarks/readers/costs_results.json`: each "
+            f"figure the median and range over {args.repeats} rounds, one process, one core; "
+            f"decode figures over {len(data)} photos of the corpus.",
+            "",
+            f"Date: {date}; raw numbers: `{args.json.name if args.json else '(not kept)'}`",
+            f"Machine: `{json.dumps(machine)}`; "
+            f"load before / after `{load_before}` / `{load_after}`",
+            f"Versions: `{json.dumps(versions)}`; fastpack `{commit}`",
+            f"Corpus: `{json.dumps(_sysinfo.corpus(args.corpus))}`",
+            "",
+            table(rows),
+            "",
+        ]
+    )
     print(report)
     if args.out:
         args.out.write_text(report, encoding="utf-8")

@@ -64,9 +64,15 @@ REPO = Path(__file__).resolve().parents[1]
 Image = npt.NDArray[np.uint8]
 
 
+_IDENTICAL_PSNR = 99.0  # dB: the PSNR given to identical images
+
+
 def psnr(a: Image, b: Image) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 99.0 if mse == 0 else 10 * math.log10(255**2 / mse)
+    return _IDENTICAL_PSNR if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+_HIGH_FREQUENCY = 0.25  # cycles per pixel above which power counts as detail
 
 
 def sharpness(image: Image) -> tuple[float, float]:
@@ -79,9 +85,12 @@ def sharpness(image: Image) -> tuple[float, float]:
     fy = np.fft.fftfreq(height)[:, None]
     fx = np.fft.rfftfreq(width)[None, :]
     total = float(power.sum())
-    high = float(power[np.hypot(fy, fx) > 0.25].sum())
+    high = float(power[np.hypot(fy, fx) > _HIGH_FREQUENCY].sum())
     laplacian = float(cv2.Laplacian(gray, cv2.CV_64F).var())
     return (high / total if total > 0 else 0.0), laplacian
+
+
+_FLIP_CHANCE = 0.5
 
 
 def torchvision_box(rng: np.random.Generator, height: int, width: int) -> tuple[Box, bool]:
@@ -89,7 +98,7 @@ def torchvision_box(rng: np.random.Generator, height: int, width: int) -> tuple[
     `RandomHorizontalFlip`, with numpy's generator in place of torch's."""
     area = height * width
     log_lo, log_hi = math.log(RATIO[0]), math.log(RATIO[1])
-    flip = bool(rng.random() < 0.5)
+    flip = bool(rng.random() < _FLIP_CHANCE)
     for _ in range(10):
         target = area * rng.uniform(*SCALE)
         aspect = math.exp(rng.uniform(log_lo, log_hi))
@@ -194,7 +203,7 @@ def summary(scores: Sequence[float]) -> dict[str, float]:
         "mean": float(values.mean()),
         "p5": float(np.percentile(values, 5)),
         "min": float(values.min()),
-        "identical": float(np.mean(values >= 99.0)),
+        "identical": float(np.mean(values >= _IDENTICAL_PSNR)),
     }
 
 

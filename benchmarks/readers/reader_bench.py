@@ -91,10 +91,15 @@ def build_bench(args: argparse.Namespace, log_dir: Path) -> dict[str, Outcome]:
     options = ["--corpus", str(args.corpus), "--workdir", str(args.workdir)]
     options += ["--workers", str(args.workers), "--max-side", str(args.max_side)]
     return {
-        kind: run_step("builds.build_compare", [kind, *options], log_dir / f"build-{kind}.log",
-                       args.timeout, memory=False)
+        kind: run_step(
+            "builds.build_compare",
+            [kind, *options],
+            log_dir / f"build-{kind}.log",
+            args.timeout,
+            memory=False,
+        )
         for kind in ("passthrough", "shardwriter", "fastpack", "reencode")
-    }  # fmt: skip
+    }
 
 
 def summarize_loads(outcomes: list[Outcome]) -> dict[str, Any]:

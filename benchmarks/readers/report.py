@@ -19,13 +19,16 @@ def _rate(outcome: dict[str, Any]) -> float | None:
     return statistics.median(result["rates"]) if result else None
 
 
+_SHORTEST_BUILD_S = 0.01  # a build shorter than this has no meaningful rate
+
+
 def _build_cells(report: dict[str, Any], peer: str, images: int, workers: str) -> list[str]:
     info = PEERS[peer]
     build = report["builds"].get(info.format, {}).get("result")
     writer = info.writer.format(workers=workers)
     if not build:
         return ["-", writer, "-"]
-    rate = images / build["seconds"] if build["seconds"] > 0.01 else None
+    rate = images / build["seconds"] if build["seconds"] > _SHORTEST_BUILD_S else None
     return [f"{rate:.0f}" if rate else "n/a", writer, f"{build['bytes'] / 1e6:.0f}"]
 
 
@@ -107,8 +110,10 @@ def build_table(report: dict[str, Any]) -> str:
             rows.append(f"| {label} | - | failed: `{outcome['error']}` |")
         else:
             rates = outcome["result"]["rates"]
-            rows.append(f"| {label} | {rate:.0f} | median of {len(rates)}, "
-                        f"range {min(rates):.0f}-{max(rates):.0f} |")  # fmt: skip
+            rows.append(
+                f"| {label} | {rate:.0f} | median of {len(rates)}, "
+                f"range {min(rates):.0f}-{max(rates):.0f} |"
+            )
     return "\n".join(rows)
 
 

@@ -135,8 +135,11 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             rate, cpu = run_once(dataset, args, collect=mode == "on")
             rates[mode].append(rate)
             cpu_ms[mode].append(cpu)
-            print(f"round {round_ + 1} stats {mode}: {rate:,.0f} images/s, {cpu:.3f} CPU ms "
-                  "per image", flush=True)  # fmt: skip
+            print(
+                f"round {round_ + 1} stats {mode}: {rate:,.0f} images/s, {cpu:.3f} CPU ms "
+                "per image",
+                flush=True,
+            )
     return {
         "date": dt.date.today().isoformat(),
         "machine": _sysinfo.machine(),

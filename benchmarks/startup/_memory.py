@@ -37,6 +37,9 @@ def _kind(path: str) -> str:
     return "anonymous"  # heap, stack, anonymous maps (no path or a [name])
 
 
+_MAPPING_FIELDS = 6  # an smaps mapping line with a path has six fields
+
+
 def uss_kib(pid: int) -> dict[str, int]:
     """USS (`Private_Clean + Private_Dirty` summed over the mappings), and USS and RSS split by
     `_kind` (`uss_index`, `rss_index`, ...)."""
@@ -46,7 +49,7 @@ def uss_kib(pid: int) -> dict[str, int]:
     for line in (_PROC / str(pid) / "smaps").read_text().splitlines():
         if _MAPPING.match(line):
             fields = line.split(maxsplit=5)
-            kind = _kind(fields[5] if len(fields) == 6 else "")
+            kind = _kind(fields[5] if len(fields) == _MAPPING_FIELDS else "")
         elif line.startswith(("Private_Clean:", "Private_Dirty:")):
             private[kind] = private.get(kind, 0) + int(line.split()[1])
         elif line.startswith("Rss:"):

@@ -95,13 +95,16 @@ def timed(
     return summary(seconds)
 
 
+_OLDEST_GENERATION = 2  # gc's oldest generation
+
+
 def first_manifest_read(path: Path) -> dict[str, float]:
     """The process's first `read_manifest`, and the time its full (generation 2) garbage
     collections took: with torch imported there are many objects for one to visit."""
     collections: list[float] = []
 
     def note(phase: str, info: dict[str, int]) -> None:
-        if info["generation"] == 2:
+        if info["generation"] == _OLDEST_GENERATION:
             collections.append(time.perf_counter() * (1 if phase == "stop" else -1))
 
     gc.callbacks.append(note)

@@ -97,22 +97,31 @@ def counts() -> dict[str, float]:
 def run_stream(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     dataset = StreamingDataset(
-        args.url, cache_dir=args.cache, storage_options=options,
-        shuffle_window=args.window, prefetch=args.prefetch,
-    )  # fmt: skip
+        args.url,
+        cache_dir=args.cache,
+        storage_options=options,
+        shuffle_window=args.window,
+        prefetch=args.prefetch,
+    )
     t1 = time.perf_counter()
     constructed = counts()
     if args.workers:
-        loader = DataLoader(dataset, batch_size=BATCH, num_workers=args.workers,
-                            multiprocessing_context="fork")  # fmt: skip
+        loader = DataLoader(
+            dataset, batch_size=BATCH, num_workers=args.workers, multiprocessing_context="fork"
+        )
         images, _ = next(iter(loader))
         first = int(images.shape[0])
     else:
         next(iter(dataset))
         first = 1
     t2 = time.perf_counter()
-    return {"construct_s": t1 - t0, "first_s": t2 - t0, "samples": first,
-            "at_construction": constructed, "at_first": counts()}  # fmt: skip
+    return {
+        "construct_s": t1 - t0,
+        "first_s": t2 - t0,
+        "samples": first,
+        "at_construction": constructed,
+        "at_first": counts(),
+    }
 
 
 def run_whole_index(args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:

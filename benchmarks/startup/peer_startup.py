@@ -267,22 +267,50 @@ def measure(args: Any, step: Step) -> dict[str, Any]:
     lit_chunks = len(json.loads((lit_dir / "chunks" / "index.json").read_text())["chunks"])
     mds_shards = len(json.loads((mds_dir / "mds" / "index.json").read_text())["shards"])
     plan = (
-        ("wds", wds_dir, f"webdataset (`wds-simplejpeg` peer), {len(_tars(wds_dir)):,} tars of "
-         f"{wds_samples:,} samples: first batch"),
-        ("dali", dali_dir, f"DALI CPU (`dali-cpu` peer), {len(_tars(dali_dir)):,} tars and "
-         f"indexes of {dali_samples:,} samples: first batch"),
-        ("litdata", lit_dir, f"LitData (`litdata` peer), {lit_chunks:,} chunks of "
-         f"{lit_samples:,} samples: first batch"),
-        ("mosaic", mds_dir, f"Mosaic Streaming (`mosaic` peer), {mds_shards:,} shards of "
-         f"{mds_samples:,} samples: first batch"),
-        ("imagefolder", folder, f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
-         "first batch (listing included)"),
-        ("list-torchvision", folder, f"of which listing {samples:,} files as the peer and "
-         "torchvision's `ImageFolder` do (`os.scandir` of the classes, `os.walk` per class, "
-         "sorted, `(path, class)` tuples)"),
-        ("list-pathlib", folder, f"listing {samples:,} files with `pathlib` `rglob`, sorted, "
-         "one `Sample(path, label)` each (the peer's listing before)"),
-    )  # fmt: skip
+        (
+            "wds",
+            wds_dir,
+            f"webdataset (`wds-simplejpeg` peer), {len(_tars(wds_dir)):,} tars of "
+            f"{wds_samples:,} samples: first batch",
+        ),
+        (
+            "dali",
+            dali_dir,
+            f"DALI CPU (`dali-cpu` peer), {len(_tars(dali_dir)):,} tars and "
+            f"indexes of {dali_samples:,} samples: first batch",
+        ),
+        (
+            "litdata",
+            lit_dir,
+            f"LitData (`litdata` peer), {lit_chunks:,} chunks of "
+            f"{lit_samples:,} samples: first batch",
+        ),
+        (
+            "mosaic",
+            mds_dir,
+            f"Mosaic Streaming (`mosaic` peer), {mds_shards:,} shards of "
+            f"{mds_samples:,} samples: first batch",
+        ),
+        (
+            "imagefolder",
+            folder,
+            f"ImageFolder (`imagefolder-pil` peer), {samples:,} files: "
+            "first batch (listing included)",
+        ),
+        (
+            "list-torchvision",
+            folder,
+            f"of which listing {samples:,} files as the peer and "
+            "torchvision's `ImageFolder` do (`os.scandir` of the classes, `os.walk` per class, "
+            "sorted, `(path, class)` tuples)",
+        ),
+        (
+            "list-pathlib",
+            folder,
+            f"listing {samples:,} files with `pathlib` `rglob`, sorted, "
+            "one `Sample(path, label)` each (the peer's listing before)",
+        ),
+    )
     rows: dict[str, dict[str, Any]] = {a: {"what": what, "seconds": []} for a, _, what in plan}
     for r in range(args.runs):
         for action, directory, _ in plan:

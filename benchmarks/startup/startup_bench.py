@@ -118,10 +118,17 @@ def measure_memory(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str
             result = step(
                 args,
                 "startup._run",
-                ["memory", "--dataset", str(paths[n]), "--batches", args.batches,
-                 "--workers", str(workers)],
+                [
+                    "memory",
+                    "--dataset",
+                    str(paths[n]),
+                    "--batches",
+                    args.batches,
+                    "--workers",
+                    str(workers),
+                ],
                 f"m{n}-w{workers}-{r}",
-            )  # fmt: skip
+            )
             memory[str(workers)].setdefault(str(n), []).append(result)
             print(f"memory {n:>10,} ({workers} workers): done", flush=True)
     return memory

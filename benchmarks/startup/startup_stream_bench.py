@@ -118,18 +118,36 @@ class Series:
     runs: list[dict[str, Any]]
 
 
-def run_once(args: argparse.Namespace, mode: str, url: str, options: dict[str, Any], *,
-             config: Config | None, tag: str) -> dict[str, Any]:  # fmt: skip
+def run_once(  # noqa: PLR0913 - keyword options of one cold start
+    args: argparse.Namespace,
+    mode: str,
+    url: str,
+    options: dict[str, Any],
+    *,
+    config: Config | None,
+    tag: str,
+) -> dict[str, Any]:
     cache = args.workdir / "caches" / tag
     shutil.rmtree(cache, ignore_errors=True)
     if config is not None and config.index_cached:
         place_whole_index(args.dataset, url, cache)
     step = [mode, "--url", url, "--options", json.dumps(options), "--cache", str(cache)]
     if config is not None:
-        step += ["--window", str(config.window), "--prefetch", str(config.prefetch),
-                 "--workers", str(config.workers)]  # fmt: skip
-    outcome = run_step("startup._stream_run", step, args.workdir / "logs" / f"{tag}.log",
-                       args.timeout, memory=False)  # fmt: skip
+        step += [
+            "--window",
+            str(config.window),
+            "--prefetch",
+            str(config.prefetch),
+            "--workers",
+            str(config.workers),
+        ]
+    outcome = run_step(
+        "startup._stream_run",
+        step,
+        args.workdir / "logs" / f"{tag}.log",
+        args.timeout,
+        memory=False,
+    )
     shutil.rmtree(cache, ignore_errors=True)
     if outcome.result is None:
         raise SystemExit(f"{tag}: {outcome.error}")
@@ -181,13 +199,18 @@ def row(s: Series, index_bytes: int) -> str:
     setup = [a["index_setup_s"] for a in at if "construct_s" in s.runs[0]]
     per_shard = [1000 * a["ensure_s"] / a["ensures"] for a in at if a["ensures"]]
     cells = [
-        s.name, s.network, str(len(s.runs)), seconds(first),
-        seconds(construct) if construct else "-", seconds(setup) if setup else "-",
+        s.name,
+        s.network,
+        str(len(s.runs)),
+        seconds(first),
+        seconds(construct) if construct else "-",
+        seconds(setup) if setup else "-",
         f"{statistics.median(per_shard):.0f}" if per_shard else "-",
-        f"{index / 2**20:.2f}", f"{index / index_bytes:.4f}",
+        f"{index / 2**20:.2f}",
+        f"{index / index_bytes:.4f}",
         str(int(statistics.median(a["index_gets"] for a in at))),
         f"{statistics.median(a['shard_bytes'] for a in at) / 2**20:.1f}",
-    ]  # fmt: skip
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -199,17 +222,24 @@ HEADER = (
 )
 
 
-def render(args: argparse.Namespace, dataset: Path, shards: list[int], series: list[Series], *,
-           load: tuple[str, str], started: str) -> str:  # fmt: skip
+def render(  # noqa: PLR0913 - keyword facts of the page
+    args: argparse.Namespace,
+    dataset: Path,
+    shards: list[int],
+    series: list[Series],
+    *,
+    load: tuple[str, str],
+    started: str,
+) -> str:
     manifest = read_manifest(dataset / MANIFEST_NAME)
     index_bytes = manifest.index.bytes
     machine, versions = _sysinfo.machine(), _sysinfo.versions()
     shard = manifest.shards[shards[0]]
     lines = [
-        "# StreamingDataset cold start over S3 at 10 million samples", "",
+        "# StreamingDataset cold start over S3 at 10 million samples",
+        "",
         f"Measured {started} with `python -m benchmarks.startup.startup_stream_bench "
-        f"--runs {args.runs}`"
-        + (f"; raw numbers: `{args.json.name}`." if args.json else "."),
+        f"--runs {args.runs}`" + (f"; raw numbers: `{args.json.name}`." if args.json else "."),
         "",
         f"- Machine: {machine['cpu']}, {machine['cores']} cores (nproc), {machine['ram_gib']} GiB "
         f"RAM, Linux {machine['kernel']}, Python {machine['python']}; load average (1, 5, 15 "
@@ -233,8 +263,9 @@ def render(args: argparse.Namespace, dataset: Path, shards: list[int], series: l
         "- Each run: a fresh process, every import done before the clock, a new cache directory; "
         "configurations interleaved. Bytes are those of the ranged GETs (and the manifest's GET, "
         "not in the table) up to the first sample or batch, in the process and its workers.",
-        "", HEADER,
-    ]  # fmt: skip
+        "",
+        HEADER,
+    ]
     lines += [row(s, index_bytes) for s in series]
     lines += ["", f"Manifest bytes fetched per start: {_manifest_bytes(series):,}.", ""]
     return "\n".join(lines)
@@ -293,11 +324,14 @@ def main(argv: list[str] | None = None) -> None:
     try:
         url = publish(dataset, server, shards)
         rate = args.rate_mbps * 1e6
-        with ShapingProxy(server.endpoint, delay_s=args.delay_ms / 1000,
-                          rate_bytes_per_s=rate) as proxy:  # fmt: skip
+        with ShapingProxy(
+            server.endpoint, delay_s=args.delay_ms / 1000, rate_bytes_per_s=rate
+        ) as proxy:
             shaped = f"{args.delay_ms} ms, {args.rate_mbps} MB/s per connection"
-            networks = {"loopback": server.storage_options,
-                        shaped: via(server.storage_options, proxy.endpoint)}  # fmt: skip
+            networks = {
+                "loopback": server.storage_options,
+                shaped: via(server.storage_options, proxy.endpoint),
+            }
             load_before = _sysinfo.load()
             series = measure(args, url, networks)
             load_after = _sysinfo.load()

@@ -108,9 +108,13 @@ def write_dataset(root: Path, samples: int) -> Path:
     width = key_width(samples)
     shards = -(-samples // PER_SHARD)
     with IndexWriter(
-        path=root / INDEX_NAME, num_samples=samples, num_shards=shards, fields=("jpg", "cls"),
-        key_blob_size=samples * width, source_blob_size=samples * SOURCE_WIDTH,
-    ) as writer:  # fmt: skip
+        path=root / INDEX_NAME,
+        num_samples=samples,
+        num_shards=shards,
+        fields=("jpg", "cls"),
+        key_blob_size=samples * width,
+        source_blob_size=samples * SOURCE_WIDTH,
+    ) as writer:
         for shard in range(shards):
             first = shard * PER_SHARD
             n = min(PER_SHARD, samples - first)
@@ -119,29 +123,39 @@ def write_dataset(root: Path, samples: int) -> Path:
             zeros = {f: np.zeros(n, np.uint64) for f in ("jpg", "cls")}
             writer.append(
                 IndexPart(
-                    shard=shard, labels=labels, key_blob=keys, key_offsets=key_offsets,
+                    shard=shard,
+                    labels=labels,
+                    key_blob=keys,
+                    key_offsets=key_offsets,
                     source_blob=_sources(labels, first),
                     source_offsets=np.arange(n + 1, dtype=np.uint64) * np.uint64(SOURCE_WIDTH),
-                    offsets=zeros, sizes=zeros,
+                    offsets=zeros,
+                    sizes=zeros,
                     crc32={f: np.zeros(n, np.uint32) for f in ("jpg", "cls")},
                 )
-            )  # fmt: skip
+            )
     index = root / INDEX_NAME
     write_manifest(
         manifest_path,
         Manifest(
-            num_samples=samples, fields=("jpg", "cls"),
-            classes=tuple(f"n{k:08d}" for k in range(CLASSES)), key_width=width,
+            num_samples=samples,
+            fields=("jpg", "cls"),
+            classes=tuple(f"n{k:08d}" for k in range(CLASSES)),
+            key_width=width,
             shards=tuple(
-                ShardInfo(name=shard_tar_name(s), index_name=shard_idx_name(s),
-                          samples=min(PER_SHARD, samples - s * PER_SHARD), bytes=0,
-                          sha256="0" * 64)
+                ShardInfo(
+                    name=shard_tar_name(s),
+                    index_name=shard_idx_name(s),
+                    samples=min(PER_SHARD, samples - s * PER_SHARD),
+                    bytes=0,
+                    sha256="0" * 64,
+                )
                 for s in range(shards)
             ),
             index=FileInfo(name=INDEX_NAME, bytes=index.stat().st_size, sha256=file_sha256(index)),
             build={"synthetic": "benchmarks/startup/view_bench.py: index and manifest only"},
         ),
-    )  # fmt: skip
+    )
     return root
 
 

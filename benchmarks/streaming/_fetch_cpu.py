@@ -48,9 +48,16 @@ def _download_all(
     (dest / "shards").mkdir(parents=True)
 
     def fetch(shard: Any) -> int:
-        location.download(shard.name, dest / shard.name, size=shard.bytes, sha256=shard.sha256,
-                          crc32c=shard.crc32c, part_bytes=8 << 20, threads=4,
-                          bulk=bulk)  # fmt: skip
+        location.download(
+            shard.name,
+            dest / shard.name,
+            size=shard.bytes,
+            sha256=shard.sha256,
+            crc32c=shard.crc32c,
+            part_bytes=8 << 20,
+            threads=4,
+            bulk=bulk,
+        )
         (dest / shard.name).unlink()  # as a cache at its limit would
         return int(shard.bytes)
 
@@ -60,7 +67,12 @@ def _download_all(
     after, wall = os.times(), time.perf_counter() - wall
     user, system = after.user - before.user, after.system - before.system
     mib = fetched / 2**20
-    answer.put({
-        "cpu_ms_per_mib": (user + system) * 1000 / mib, "mib": mib, "seconds": wall,
-        "user_ms_per_mib": user * 1000 / mib, "system_ms_per_mib": system * 1000 / mib,
-    })  # fmt: skip
+    answer.put(
+        {
+            "cpu_ms_per_mib": (user + system) * 1000 / mib,
+            "mib": mib,
+            "seconds": wall,
+            "user_ms_per_mib": user * 1000 / mib,
+            "system_ms_per_mib": system * 1000 / mib,
+        }
+    )

@@ -123,20 +123,36 @@ def _spread(values: Sequence[float]) -> str:
 
 def results_table(rows: Sequence[Row], second_epoch: bool) -> str:
     head = [
-        "delay ms", "configuration", "shards read with", "img/s (median)", "range",
-        "x bound", "x webdataset", "first batch s", "wall s", "read / dataset",
-        "CPU ms/img", "FS CPU ms/img",
-    ] + (["2nd epoch img/s"] if second_epoch else [])  # fmt: skip
+        "delay ms",
+        "configuration",
+        "shards read with",
+        "img/s (median)",
+        "range",
+        "x bound",
+        "x webdataset",
+        "first batch s",
+        "wall s",
+        "read / dataset",
+        "CPU ms/img",
+        "FS CPU ms/img",
+    ] + (["2nd epoch img/s"] if second_epoch else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         name = f"`{row.config}`" + (f", {row.failed} failed" if row.failed else "")
         cells = [
-            f"{row.delay_ms:g}", name,
-            row.io or "-", _median(row.rates), _spread(row.rates),
-            _median(row.x_bound, 2), "-" if row.config == PEER else _median(row.x_peer, 2),
-            _median(row.startup_s, 2), _median(row.wall_s, 1), _median(row.amplification, 2),
-            _median(row.cpu_ms, 2), _median(row.fs_cpu_ms, 2),
-        ] + ([_median(row.second)] if second_epoch else [])  # fmt: skip
+            f"{row.delay_ms:g}",
+            name,
+            row.io or "-",
+            _median(row.rates),
+            _spread(row.rates),
+            _median(row.x_bound, 2),
+            "-" if row.config == PEER else _median(row.x_peer, 2),
+            _median(row.startup_s, 2),
+            _median(row.wall_s, 1),
+            _median(row.amplification, 2),
+            _median(row.cpu_ms, 2),
+            _median(row.fs_cpu_ms, 2),
+        ] + ([_median(row.second)] if second_epoch else [])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -185,28 +201,30 @@ def _context(report: dict[str, Any]) -> str:
     m, s, d, c = report["machine"], report["settings"], report["dataset"], report["corpus"]
     versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v != "not installed")
     rate = "none" if s["rate_mb_per_s"] is None else f"{s['rate_mb_per_s']:g} MB/s"
-    return "\n".join([
-        f"- Date: {report['date']}; fastpack commit {report['commit']}",
-        f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, "
-        f"Linux {m['kernel']}, Python {m['python']}",
-        f"- Load average (1, 5, 15 min) at the start and after each round: "
-        f"{' / '.join(report['loads'])}",
-        f"- Versions: {versions}",
-        f"- Network file system: sshfs (SFTP over ssh, cipher `{s['cipher']}`, no compression) "
-        f"to an sshd on 127.0.0.1, through a TCP proxy that holds every chunk the server sends "
-        f"for the added delay (added to each round trip, bandwidth untouched); bandwidth cap "
-        f"over all connections: {rate}. The server reads its files from its page cache; every "
-        f"run mounts afresh, so the client's cache starts cold.",
-        f"- Corpus: `{c['path']}`, {c['images']} JPEGs, mean {c['mean_kb']} KB, used "
-        f"{s['copies']} time(s) under new file names",
-        f"- Dataset: {d['samples']} samples in {d['shards']} shards (`--shard-size` "
-        f"{s['shard_size']} bytes; largest {d['largest_shard'] / 2**20:.1f} MiB), "
-        f"{d['bytes'] / 2**20:.1f} MiB in all files, mean sample {d['mean_sample_bytes']:.0f} "
-        f"bytes of shard",
-        f"- Workload: RandomResizedCrop 224 (scale 0.08-1, ratio 3/4-4/3) + flip, batches of "
-        f"{s['batch_size']}, {s['workers']} DataLoader workers; {s['rounds']} round(s), each "
-        f"running every delay and configuration in turn",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"- Date: {report['date']}; fastpack commit {report['commit']}",
+            f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, "
+            f"Linux {m['kernel']}, Python {m['python']}",
+            f"- Load average (1, 5, 15 min) at the start and after each round: "
+            f"{' / '.join(report['loads'])}",
+            f"- Versions: {versions}",
+            f"- Network file system: sshfs (SFTP over ssh, cipher `{s['cipher']}`, no compression) "
+            f"to an sshd on 127.0.0.1, through a TCP proxy that holds every chunk the server sends "
+            f"for the added delay (added to each round trip, bandwidth untouched); bandwidth cap "
+            f"over all connections: {rate}. The server reads its files from its page cache; every "
+            f"run mounts afresh, so the client's cache starts cold.",
+            f"- Corpus: `{c['path']}`, {c['images']} JPEGs, mean {c['mean_kb']} KB, used "
+            f"{s['copies']} time(s) under new file names",
+            f"- Dataset: {d['samples']} samples in {d['shards']} shards (`--shard-size` "
+            f"{s['shard_size']} bytes; largest {d['largest_shard'] / 2**20:.1f} MiB), "
+            f"{d['bytes'] / 2**20:.1f} MiB in all files, mean sample {d['mean_sample_bytes']:.0f} "
+            f"bytes of shard",
+            f"- Workload: RandomResizedCrop 224 (scale 0.08-1, ratio 3/4-4/3) + flip, batches of "
+            f"{s['batch_size']}, {s['workers']} DataLoader workers; {s['rounds']} round(s), each "
+            f"running every delay and configuration in turn",
+        ]
+    )
 
 
 DEFINITIONS = """\

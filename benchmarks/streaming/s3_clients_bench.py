@@ -38,12 +38,21 @@ def clients(bucket: str, options: dict[str, Any]) -> dict[str, Fetch]:
 
     endpoint = options["client_kwargs"]["endpoint_url"]
     s3 = s3fs.S3FileSystem(**options)
-    store = S3Store(bucket, endpoint=endpoint, access_key_id=options["key"],
-                    secret_access_key=options["secret"], region="us-east-1",
-                    client_options={"allow_http": True})  # fmt: skip
-    arrow = pyarrow.fs.S3FileSystem(access_key=options["key"], secret_key=options["secret"],
-                                    endpoint_override=urlsplit(endpoint).netloc, scheme="http",
-                                    region="us-east-1")  # fmt: skip
+    store = S3Store(
+        bucket,
+        endpoint=endpoint,
+        access_key_id=options["key"],
+        secret_access_key=options["secret"],
+        region="us-east-1",
+        client_options={"allow_http": True},
+    )
+    arrow = pyarrow.fs.S3FileSystem(
+        access_key=options["key"],
+        secret_key=options["secret"],
+        endpoint_override=urlsplit(endpoint).netloc,
+        scheme="http",
+        region="us-east-1",
+    )
     return {
         "s3fs cat_file": lambda key, a, b: s3.cat_file(f"{bucket}/{key}", start=a, end=b),
         "obstore get_range": lambda key, a, b: obstore.get_range(store, key, start=a, end=b),
@@ -62,8 +71,11 @@ def measure(fetch: Fetch, keys: list[str], size: int) -> dict[str, float]:
     after, wall = os.times(), time.perf_counter() - wall
     mib = received / 2**20
     cpu = (after.user - before.user) + (after.system - before.system)
-    return {"cpu_ms_per_mib": cpu * 1000 / mib, "user_ms_per_mib":
-            (after.user - before.user) * 1000 / mib, "mib_per_s": mib / wall}  # fmt: skip
+    return {
+        "cpu_ms_per_mib": cpu * 1000 / mib,
+        "user_ms_per_mib": (after.user - before.user) * 1000 / mib,
+        "mib_per_s": mib / wall,
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,21 +103,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         print(label, name, rows[name][-1], file=sys.stderr)
     finally:
         server.stop()
-    return {"machine": machine(), "versions": versions(), "commit": fastpack_commit(Path.cwd()),
-            "objects": args.objects, "object_mib": args.object_mib, "part_bytes": PART,
-            "threads": 4, "results": results}  # fmt: skip
+    return {
+        "machine": machine(),
+        "versions": versions(),
+        "commit": fastpack_commit(Path.cwd()),
+        "objects": args.objects,
+        "object_mib": args.object_mib,
+        "part_bytes": PART,
+        "threads": 4,
+        "results": results,
+    }
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = ["| setting | client | CPU ms per MiB, median (range) | of it user | MiB/s median |",
-             "|---|---|---|---:|---:|"]  # fmt: skip
+    lines = [
+        "| setting | client | CPU ms per MiB, median (range) | of it user | MiB/s median |",
+        "|---|---|---|---:|---:|",
+    ]
     for label, rows in report["results"].items():
         for name, rounds in rows.items():
             cpu = [r["cpu_ms_per_mib"] for r in rounds]
             user = statistics.median(r["user_ms_per_mib"] for r in rounds)
             rate = statistics.median(r["mib_per_s"] for r in rounds)
-            lines.append(f"| {label} | {name} | {statistics.median(cpu):.2f} ({min(cpu):.2f}-"
-                         f"{max(cpu):.2f}) | {user:.2f} | {rate:.0f} |")  # fmt: skip
+            lines.append(
+                f"| {label} | {name} | {statistics.median(cpu):.2f} ({min(cpu):.2f}-"
+                f"{max(cpu):.2f}) | {user:.2f} | {rate:.0f} |"
+            )
     return "\n".join(lines)
 
 

@@ -100,18 +100,32 @@ def launch(
     included) and the CPU time of its whole process tree; or the error."""
     args = bench.args
     command = [
-        sys.executable, "-m", "benchmarks.streaming._shared_fs_run", "--config", config,
-        "--path", str(path), "--workers", str(args.workers),
-        "--batch-size", str(args.batch_size), "--epochs", "2" if args.second_epoch else "1",
-    ] + ([] if cache_dir is None else ["--cache-dir", str(cache_dir)])  # fmt: skip
+        sys.executable,
+        "-m",
+        "benchmarks.streaming._shared_fs_run",
+        "--config",
+        config,
+        "--path",
+        str(path),
+        "--workers",
+        str(args.workers),
+        "--batch-size",
+        str(args.batch_size),
+        "--epochs",
+        "2" if args.second_epoch else "1",
+    ] + ([] if cache_dir is None else ["--cache-dir", str(cache_dir)])
     log.parent.mkdir(parents=True, exist_ok=True)
     cpu = _children_cpu()
     started = time.perf_counter()
     with log.open("w") as err:
         process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True,
+            command,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
             start_new_session=True,  # its own process group, to end with its workers
-        )  # fmt: skip
+        )
         try:
             stdout, _ = process.communicate(timeout=args.timeout)
         except BaseException as error:  # a timeout, Ctrl-C, SIGTERM: end its workers too
@@ -164,13 +178,18 @@ def run_capability(bench: Bench, round_: int, delay_ms: float) -> None:
         return
     rate = read / seconds
     record |= {
-        "bytes": read, "seconds": seconds, "bytes_per_s": rate,
-        "proxy_bytes": proxy_bytes(proxy), "fs_cpu_s": fs_cpu,
+        "bytes": read,
+        "seconds": seconds,
+        "bytes_per_s": rate,
+        "proxy_bytes": proxy_bytes(proxy),
+        "fs_cpu_s": fs_cpu,
         "images_per_s": rate / bench.facts.mean_sample_bytes,
-    }  # fmt: skip
+    }
     bench.add("capability", record)
-    _say(f"round {round_} {delay_ms:g} ms capability: {rate / 1e6:.1f} MB/s, "
-         f"{record['images_per_s']:.0f} img/s")  # fmt: skip
+    _say(
+        f"round {round_} {delay_ms:g} ms capability: {rate / 1e6:.1f} MB/s, "
+        f"{record['images_per_s']:.0f} img/s"
+    )
 
 
 def run_config(bench: Bench, round_: int, delay_ms: float, config: str) -> None:
@@ -308,8 +327,10 @@ def main(argv: list[str] | None = None) -> None:
         dataset = build_dataset(args.corpus, args.copies, args.shard_size, args.workdir)
         facts = dataset_facts(dataset)
         if facts.samples < args.workers * args.batch_size * MIN_WORKER_BATCHES:
-            _say(f"warning: {facts.samples} samples give each worker fewer than "
-                 f"{MIN_WORKER_BATCHES} batches: more --copies for steady-state rates")  # fmt: skip
+            _say(
+                f"warning: {facts.samples} samples give each worker fewer than "
+                f"{MIN_WORKER_BATCHES} batches: more --copies for steady-state rates"
+            )
         with SshServer(args.workdir / "sshd") as server:
             bench = Bench(args, server, dataset, facts, new_report(args, facts, argv))
             run_rounds(bench)

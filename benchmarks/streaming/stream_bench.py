@@ -213,33 +213,58 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
                 config.ratios.append(rate / reference)
                 config.first_batch_s.append(first)
                 config.fetched.append(proxy.bytes_to_clients - before)
-                print(f"epoch {epoch} {config.name}: {rate:.0f} img/s "
-                      f"({rate / reference:.2f}x), first batch {first:.2f} s, "
-                      f"{config.fetched[-1] / 2**20:.1f} MiB, CPU {config.cpu_s[-1]:.2f} s "
-                      f"(server + proxy {config.server_cpu_s[-1]:.2f} s)",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"epoch {epoch} {config.name}: {rate:.0f} img/s "
+                    f"({rate / reference:.2f}x), first batch {first:.2f} s, "
+                    f"{config.fetched[-1] / 2**20:.1f} MiB, CPU {config.cpu_s[-1]:.2f} s "
+                    f"(server + proxy {config.server_cpu_s[-1]:.2f} s)",
+                    file=sys.stderr,
+                )
             if args.rows == "fetch":
                 proxy.set_delay(args.delay_ms / 1000)
                 for client, bulk in (("obstore", True), ("s3fs", False)):
-                    fetch_only[client].append(fetch_cpu(
-                        url, storage, args.work, bulk=bulk, shards_at_once=2 * args.workers
-                    ))  # fmt: skip
+                    fetch_only[client].append(
+                        fetch_cpu(
+                            url, storage, args.work, bulk=bulk, shards_at_once=2 * args.workers
+                        )
+                    )
                     print(f"fetch only, {client}: {fetch_only[client][-1]}", file=sys.stderr)
             loads.append(load())
     return {
-        "machine": machine(), "versions": versions(), "commit": fastpack_commit(Path.cwd()),
-        "dataset": {"samples": manifest.num_samples, "shards": len(manifest.shards),
-                    "bytes": size, "largest_shard": max(s.bytes for s in manifest.shards)},
-        "shaping": {"delay_ms": args.delay_ms, "slow_delay_ms": args.slow_delay_ms,
-                    "rate_mb_per_s_per_connection": args.rate_mbs},
-        "workers": args.workers, "batch": BATCH, "limit_fraction": args.limit_fraction,
-        "repeat": args.repeat, "loads": loads,
-        "rows": [{"name": c.name, "rates": c.rates, "ratios": c.ratios, "fetched": c.fetched,
-                  "first_batch_s": c.first_batch_s, "cpu_s": c.cpu_s,
-                  "server_and_proxy_cpu_s": c.server_cpu_s} for c in runs],
+        "machine": machine(),
+        "versions": versions(),
+        "commit": fastpack_commit(Path.cwd()),
+        "dataset": {
+            "samples": manifest.num_samples,
+            "shards": len(manifest.shards),
+            "bytes": size,
+            "largest_shard": max(s.bytes for s in manifest.shards),
+        },
+        "shaping": {
+            "delay_ms": args.delay_ms,
+            "slow_delay_ms": args.slow_delay_ms,
+            "rate_mb_per_s_per_connection": args.rate_mbs,
+        },
+        "workers": args.workers,
+        "batch": BATCH,
+        "limit_fraction": args.limit_fraction,
+        "repeat": args.repeat,
+        "loads": loads,
+        "rows": [
+            {
+                "name": c.name,
+                "rates": c.rates,
+                "ratios": c.ratios,
+                "fetched": c.fetched,
+                "first_batch_s": c.first_batch_s,
+                "cpu_s": c.cpu_s,
+                "server_and_proxy_cpu_s": c.server_cpu_s,
+            }
+            for c in runs
+        ],
         "fetch_cpu_ms_per_mib": cold_minus_warm(runs),
         "fetch_only": fetch_only,
-    }  # fmt: skip
+    }
 
 
 def cold_minus_warm(runs: list[Config]) -> list[float]:
@@ -264,14 +289,15 @@ def table(report: dict[str, Any]) -> str:
     ]
     for row in report["rows"]:
         cells = [
-            row["name"], " / ".join(f"{r:.0f}" for r in row["rates"]),
+            row["name"],
+            " / ".join(f"{r:.0f}" for r in row["rates"]),
             f"{statistics.median(row['rates']):.0f}",
             " / ".join(f"{r:.2f}" for r in row["ratios"])
             + f" (median {statistics.median(row['ratios']):.2f})",
             " / ".join(f"{b / 2**20:.1f}" for b in row["fetched"]),
             " / ".join(f"{b / size:.2f}" for b in row["fetched"]),
             " / ".join(f"{s:.2f}" for s in row["first_batch_s"]),
-        ]  # fmt: skip
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     if report.get("fetch_cpu_ms_per_mib"):
         per_round = report["fetch_cpu_ms_per_mib"]

@@ -61,11 +61,14 @@ def pil_decode_crop(data: bytes, rng: random.Random) -> Pixels:
     return pil_random_resized_crop(Image.open(BytesIO(data)), rng)
 
 
+_LINEAR_SHRINK = 2  # up to this shrink factor bilinear; beyond, INTER_AREA
+
+
 def cv_random_resized_crop(pixels: Pixels, rng: random.Random) -> Pixels:
     """The same box on a decoded RGB array; OpenCV resize (LINEAR up to 2x shrink, else AREA)."""
     top, left, h, w = crop_box(pixels.shape[0], pixels.shape[1], rng)
     shrink = max(h, w) / SIZE
-    interpolation = cv2.INTER_LINEAR if shrink <= 2 else cv2.INTER_AREA
+    interpolation = cv2.INTER_LINEAR if shrink <= _LINEAR_SHRINK else cv2.INTER_AREA
     crop = pixels[top : top + h, left : left + w]
     out = cast(Pixels, cv2.resize(crop, (SIZE, SIZE), interpolation=interpolation))
     if rng.random() < FLIP_PROB:
