@@ -25,9 +25,8 @@ def fastpack(*args: str) -> list[str]:
 
 
 def local_bytes(source: Path, out: Path, check: str = "structure") -> dict[str, bytes]:
-    options = BuildOptions(
-        workers=1, shard_size=6000, max_side=64, shuffle_seed=3, check=check, **QUIET
-    )  # type: ignore[arg-type]
+    shape = {"shard_size": 6000, "max_side": 64, "shuffle_seed": 3}
+    options = BuildOptions(workers=1, check=check, **shape, **QUIET)  # type: ignore[arg-type]
     build(source, out, options)
     return tree_bytes(out)
 
