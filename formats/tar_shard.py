@@ -6,7 +6,6 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
 from .errors import ShardFormatError, TruncatedFileError
@@ -18,9 +17,10 @@ _KEY = re.compile(r"[^.\s/]+")
 _EXT = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 
 
-@dataclass(frozen=True, slots=True)
-class MemberLocation:
-    """Where one member sits inside a shard."""
+class MemberLocation(NamedTuple):
+    """Where one member sits inside a shard. A NamedTuple, not a dataclass: a shard job makes
+    one per member (five a sample with a caption, class ids and JSON), and a tuple is made in
+    half the time."""
 
     name: str
     header_offset: int
@@ -29,11 +29,11 @@ class MemberLocation:
 
     @property
     def key(self) -> str:
-        return self.name.split(".", 1)[0]
+        return self.name.partition(".")[0]
 
     @property
     def ext(self) -> str:
-        return self.name.split(".", 1)[1] if "." in self.name else ""
+        return self.name.partition(".")[2]
 
 
 def check_key(key: str) -> None:
