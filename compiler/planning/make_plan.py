@@ -80,7 +80,7 @@ def make_plan(  # noqa: PLR0913 - keyword-only plan options
         shuffled=shuffle_seed is not None,
         schema=None if schema.is_v1 else schema.to_json(),
         fields=writer.has_fields,
-        text_cells=scan.kind == "list" and Path(source).suffix.lower() != ".jsonl",
+        text_cells=scan.text_cells,
         train=tuple(name for name in train if name in schema),
     )
     write_meta(directory, meta)

@@ -40,7 +40,8 @@ class SourceScan:
     label field, then the rest, in tar order. `containers` (paths relative to `root`, or
     absolute) may grow while `rows` is consumed (a spill file); read it after. A scan of a
     source on an object store has `url`, the URL that sources are relative to, instead of
-    `root`.
+    `root`. `text_cells` says its inline field values are a list file's cell text (CSV, TSV), to
+    be parsed by the shard jobs.
     """
 
     kind: str
@@ -51,6 +52,7 @@ class SourceScan:
     containers: Sequence[str] = ()
     schema: Schema = V1_SCHEMA
     url: str | None = None
+    text_cells: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

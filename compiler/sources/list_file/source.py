@@ -329,16 +329,31 @@ def scan_list(path: Path | str, options: SourceOptions | None = None) -> SourceS
     root, url = (Path(), source.root) if isinstance(source.root, str) else (source.root, None)
     if url is not None:
         rows = with_estimated_sizes(rows, url)
+    cells = source.suffix != ".jsonl"  # CSV and TSV cells are text, JSON lines typed values
     if columns is None:
-        return SourceScan(kind="list", root=root, url=url, rows=rows, labels=labels)
+        return SourceScan(
+            kind="list", root=root, url=url, rows=rows, labels=labels, text_cells=cells
+        )
     spec = columns.label_spec
     if spec is None or spec.classes:
         classes = spec.classes if spec is not None else ()
         return SourceScan(
-            kind="list", root=root, url=url, rows=rows, classes=classes, schema=columns.schema
+            kind="list",
+            root=root,
+            url=url,
+            rows=rows,
+            classes=classes,
+            schema=columns.schema,
+            text_cells=cells,
         )
     return SourceScan(
-        kind="list", root=root, url=url, rows=rows, labels=labels, schema=columns.schema
+        kind="list",
+        root=root,
+        url=url,
+        rows=rows,
+        labels=labels,
+        schema=columns.schema,
+        text_cells=cells,
     )
 
 

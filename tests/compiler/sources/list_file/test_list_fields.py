@@ -112,6 +112,26 @@ def test_fields_in_the_plan(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "text"), [("l.csv", True), ("l.TSV", True), ("l.jsonl", False), ("l.JSONL", False)]
+)
+def test_the_scan_says_whether_its_cells_are_text(tmp_path: Path, name: str, text: bool) -> None:
+    """CSV and TSV cells are text for the shard jobs to parse, JSON lines typed values: the
+    list scan says which (`SourceScan.text_cells`) and the plan records what the scan says."""
+    (tmp_path / "a.jpg").write_bytes(JPEG)
+    body = '{"path": "a.jpg", "label": 1, "caption": "a cat"}\n'
+    if text:
+        sep = "\t" if name.lower().endswith(".tsv") else ","
+        body = f"path{sep}label{sep}caption\na.jpg{sep}1{sep}a cat\n"
+    listing = write(tmp_path / name, body)
+    assert scan_list(listing).text_cells is text
+    directory = tmp_path / "plan"
+    directory.mkdir()
+    meta = make_plan(listing, "list", directory, shard_size=1 << 20, shuffle_seed=None)
+    assert meta.fields
+    assert meta.text_cells is text
+
+
 SCHEMA: list[dict[str, Any]] = [
     {"name": "jpg", "type": "jpeg", "column": "image"},
     {"name": "cls", "type": "class", "column": "y", "classes": ["cat", "dog"]},
