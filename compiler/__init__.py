@@ -6,7 +6,6 @@ from .build_schema import BuildSchema, FieldSource, parse_build_schema, read_bui
 from .errors import BuildDirError, BuildError, SourceError
 from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
-from .publish import build_to_url
 
 __all__ = [
     "BuildDirError",
@@ -19,7 +18,6 @@ __all__ = [
     "Reject",
     "SourceError",
     "build",
-    "build_to_url",
     "parse_build_schema",
     "prepare_image",
     "read_build_schema",

@@ -1,9 +1,9 @@
-"""Publishing a finished local dataset at a URL (`Uploader`), and `build_to_url`, the earlier
-name of `build()` with a URL as its output."""
+"""Publishing a finished local dataset at a URL (`Uploader`): each file put once, retried
+through the storage layer's policy, the manifest last. It publishes a dataset built earlier;
+`build()` with a URL as its output publishes through `cluster/outputs.StoreOutput` instead."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,9 +11,7 @@ from typing import Any
 from fastpack.formats import MANIFEST_NAME
 from fastpack.storage import Location, RetryPolicy
 
-from .build import DEFAULT_OPTIONS, build
 from .errors import BuildError
-from .options import BuildOptions, BuildSummary
 from .output.assemble import dataset_files
 
 
@@ -59,28 +57,3 @@ class Uploader:
         """Upload the finished local dataset, the manifest last."""
         for name in dataset_files(self.local):
             self.put(name)
-
-
-def build_to_url(  # noqa: PLR0913 - the keyword options of build() for a URL
-    source: str | os.PathLike[str],
-    url: str,
-    options: BuildOptions = DEFAULT_OPTIONS,
-    *,
-    staging: str | os.PathLike[str] | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    keep_staging: bool = False,
-    retry: RetryPolicy | None = None,
-    cluster: Any = None,
-) -> BuildSummary:
-    """`build(source, url, options, ...)`: kept for the callers written before `build()` took
-    a URL as its output."""
-    return build(
-        source,
-        url,
-        options,
-        cluster=cluster,
-        staging=staging,
-        storage_options=storage_options,
-        keep_staging=keep_staging,
-        retry=retry,
-    )

@@ -1,6 +1,6 @@
 """Uploads to a real S3 server (SeaweedFS on 127.0.0.1) are retried as downloads are: a build
-whose first uploads fail still publishes a dataset that reads back whole, and `build_to_url`'s
-`retry` decides how many attempts an upload gets."""
+whose first uploads fail still publishes a dataset that reads back whole, and the `retry` of
+`build()` into a URL decides how many attempts an upload gets."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastpack.compiler import BuildOptions
-from fastpack.compiler.publish import build_to_url
+from fastpack.compiler import BuildOptions, build
 from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.reader import Dataset, fetch_dataset, verify_dataset, verify_remote
 from fastpack.storage import FetchError, RetryPolicy
@@ -48,7 +47,7 @@ def test_a_build_whose_first_uploads_fail_still_publishes(
     info = flaky_fs(monkeypatch, s3_server, url, "info", 1)  # the look for an existing dataset
     source = make_image_folder(classes=3, per_class=12, size=40)
     with caplog.at_level(logging.WARNING, logger="fastpack.storage"):
-        summary = build_to_url(
+        summary = build(
             source,
             url,
             OPTIONS,
@@ -89,7 +88,7 @@ def test_build_to_url_gives_up_after_its_retry_attempts(
     last = "ConnectionError: injected failure 2 of 100"
     message = rf"^upload of .* to {target}: unavailable after 2 attempts; last error: {last}$"
     with pytest.raises(FetchError, match=message):
-        build_to_url(
+        build(
             source,
             url,
             OPTIONS,

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler import BuildError, BuildOptions
+from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.compiler.build_dir import BUILD_DIR, default_staging_dir
-from fastpack.compiler.publish import Uploader, build_to_url
+from fastpack.compiler.publish import Uploader
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -64,7 +64,7 @@ def test_build_to_bucket_then_stream_two_ranks_two_workers(
     url = f"s3://{s3_bucket}/imagenet-tiny"
     options = BuildOptions(workers=2, shard_size=16_000, progress=False)
     staging = tmp_path / "staging"
-    build_to_url(
+    build(
         source,
         url,
         options,
@@ -102,7 +102,7 @@ def test_a_failed_build_leaves_no_dataset_behind(
     url = f"s3://{s3_bucket}/broken"
     options = BuildOptions(workers=1, shard_size=8_000, strict=True, progress=False)
     with pytest.raises(BuildError):
-        build_to_url(
+        build(
             source,
             url,
             options,
@@ -152,7 +152,7 @@ def test_build_to_url_by_default_stages_in_the_cache_and_cleans_up(
     assert staging.is_relative_to(tmp_path / "cache")
     options = BuildOptions(workers=1, shard_size=16_000, progress=False)
     source = make_image_folder(classes=2, per_class=10, size=40)
-    summary = build_to_url(source, url, options, storage_options=s3_server.storage_options)
+    summary = build(source, url, options, storage_options=s3_server.storage_options)
     assert not staging.exists()
     assert read_remote_manifest(url, s3_server.storage_options).num_samples == summary.samples
     assert verify_remote(url, s3_server.storage_options, decode=True).ok
