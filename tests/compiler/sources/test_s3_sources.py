@@ -173,9 +173,14 @@ def test_an_image_folder_on_s3_builds_the_same_bytes_as_the_local_tree(
     assert summary.shards > 1
     samples = read_dataset(tmp_path / "remote")
     assert [s.source for s in samples][:7] == [
-        "a/deep/er/p.png", "a/x/y/z.jpg", "a/x/y.jpg", "a/x 2.jpg", "a/x-1.jpg", "a/x.b/w.JPG",
+        "a/deep/er/p.png",
+        "a/x/y/z.jpg",
+        "a/x/y.jpg",
+        "a/x 2.jpg",
+        "a/x-1.jpg",
+        "a/x.b/w.JPG",
         "a/x.jpg",
-    ]  # fmt: skip
+    ]
     assert listed.count(("data/train/", "/")) == 3  # 5 class folders and top.jpg, 2 a page
     assert listed.count(("data/train/a/", "")) == 5  # class a's 10 objects, 2 a page
     assert heads.calls == 0  # sizes from the listing
@@ -281,8 +286,10 @@ def test_a_missing_image_object_is_a_reject_naming_it(s3_env: S3Server, tmp_path
     bucket = s3_env.new_bucket()
     fs = s3_env.filesystem()
     fs.pipe_file(f"{bucket}/img/a.jpg", jpeg_bytes(20, 20))
-    fs.pipe_file(f"{bucket}/lists/l.jsonl", b'{"path": "../img/a.jpg", "label": 0}\n'
-                 b'{"path": "../img/gone.jpg", "label": 1}\n')  # fmt: skip
+    fs.pipe_file(
+        f"{bucket}/lists/l.jsonl",
+        b'{"path": "../img/a.jpg", "label": 0}\n{"path": "../img/gone.jpg", "label": 1}\n',
+    )
     summary = build(f"s3://{bucket}/lists/l.jsonl", tmp_path / "out", BuildOptions(**QUIET))
     assert (summary.samples, summary.rejected) == (1, 1)
     lines = (tmp_path / "out/rejects.jsonl").read_text().splitlines()
@@ -303,9 +310,17 @@ def test_a_list_that_is_not_utf8_names_the_url(s3_env: S3Server, tmp_path: Path)
 
 def url_meta(root: str) -> PlanMeta:
     return PlanMeta(
-        kind="folder", root=root, containers=(), classes=(), num_inputs=1, total_size=0,
-        samples_per_shard=1, num_shards=1, key_width=9, shuffled=False,
-    )  # fmt: skip
+        kind="folder",
+        root=root,
+        containers=(),
+        classes=(),
+        num_inputs=1,
+        total_size=0,
+        samples_per_shard=1,
+        num_shards=1,
+        key_width=9,
+        shuffled=False,
+    )
 
 
 def test_inputs_at_a_url_are_read_rejected_or_fail(

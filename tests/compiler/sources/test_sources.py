@@ -44,8 +44,16 @@ def write(path: Path, data: bytes | str = JPEG) -> Path:
 
 def test_folder_order_labels_and_filtering(tmp_path: Path) -> None:
     root = tmp_path / "src"
-    for name in ["b/2.jpg", "b/10.JPG", "b/1.png", "a/x.Jpeg", "a/sub/y.webp", "a/z.tif",
-                 "a/w.BMP", "a/v.TIFF"]:  # fmt: skip
+    for name in [
+        "b/2.jpg",
+        "b/10.JPG",
+        "b/1.png",
+        "a/x.Jpeg",
+        "a/sub/y.webp",
+        "a/z.tif",
+        "a/w.BMP",
+        "a/v.TIFF",
+    ]:
         write(root / name)
     for ignored in ["a/notes.txt", "a/.hidden.jpg", "a/meta.json", "top.jpg", ".cache/q.jpg"]:
         write(root / ignored)
@@ -54,9 +62,15 @@ def test_folder_order_labels_and_filtering(tmp_path: Path) -> None:
     assert meta.kind == "folder"
     assert meta.classes == ("a", "b", "c_empty")
     assert [(s, label) for s, label, _ in rows] == [
-        ("a/sub/y.webp", 0), ("a/v.TIFF", 0), ("a/w.BMP", 0), ("a/x.Jpeg", 0), ("a/z.tif", 0),
-        ("b/1.png", 1), ("b/10.JPG", 1), ("b/2.jpg", 1),
-    ]  # fmt: skip
+        ("a/sub/y.webp", 0),
+        ("a/v.TIFF", 0),
+        ("a/w.BMP", 0),
+        ("a/x.Jpeg", 0),
+        ("a/z.tif", 0),
+        ("b/1.png", 1),
+        ("b/10.JPG", 1),
+        ("b/2.jpg", 1),
+    ]
     assert {size for _, _, size in rows} == {len(JPEG)}
 
 
@@ -173,11 +187,18 @@ def write_tar(path: Path, members: list[tuple[str, bytes]]) -> Path:
 def test_wds_groups_members_by_key(tmp_path: Path) -> None:
     png = png_bytes()
     write_tar(tmp_path / "tars/b.tar", [("k9.cls", b"5"), ("k9.jpg", JPEG)])
-    write_tar(tmp_path / "tars/a.tar", [
-        ("__meta__.json", b"{}"),
-        ("d/s1.JPG", JPEG), ("d/s1.cls", b"3\n"), ("d/s1.json", b"{}"),
-        ("s2.seg.png", b"x"), ("s2.png", png), ("s2.cls", b"3"),
-    ])  # fmt: skip
+    write_tar(
+        tmp_path / "tars/a.tar",
+        [
+            ("__meta__.json", b"{}"),
+            ("d/s1.JPG", JPEG),
+            ("d/s1.cls", b"3\n"),
+            ("d/s1.json", b"{}"),
+            ("s2.seg.png", b"x"),
+            ("s2.png", png),
+            ("s2.cls", b"3"),
+        ],
+    )
     meta, rows = plan_rows(tmp_path / "tars", tmp_path)
     assert (meta.kind, meta.containers, meta.classes) == ("wds", ("a.tar", "b.tar"), ())
     assert rows == [

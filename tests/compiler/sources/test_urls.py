@@ -222,21 +222,39 @@ def test_damaged_member_header(shards: Path, tmp_path: Path, form: str) -> None:
 
 def grouping_tars(root: Path) -> list[Path]:
     jpeg, png = jpeg_bytes(16, 16), png_bytes(16, 16)
-    first = write_tar(root / "g0.tar", [
-        ("a/b.c.seg.png", png), ("a/b.jpg", jpeg), ("a/b.cls", b"1"), ("a/b.c.d.json", b"{}"),
-        ("x.y/z.JPG", jpeg), ("x.y/z.cls", b"2"), ("x.y/z.txt", b"t"),
-        ("__skipped__", b"metadata"), ("noextension", b"?"),
-        ("m/__k__/q.png", png), ("m/__k__/q.cls", b"2"),
-        ("s.jpg", jpeg), ("s.cls", b"3"),
-    ])  # fmt: skip
+    first = write_tar(
+        root / "g0.tar",
+        [
+            ("a/b.c.seg.png", png),
+            ("a/b.jpg", jpeg),
+            ("a/b.cls", b"1"),
+            ("a/b.c.d.json", b"{}"),
+            ("x.y/z.JPG", jpeg),
+            ("x.y/z.cls", b"2"),
+            ("x.y/z.txt", b"t"),
+            ("__skipped__", b"metadata"),
+            ("noextension", b"?"),
+            ("m/__k__/q.png", png),
+            ("m/__k__/q.cls", b"2"),
+            ("s.jpg", jpeg),
+            ("s.cls", b"3"),
+        ],
+    )
     with tarfile.open(first, "a") as tar:  # a directory entry: not a member of any sample
         info = tarfile.TarInfo("dir.d")
         info.type = tarfile.DIRTYPE
         tar.addfile(info)
-    second = write_tar(root / "g1.tar", [  # key `s` again: a new sample in a new tar
-        ("s.cls", b"4"), ("s.webp.seg.png", png), ("s.png", png), ("k.l.jpg", jpeg),
-        ("k.cls", b"5"), ("k.jpg", jpeg),
-    ])  # fmt: skip
+    second = write_tar(
+        root / "g1.tar",
+        [  # key `s` again: a new sample in a new tar
+            ("s.cls", b"4"),
+            ("s.webp.seg.png", png),
+            ("s.png", png),
+            ("k.l.jpg", jpeg),
+            ("k.cls", b"5"),
+            ("k.jpg", jpeg),
+        ],
+    )
     return [first, second]
 
 
@@ -260,8 +278,13 @@ def test_grouping_is_webdatasets(tmp_path: Path) -> None:
     assert [key for key, _ in ours].count("s") == 2
     _, rows = plan_rows(tmp_path / "g", tmp_path)
     assert [source for source, _, _ in rows] == [
-        "g0.tar:a/b", "g0.tar:x.y/z", "g0.tar:m/__k__/q", "g0.tar:s", "g1.tar:s", "g1.tar:k",
-    ]  # fmt: skip
+        "g0.tar:a/b",
+        "g0.tar:x.y/z",
+        "g0.tar:m/__k__/q",
+        "g0.tar:s",
+        "g1.tar:s",
+        "g1.tar:k",
+    ]
 
 
 # --- http and S3 ---------------------------------------------------------------------------
@@ -314,9 +337,11 @@ def http_root(shards: Path) -> Iterator[str]:
 
 
 def test_http_brace_pattern_without_any_system_tool(
-    http_root: str, from_directory: dict[str, bytes], tmp_path: Path,
+    http_root: str,
+    from_directory: dict[str, bytes],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """http shards are read through fastpack's storage (fsspec, ranged GETs), not curl: the
     build works with nothing on PATH."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -333,10 +358,13 @@ def test_a_server_that_ignores_byte_ranges_is_an_error_naming_the_shard(
 ) -> None:
     """A whole body where a range was asked for would be read as the wrong bytes: refused."""
     monkeypatch.setattr(wds_urls, "_CHUNK_BYTES", 1000)  # several ranges per shard
-    with serving(shards, _QuietHandler) as root, pytest.raises(
-        SourceError,
-        match=rf"^{root}/shards-000000.tar: cannot read: .*does the server answer byte ranges",
-    ):  # fmt: skip
+    with (
+        serving(shards, _QuietHandler) as root,
+        pytest.raises(
+            SourceError,
+            match=rf"^{root}/shards-000000.tar: cannot read: .*does the server answer byte ranges",
+        ),
+    ):
         build(f"{root}/{PATTERN}", tmp_path / "out", OPTIONS)
 
 
@@ -372,7 +400,15 @@ def test_cli_builds_from_a_pipe_url(
     shards: Path, from_directory: dict[str, bytes], tmp_path: Path
 ) -> None:
     out = tmp_path / "from-cli"
-    argv = ["build", f"pipe:cat {shards}/{PATTERN}", str(out), "--workers", "1",
-            "--shard-size", "2500", "--no-progress"]  # fmt: skip
+    argv = [
+        "build",
+        f"pipe:cat {shards}/{PATTERN}",
+        str(out),
+        "--workers",
+        "1",
+        "--shard-size",
+        "2500",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     assert tree_bytes(out) == from_directory

@@ -55,13 +55,30 @@ def coco_annotations() -> list[dict[str, Any]]:
     h1, w1 = SIZES[1]
     h9, w9 = SIZES[9]
     return [
-        {"id": 11, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 10.5],
-         "segmentation": [RECTANGLE], "iscrowd": 0},
-        {"id": 12, "image_id": 9, "category_id": 7, "bbox": [0, 0, 8, 6],
-         "segmentation": compressed_rle(block(h9, w9, slice(0, 6), slice(0, 8))), "iscrowd": 1},
-        {"id": 13, "image_id": 1, "category_id": 3, "bbox": [15.25, 5, 10, 10],
-         "segmentation": uncompressed_rle(block(h1, w1, slice(5, 15), slice(15, 25)))},
-    ]  # fmt: skip
+        {
+            "id": 11,
+            "image_id": 1,
+            "category_id": 1,
+            "bbox": [10, 10, 20, 10.5],
+            "segmentation": [RECTANGLE],
+            "iscrowd": 0,
+        },
+        {
+            "id": 12,
+            "image_id": 9,
+            "category_id": 7,
+            "bbox": [0, 0, 8, 6],
+            "segmentation": compressed_rle(block(h9, w9, slice(0, 6), slice(0, 8))),
+            "iscrowd": 1,
+        },
+        {
+            "id": 13,
+            "image_id": 1,
+            "category_id": 3,
+            "bbox": [15.25, 5, 10, 10],
+            "segmentation": uncompressed_rle(block(h1, w1, slice(5, 15), slice(15, 25))),
+        },
+    ]
 
 
 def coco_dir(root: Path, anns: list[dict[str, Any]] | None = None, **extra: Any) -> Path:
@@ -152,13 +169,21 @@ def test_bad_annotations_reject_their_sample(tmp_path: Path) -> None:
     anns = [
         {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3], "segmentation": []},
         {"id": 2, "image_id": 5, "category_id": 42, "bbox": [1, 2, 3, 4], "segmentation": []},
-        {"id": 3, "image_id": 9, "category_id": 3, "bbox": [1, 2, 3, 4],
-         "segmentation": [[1.0, 2.0, 3.0, 4.0, 5.0]]},
+        {
+            "id": 3,
+            "image_id": 9,
+            "category_id": 3,
+            "bbox": [1, 2, 3, 4],
+            "segmentation": [[1.0, 2.0, 3.0, 4.0, 5.0]],
+        },
         {"id": 4, "image_id": 404, "category_id": 3, "bbox": [1, 2, 3, 4]},
         {"id": 5, "image_id": "x", "category_id": 3, "bbox": [1, 2, 3, 4]},
-    ]  # fmt: skip
-    with pytest.warns(LeftOutWarning, match=r"annotations of no image of the file, left out: 2 "
-                      r"\(the first, annotations\[3\], has image_id 404\)"):  # fmt: skip
+    ]
+    with pytest.warns(
+        LeftOutWarning,
+        match=r"annotations of no image of the file, left out: 2 "
+        r"\(the first, annotations\[3\], has image_id 404\)",
+    ):
         scan, rows = scan_all(
             coco_dir(tmp_path / "c", anns), tmp_path / "work", SourceOptions(render_masks=True)
         )
@@ -179,12 +204,20 @@ def test_bad_annotations_are_named_in_rejects(tmp_path: Path) -> None:
     """The reason a scan found reaches rejects.jsonl, with the field, and the build goes on."""
     anns = [
         {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3], "segmentation": []},
-        {"id": 3, "image_id": 9, "category_id": 3, "bbox": [1, 2, 3, 4],
-         "segmentation": [[1.0, 2.0, 3.0, 4.0, 5.0]]},
-    ]  # fmt: skip
+        {
+            "id": 3,
+            "image_id": 9,
+            "category_id": 3,
+            "bbox": [1, 2, 3, 4],
+            "segmentation": [[1.0, 2.0, 3.0, 4.0, 5.0]],
+        },
+    ]
     out = tmp_path / "out"
-    summary = build(coco_dir(tmp_path / "c", anns), out,
-                    BuildOptions(workers=1, progress=False, render_masks=True))  # fmt: skip
+    summary = build(
+        coco_dir(tmp_path / "c", anns),
+        out,
+        BuildOptions(workers=1, progress=False, render_masks=True),
+    )
     rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
     assert [(r["field"], r["reason"]) for r in rejects] == [
         ("boxes.npy", "annotation 1: bbox [1, 2, 3] is not 4 finite numbers"),
@@ -239,8 +272,11 @@ IMAGE = {"id": 1, "file_name": "a.jpg", "height": 4, "width": 4}
             r"images\[0\]: expected an object with an integer 'id'",
         ),
         (
-            {"images": [IMAGE, {**IMAGE, "file_name": "b.jpg"}], "annotations": [],
-             "categories": []},
+            {
+                "images": [IMAGE, {**IMAGE, "file_name": "b.jpg"}],
+                "annotations": [],
+                "categories": [],
+            },
             r"c\.json: images\[0\] and images\[1\] have one id, 1",
         ),
         (
@@ -248,12 +284,15 @@ IMAGE = {"id": 1, "file_name": "a.jpg", "height": 4, "width": 4}
             r"c\.json: categories\[0\]: expected a string 'name'",
         ),
         (
-            {"images": [], "annotations": [],
-             "categories": [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]},
+            {
+                "images": [],
+                "annotations": [],
+                "categories": [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}],
+            },
             r"categories\[1\]: category id 1 appears twice",
         ),
     ],
-)  # fmt: skip
+)
 def test_malformed_files(tmp_path: Path, data: Any, message: str) -> None:
     (tmp_path / "a.jpg").write_bytes(jpeg_bytes(4, 4))
     path = write_json(tmp_path / "c.json", data)
@@ -275,12 +314,14 @@ def coco_schema(fields: list[dict[str, Any]]) -> SourceOptions:
 
 
 def test_a_schema_picks_columns(coco: Path, tmp_path: Path) -> None:
-    options = coco_schema([
-        {"name": "image.jpg", "type": "jpeg", "column": "image"},
-        {"name": "id.json", "type": "json", "column": "image_id"},
-        {"name": "cats.json", "type": "class_ids", "column": "labels"},
-        {"name": "masks.png", "type": "png", "column": "seg", "geometry": "mask"},
-    ])  # fmt: skip
+    options = coco_schema(
+        [
+            {"name": "image.jpg", "type": "jpeg", "column": "image"},
+            {"name": "id.json", "type": "json", "column": "image_id"},
+            {"name": "cats.json", "type": "class_ids", "column": "labels"},
+            {"name": "masks.png", "type": "png", "column": "seg", "geometry": "mask"},
+        ]
+    )
     scan, rows = scan_all(coco, tmp_path / "work", options)
     assert scan.schema.names == ("image.jpg", "id.json", "cats.json", "masks.png")
     assert scan.schema["cats.json"].classes == ("person", "car", "dog")

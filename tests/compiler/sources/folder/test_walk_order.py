@@ -83,11 +83,19 @@ def test_the_orders_differ_where_a_name_goes_on_below_slash() -> None:
     names = ["cat/a.b.jpg", "cat/a/x.jpg", "cat/a-1/y.jpg", "cat/a b.jpg", "cat/a/b.jpg"]
     store = Store(names)
     assert store.names == [
-        "cat/a b.jpg", "cat/a-1/y.jpg", "cat/a.b.jpg", "cat/a/b.jpg", "cat/a/x.jpg",
-    ]  # fmt: skip
+        "cat/a b.jpg",
+        "cat/a-1/y.jpg",
+        "cat/a.b.jpg",
+        "cat/a/b.jpg",
+        "cat/a/x.jpg",
+    ]
     assert store.walk("cat/") == [
-        "cat/a/b.jpg", "cat/a/x.jpg", "cat/a b.jpg", "cat/a-1/y.jpg", "cat/a.b.jpg",
-    ]  # fmt: skip
+        "cat/a/b.jpg",
+        "cat/a/x.jpg",
+        "cat/a b.jpg",
+        "cat/a-1/y.jpg",
+        "cat/a.b.jpg",
+    ]
     assert store.probes == 0  # few names held: no probe
 
 

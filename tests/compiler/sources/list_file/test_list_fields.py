@@ -50,32 +50,64 @@ def test_extra_columns_without_a_schema(tmp_path: Path) -> None:
     )
     scan = scan_list(listing)
     assert [(f.name, f.type, f.optional) for f in scan.schema.fields] == [
-        ("jpg", "jpeg", False), ("cls", "class", False), ("caption.txt", "text", True),
-        ("seg.png", "png", False), ("meta.json", "json", False),
-    ]  # fmt: skip
+        ("jpg", "jpeg", False),
+        ("cls", "class", False),
+        ("caption.txt", "text", True),
+        ("seg.png", "png", False),
+        ("meta.json", "json", False),
+    ]
     assert rows(listing) == [
-        ("a.jpg", 1, {"caption.txt": "a cat", "seg.png": FileRef("a.png"),
-                      "meta.json": '{"k": 1}'}),
+        (
+            "a.jpg",
+            1,
+            {"caption.txt": "a cat", "seg.png": FileRef("a.png"), "meta.json": '{"k": 1}'},
+        ),
         ("b.jpg", 2, {"seg.png": FileRef("b.png"), "meta.json": "[]"}),
-    ]  # fmt: skip
+    ]
 
 
 def test_jsonl_keys_typed_by_their_values(tmp_path: Path) -> None:
     items = [
-        {"path": "a.jpg", "label": "x", "caption": "hi", "n": 3, "ids": [1, 2],
-         "boxes": [[0, 0, 1, 1]], "score": 0.5, "meta": {"a": 1}, "flag": True,
-         "mask.png": "m/a.png", "later": None},
-        {"path": "b.jpg", "label": "y", "caption": "yo", "n": 4, "ids": [], "boxes": [],
-         "score": 1.5, "meta": [1, "a"], "flag": False, "mask.png": "m/b.png", "later": [2.5]},
-    ]  # fmt: skip
+        {
+            "path": "a.jpg",
+            "label": "x",
+            "caption": "hi",
+            "n": 3,
+            "ids": [1, 2],
+            "boxes": [[0, 0, 1, 1]],
+            "score": 0.5,
+            "meta": {"a": 1},
+            "flag": True,
+            "mask.png": "m/a.png",
+            "later": None,
+        },
+        {
+            "path": "b.jpg",
+            "label": "y",
+            "caption": "yo",
+            "n": 4,
+            "ids": [],
+            "boxes": [],
+            "score": 1.5,
+            "meta": [1, "a"],
+            "flag": False,
+            "mask.png": "m/b.png",
+            "later": [2.5],
+        },
+    ]
     listing = write(tmp_path / "l.jsonl", "".join(json.dumps(i) + "\n" for i in items))
     scan = scan_list(listing)
     assert [(f.name, f.type, f.optional) for f in scan.schema.fields[2:]] == [
-        ("caption.txt", "text", False), ("n.cls", "class", False),
-        ("ids.json", "class_ids", False), ("boxes.npy", "ndarray", False),
-        ("score.npy", "ndarray", False), ("meta.json", "json", False),
-        ("flag.json", "json", False), ("mask.png", "png", False), ("later.npy", "ndarray", True),
-    ]  # fmt: skip
+        ("caption.txt", "text", False),
+        ("n.cls", "class", False),
+        ("ids.json", "class_ids", False),
+        ("boxes.npy", "ndarray", False),
+        ("score.npy", "ndarray", False),
+        ("meta.json", "json", False),
+        ("flag.json", "json", False),
+        ("mask.png", "png", False),
+        ("later.npy", "ndarray", True),
+    ]
     (_, label, fields), _ = rows(listing)
     assert label == 0  # class names: sorted
     assert fields["mask.png"] == FileRef("m/a.png")
@@ -175,26 +207,58 @@ def test_jsonl_with_a_schema_and_no_label(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "text", "fields", "message"),
     [
-        ("l.csv", "path,label\na.jpg,1\n", SCHEMA,
-         r"l\.csv:1: the header has no column 'image'; its columns are path, label"),
-        ("l.csv", "path,label,caption\na.jpg,1\n", None,
-         r"l\.csv:2: expected 3 columns \(path, label, caption\), found 2"),
-        ("l.csv", "path,label,My Caption\na.jpg,1,x\n", None,
-         r"l\.csv: column 'My Caption' cannot name a field"),
-        ("l.csv", "path,label,cls\na.jpg,1,2\n", None,
-         r"l\.csv: schema: field 'cls' appears twice"),
+        (
+            "l.csv",
+            "path,label\na.jpg,1\n",
+            SCHEMA,
+            r"l\.csv:1: the header has no column 'image'; its columns are path, label",
+        ),
+        (
+            "l.csv",
+            "path,label,caption\na.jpg,1\n",
+            None,
+            r"l\.csv:2: expected 3 columns \(path, label, caption\), found 2",
+        ),
+        (
+            "l.csv",
+            "path,label,My Caption\na.jpg,1,x\n",
+            None,
+            r"l\.csv: column 'My Caption' cannot name a field",
+        ),
+        (
+            "l.csv",
+            "path,label,cls\na.jpg,1,2\n",
+            None,
+            r"l\.csv: schema: field 'cls' appears twice",
+        ),
         ("l.csv", "path,label,x\na.jpg,,y\n", None, r"l\.csv:2: empty label"),
-        ("l.jsonl", '{"path": "a.jpg", "label": 1, "x": 1}\n' * 1000 + '{"path": "b.jpg", '
-         '"label": 1, "y": 2}\n', None,
-         r"l\.jsonl:1001: keys \['y'\] are not among those of the first 1000 lines"),
-        ("l.jsonl", '{"path": "a.jpg", "label": 1.5, "x": 1}\n', None,
-         r"l\.jsonl:1: expected an integer or string 'label', found 1\.5"),
-        ("l.jsonl", '{"image": 3}\n', SCHEMA,
-         r"l\.jsonl:1: expected an object with a string 'image'"),
-        ("l.csv", "path\na.jpg\n", [{"name": "txt", "type": "text"}],
-         r"l\.csv: a list file's schema needs a jpeg field"),
+        (
+            "l.jsonl",
+            '{"path": "a.jpg", "label": 1, "x": 1}\n' * 1000 + '{"path": "b.jpg", '
+            '"label": 1, "y": 2}\n',
+            None,
+            r"l\.jsonl:1001: keys \['y'\] are not among those of the first 1000 lines",
+        ),
+        (
+            "l.jsonl",
+            '{"path": "a.jpg", "label": 1.5, "x": 1}\n',
+            None,
+            r"l\.jsonl:1: expected an integer or string 'label', found 1\.5",
+        ),
+        (
+            "l.jsonl",
+            '{"image": 3}\n',
+            SCHEMA,
+            r"l\.jsonl:1: expected an object with a string 'image'",
+        ),
+        (
+            "l.csv",
+            "path\na.jpg\n",
+            [{"name": "txt", "type": "text"}],
+            r"l\.csv: a list file's schema needs a jpeg field",
+        ),
     ],
-)  # fmt: skip
+)
 def test_errors_name_the_file_and_line(
     tmp_path: Path, name: str, text: str, fields: list[dict[str, Any]] | None, message: str
 ) -> None:

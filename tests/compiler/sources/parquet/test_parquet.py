@@ -49,12 +49,18 @@ def row_values(i: int) -> dict[str, Any]:
     }
 
 
-TYPES = pa.schema([
-    ("image", IMAGE), ("label", pa.int64()), ("Caption Text", pa.string()),
-    ("tags", pa.list_(pa.int64())), ("embedding", pa.list_(pa.float32())),
-    ("meta", pa.struct([("w", pa.int64()), ("source", pa.string())])),
-    ("score", pa.float64()), ("blob", pa.binary()),
-])  # fmt: skip
+TYPES = pa.schema(
+    [
+        ("image", IMAGE),
+        ("label", pa.int64()),
+        ("Caption Text", pa.string()),
+        ("tags", pa.list_(pa.int64())),
+        ("embedding", pa.list_(pa.float32())),
+        ("meta", pa.struct([("w", pa.int64()), ("source", pa.string())])),
+        ("score", pa.float64()),
+        ("blob", pa.binary()),
+    ]
+)
 
 
 def write_parquet(
@@ -82,10 +88,26 @@ def test_default_fields_of_a_hugging_face_file(hf_file: Path, tmp_path: Path) ->
     assert detect_kind(hf_file, "auto") == "parquet"
     scan, rows = scan_all(hf_file, tmp_path / "work")
     schema = scan.schema
-    assert schema.names == ("jpg", "cls", "caption_text.txt", "tags.json", "embedding.npy",
-                            "meta.json", "score.json", "blob.bin")  # fmt: skip
-    assert [schema[n].type for n in schema.names] == ["jpeg", "class", "text", "class_ids",
-                                                      "ndarray", "json", "json", "raw"]  # fmt: skip
+    assert schema.names == (
+        "jpg",
+        "cls",
+        "caption_text.txt",
+        "tags.json",
+        "embedding.npy",
+        "meta.json",
+        "score.json",
+        "blob.bin",
+    )
+    assert [schema[n].type for n in schema.names] == [
+        "jpeg",
+        "class",
+        "text",
+        "class_ids",
+        "ndarray",
+        "json",
+        "json",
+        "raw",
+    ]
     assert (schema["embedding.npy"].dtype, schema["embedding.npy"].shape) == ("<f4", (None,))
     assert schema["tags.json"].classes == ("a", "b", "c")
     assert schema["caption_text.txt"].optional
@@ -191,31 +213,42 @@ def parquet_schema(fields: list[dict[str, Any]]) -> SourceOptions:
 
 
 def test_a_schema_maps_columns(hf_file: Path, tmp_path: Path) -> None:
-    options = parquet_schema([
-        {"name": "jpg", "type": "jpeg", "column": "image"},
-        {"name": "txt", "type": "text", "column": "Caption Text", "optional": True},
-        {"name": "cls", "type": "class", "column": "label"},
-        {"name": "blob.npy", "type": "raw", "column": "blob"},
-        {"name": "vec.npy", "type": "ndarray", "dtype": "<f4", "shape": [3],
-         "column": "embedding"},
-    ])  # fmt: skip
+    options = parquet_schema(
+        [
+            {"name": "jpg", "type": "jpeg", "column": "image"},
+            {"name": "txt", "type": "text", "column": "Caption Text", "optional": True},
+            {"name": "cls", "type": "class", "column": "label"},
+            {"name": "blob.npy", "type": "raw", "column": "blob"},
+            {
+                "name": "vec.npy",
+                "type": "ndarray",
+                "dtype": "<f4",
+                "shape": [3],
+                "column": "embedding",
+            },
+        ]
+    )
     scan, rows = scan_all(hf_file, tmp_path / "work", options)
     assert scan.schema.names == ("jpg", "txt", "cls", "blob.npy", "vec.npy")  # the schema's order
     assert scan.classes == tuple(NAMES)
     values = resolved(scan, rows[4])
-    assert values == {"txt": "a photo 4", "blob.npy": bytes([4]) * 5,
-                      "vec.npy": [4.0, 0.5, -1.25]}  # fmt: skip
+    assert values == {"txt": "a photo 4", "blob.npy": bytes([4]) * 5, "vec.npy": [4.0, 0.5, -1.25]}
 
 
 def test_a_json_field_of_a_string_column_is_json_text(tmp_path: Path) -> None:
-    rows = [{"image": jpeg_bytes(8, 8), "meta": '{"a": 1}'}, {"image": jpeg_bytes(8, 8),
-            "meta": "not json"}]  # fmt: skip
+    rows = [
+        {"image": jpeg_bytes(8, 8), "meta": '{"a": 1}'},
+        {"image": jpeg_bytes(8, 8), "meta": "not json"},
+    ]
     path = write_parquet(
-        tmp_path / "t.parquet", rows, pa.schema([("image", pa.binary()), ("meta", pa.string())]),
+        tmp_path / "t.parquet",
+        rows,
+        pa.schema([("image", pa.binary()), ("meta", pa.string())]),
         None,
-    )  # fmt: skip
-    options = parquet_schema([{"name": "jpg", "type": "jpeg", "column": "image"},
-                              {"name": "meta.json", "type": "json"}])  # fmt: skip
+    )
+    options = parquet_schema(
+        [{"name": "jpg", "type": "jpeg", "column": "image"}, {"name": "meta.json", "type": "json"}]
+    )
     scan, planned = scan_all(path, tmp_path / "work", options)
     spec = scan.schema["meta.json"]
     good, bad = (resolved(scan, r)["meta.json"] for r in planned)
@@ -233,8 +266,10 @@ def test_a_json_field_of_a_string_column_is_json_text(tmp_path: Path) -> None:
             r"train\.parquet: no column 'picture' \(for field 'jpg'\); the columns are",
         ),
         (
-            [{"name": "jpg", "type": "jpeg", "column": "image"},
-             {"name": "cls", "type": "class", "column": "embedding"}],
+            [
+                {"name": "jpg", "type": "jpeg", "column": "image"},
+                {"name": "cls", "type": "class", "column": "embedding"},
+            ],
             r"column 'embedding' \(list<element: float>\) cannot fill the class field 'cls'",
         ),
         (
@@ -242,7 +277,7 @@ def test_a_json_field_of_a_string_column_is_json_text(tmp_path: Path) -> None:
             r"column 'label' \(int64\) cannot fill the jpeg field 'jpg'",
         ),
     ],
-)  # fmt: skip
+)
 def test_schema_errors(
     hf_file: Path, tmp_path: Path, fields: list[dict[str, Any]], message: str
 ) -> None:
@@ -254,8 +289,11 @@ def test_errors_name_the_file_and_row(tmp_path: Path) -> None:
     schema = pa.schema([("image", pa.binary()), ("label", pa.string())])
     rows: list[dict[str, Any]] = [{"image": b"x", "label": "a"}, {"image": b"y", "label": " "}]
     path = write_parquet(tmp_path / "t.parquet", rows, schema, None)
-    with pytest.raises(SourceError, match=r"t\.parquet: row 1: the label \(column 'label'\) is "
-                       "blank"):  # fmt: skip
+    with pytest.raises(
+        SourceError,
+        match=r"t\.parquet: row 1: the label \(column 'label'\) is "
+        "blank",
+    ):
         scan_all(path, tmp_path / "work")
     rows = [{"image": b"x", "label": None}]
     path = write_parquet(tmp_path / "u.parquet", rows, schema, None)
@@ -279,20 +317,23 @@ def test_no_image_column(tmp_path: Path) -> None:
     path = write_parquet(
         tmp_path / "t.parquet", [{"text": "hi"}], pa.schema([("text", pa.string())]), None
     )
-    with pytest.raises(SourceError, match=r"t\.parquet: no image column: .* the columns are "
-                       r"text \(string\)"):  # fmt: skip
+    with pytest.raises(
+        SourceError,
+        match=r"t\.parquet: no image column: .* the columns are "
+        r"text \(string\)",
+    ):
         scan_all(path, tmp_path / "work")
 
 
 def test_columns_that_clash_or_hold_nested_bytes(tmp_path: Path) -> None:
     two = pa.schema([("image", pa.binary()), ("A b", pa.string()), ("a-b", pa.string())])
-    path = write_parquet(tmp_path / "t.parquet", [{"image": b"x", "A b": "1", "a-b": "2"}], two,
-                         None)  # fmt: skip
+    path = write_parquet(
+        tmp_path / "t.parquet", [{"image": b"x", "A b": "1", "a-b": "2"}], two, None
+    )
     with pytest.raises(SourceError, match=r"columns 'A b' and 'a-b' both make field 'a_b\.txt'"):
         scan_all(path, tmp_path / "work")
     nested = pa.schema([("image", pa.binary()), ("thumbs", pa.list_(pa.binary()))])
-    path = write_parquet(tmp_path / "u.parquet", [{"image": b"x", "thumbs": [b"a"]}], nested,
-                         None)  # fmt: skip
+    path = write_parquet(tmp_path / "u.parquet", [{"image": b"x", "thumbs": [b"a"]}], nested, None)
     with pytest.warns(LeftOutWarning, match=r"column 'thumbs' .* holds bytes inside lists"):
         scan, _ = scan_all(path, tmp_path / "work")
     assert scan.schema.names == ("jpg",)
@@ -310,8 +351,11 @@ def test_detection(tmp_path: Path) -> None:
 
 def test_without_pyarrow(hf_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(SourceError, match=r"reading Parquet needs pyarrow: pip install "
-                       r"'fastpack\[parquet\]'") as caught:  # fmt: skip
+    with pytest.raises(
+        SourceError,
+        match=r"reading Parquet needs pyarrow: pip install "
+        r"'fastpack\[parquet\]'",
+    ) as caught:
         scan_all(hf_file, tmp_path / "work", kind="parquet")
     assert isinstance(caught.value, ImportError)
 
@@ -319,11 +363,15 @@ def test_without_pyarrow(hf_file: Path, tmp_path: Path, monkeypatch: pytest.Monk
 def test_file_images_are_file_refs_in_other_fields(tmp_path: Path) -> None:
     (tmp_path / "m.png").write_bytes(png_bytes(8, 8))
     schema = pa.schema([("image", pa.binary()), ("mask", pa.string())])
-    path = write_parquet(tmp_path / "t.parquet", [{"image": jpeg_bytes(8, 8), "mask": "m.png"}],
-                         schema, None)  # fmt: skip
-    options = parquet_schema([{"name": "jpg", "type": "jpeg", "column": "image"},
-                              {"name": "seg.png", "type": "png", "geometry": "mask",
-                               "column": "mask"}])  # fmt: skip
+    path = write_parquet(
+        tmp_path / "t.parquet", [{"image": jpeg_bytes(8, 8), "mask": "m.png"}], schema, None
+    )
+    options = parquet_schema(
+        [
+            {"name": "jpg", "type": "jpeg", "column": "image"},
+            {"name": "seg.png", "type": "png", "geometry": "mask", "column": "mask"},
+        ]
+    )
     scan, rows = scan_all(path, tmp_path / "work", options)
     assert unpack_fields(rows[0].fields) == {"seg.png": FileRef("m.png")}
     assert resolved(scan, rows[0]) == {"seg.png": png_bytes(8, 8)}

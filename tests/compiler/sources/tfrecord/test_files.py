@@ -52,9 +52,14 @@ def from_directory(shards: Path, tmp_path: Path) -> dict[str, bytes]:
 def test_names() -> None:
     assert all(
         is_tfrecord_name(n)
-        for n in ("a.tfrecord", "A.TFRecords", "train.tfrecord-00000-of-01024",
-                  "imagenet2012-train.tfrecord-00012-of-01024", "dir/x.tfrecord")
-    )  # fmt: skip
+        for n in (
+            "a.tfrecord",
+            "A.TFRecords",
+            "train.tfrecord-00000-of-01024",
+            "imagenet2012-train.tfrecord-00012-of-01024",
+            "dir/x.tfrecord",
+        )
+    )
     assert not any(
         is_tfrecord_name(n)
         for n in ("train-00000-of-01024", "a.tfrecord.idx", "a.tar", "tfrecord", "x.tfrecord-1")
@@ -75,8 +80,9 @@ def test_detection(shards: Path, tmp_path: Path) -> None:
     assert detect_kind(f"{slim.parent}/train-*", "tfrecord") == "tfrecord"
     _, rows = scan_all(f"{slim.parent}/train-*", tmp_path / "work", kind="tfrecord")
     assert [r.source.decode() for r in rows][::2] == [
-        "train-00000-of-00002:0", "train-00001-of-00002:0",
-    ]  # fmt: skip
+        "train-00000-of-00002:0",
+        "train-00001-of-00002:0",
+    ]
     assert [r.label for r in rows] == LABELS[:3]
 
 
@@ -84,16 +90,28 @@ def test_detection(shards: Path, tmp_path: Path) -> None:
     ("source", "source_format", "message"),
     [
         ("shards/nothing-*.tfrecord", "auto", r"nothing-\*\.tfrecord: matches no file$"),
-        ("shards/train-*", "auto", r"train-\*: matches files not named as TFRecord files .* "
-         r"such as .*train-00000\.idx; a glob source is TFRecord files"),
-        ("shards/train-*.tfrecord", "wds", r"a wds source must be an existing path; globs are "
-         r"TFRecord \(tfrecord\) sources"),
-        ("mixed", "auto", r"mixed: holds both \.tar and TFRecord files; give the format "
-         r"\(wds or tfrecord\)"),
+        (
+            "shards/train-*",
+            "auto",
+            r"train-\*: matches files not named as TFRecord files .* "
+            r"such as .*train-00000\.idx; a glob source is TFRecord files",
+        ),
+        (
+            "shards/train-*.tfrecord",
+            "wds",
+            r"a wds source must be an existing path; globs are "
+            r"TFRecord \(tfrecord\) sources",
+        ),
+        (
+            "mixed",
+            "auto",
+            r"mixed: holds both \.tar and TFRecord files; give the format "
+            r"\(wds or tfrecord\)",
+        ),
         ("notes.csv", "tfrecord", r"notes\.csv: a tfrecord source cannot be a \.csv file"),
         ("plain.bin", "auto", r"plain\.bin: unknown source format; .* a TFRecord file, a glob"),
     ],
-)  # fmt: skip
+)
 def test_detection_errors(
     shards: Path, tmp_path: Path, source: str, source_format: str, message: str
 ) -> None:
@@ -125,8 +143,9 @@ def test_brace_pattern_and_file_url_build_the_same_dataset(
     listed = "::".join(f"{shards}/train-{n:05d}.tfrecord" for n in (2, 0))  # `::` keeps order
     _, rows = scan_all(listed, tmp_path / "work2")
     assert [r.source.decode() for r in rows][::3] == [
-        "train-00002.tfrecord:0", "train-00000.tfrecord:0",
-    ]  # fmt: skip
+        "train-00002.tfrecord:0",
+        "train-00000.tfrecord:0",
+    ]
 
 
 def test_pipe_urls_are_copied_into_the_build_dir(

@@ -48,14 +48,19 @@ def damaged_source(root: Path) -> dict[str, list[int]]:
     - d.tfrecord: two good records, then 5 bytes: less than a record header;
     - e.tfrecord: two good records.
     """
-    a = write_records(root / "a.tfrecord", [
-        good(0), good(1), b"\x0a\xff\xff\xff",
-        example_bytes([("image/class/label", 2)]),
-        example_bytes([("image/encoded", IMAGES[4])]),
-        example_bytes([("image/encoded", 5), ("image/class/label", 1)]),
-        example_bytes([("image/encoded", IMAGES[6]), ("image/class/label", b"3")]),
-        good(7),
-    ])  # fmt: skip
+    a = write_records(
+        root / "a.tfrecord",
+        [
+            good(0),
+            good(1),
+            b"\x0a\xff\xff\xff",
+            example_bytes([("image/class/label", 2)]),
+            example_bytes([("image/encoded", IMAGES[4])]),
+            example_bytes([("image/encoded", 5), ("image/class/label", 1)]),
+            example_bytes([("image/encoded", IMAGES[6]), ("image/class/label", b"3")]),
+            good(7),
+        ],
+    )
     found = {"a": offsets(a)}
     flip(a, found["a"][1] + 12 + 40)  # a byte of record 1's data
     b = write_records(root / "b.tfrecord", [good(i) for i in range(4)])
@@ -84,17 +89,28 @@ def test_scan_rejects_each_damaged_record(tmp_path: Path) -> None:
         (f"a.tfrecord:{a[2]}", "not a tf.train.Example: ", ""),
         (f"a.tfrecord:{a[3]}", "no 'image/encoded' feature (the image)", ""),
         (f"a.tfrecord:{a[4]}", "no 'image/class/label' feature (the label)", ""),
-        (f"a.tfrecord:{a[5]}",
-         "feature 'image/encoded' (the image) holds 1 int64 value, expected one bytes value", ""),
-        (f"a.tfrecord:{a[6]}",
-         "feature 'image/class/label' (the label) holds 1 bytes value, expected one int64 value",
-         ""),
-        (f"b.tfrecord:{b[3]}", f"truncated: the file ends at byte {size['b']}, inside this record",
-         left_out.format(size["b"] - b[3])),
+        (
+            f"a.tfrecord:{a[5]}",
+            "feature 'image/encoded' (the image) holds 1 int64 value, expected one bytes value",
+            "",
+        ),
+        (
+            f"a.tfrecord:{a[6]}",
+            "feature 'image/class/label' (the label) holds 1 bytes value, expected one int64 value",
+            "",
+        ),
+        (
+            f"b.tfrecord:{b[3]}",
+            f"truncated: the file ends at byte {size['b']}, inside this record",
+            left_out.format(size["b"] - b[3]),
+        ),
         (f"c.tfrecord:{c[1]}", "length CRC mismatch", left_out.format(size["c"] - c[1])),
-        (f"d.tfrecord:{d[2]}", f"truncated: the file ends at byte {size['d']}, inside this record",
-         left_out.format(5)),
-    ]  # fmt: skip
+        (
+            f"d.tfrecord:{d[2]}",
+            f"truncated: the file ends at byte {size['d']}, inside this record",
+            left_out.format(5),
+        ),
+    ]
     rejected = [
         (r.source.decode(), unpack_fields(r.fields)[WHOLE_SAMPLE]) for r in rows if r.size == 0
     ]
@@ -105,10 +121,13 @@ def test_scan_rejects_each_damaged_record(tmp_path: Path) -> None:
         assert value.reason.endswith(end)
     kept = [r for r in rows if r.size]
     assert [r.source.decode() for r in kept] == [
-        f"a.tfrecord:{a[0]}", f"a.tfrecord:{a[7]}", *(f"b.tfrecord:{o}" for o in b[:3]),
-        f"c.tfrecord:{c[0]}", *(f"d.tfrecord:{o}" for o in d[:2]),
+        f"a.tfrecord:{a[0]}",
+        f"a.tfrecord:{a[7]}",
+        *(f"b.tfrecord:{o}" for o in b[:3]),
+        f"c.tfrecord:{c[0]}",
+        *(f"d.tfrecord:{o}" for o in d[:2]),
         *(f"e.tfrecord:{o}" for o in found["e"]),
-    ]  # fmt: skip
+    ]
     kept_images = [0, 7, 0, 1, 2, 0, 0, 1, 8, 9]
     assert [image_bytes(scan, r) for r in kept] == [IMAGES[i] for i in kept_images]
     assert [r.label for r in kept] == [LABELS[i] for i in kept_images]
@@ -119,19 +138,28 @@ def test_build_rejects_and_goes_on(tmp_path: Path, workers: int) -> None:
     """rejects.jsonl names each damaged record by file and offset; the rest is built."""
     found = damaged_source(tmp_path / "src")
     out = tmp_path / "out"
-    summary = build(tmp_path / "src", out, BuildOptions(workers=workers, shard_size=4000,
-                                                        progress=False))  # fmt: skip
+    summary = build(
+        tmp_path / "src", out, BuildOptions(workers=workers, shard_size=4000, progress=False)
+    )
     lines = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
     a, b, c, d = found["a"], found["b"], found["c"], found["d"]
     assert [line["path"] for line in lines] == [
-        *(f"a.tfrecord:{o}" for o in a[1:7]), f"b.tfrecord:{b[3]}", f"c.tfrecord:{c[1]}",
+        *(f"a.tfrecord:{o}" for o in a[1:7]),
+        f"b.tfrecord:{b[3]}",
+        f"c.tfrecord:{c[1]}",
         f"d.tfrecord:{d[2]}",
-    ]  # fmt: skip
+    ]
     assert [line["reason"].split(":")[0].split(" (")[0] for line in lines] == [
-        "data CRC mismatch", "not a tf.train.Example", "no 'image/encoded' feature",
-        "no 'image/class/label' feature", "feature 'image/encoded'", "feature 'image/class/label'",
-        "truncated", "length CRC mismatch", "truncated",
-    ]  # fmt: skip
+        "data CRC mismatch",
+        "not a tf.train.Example",
+        "no 'image/encoded' feature",
+        "no 'image/class/label' feature",
+        "feature 'image/encoded'",
+        "feature 'image/class/label'",
+        "truncated",
+        "length CRC mismatch",
+        "truncated",
+    ]
     assert all("field" not in line for line in lines)  # the record as a whole, not a field
     assert (summary.samples, summary.rejected) == (10, 9)
 
@@ -153,8 +181,9 @@ def test_a_file_that_is_not_tfrecord_is_rejected_whole(tmp_path: Path) -> None:
     write_records(tmp_path / "src/y.tfrecord", [good(1)])
     _, rows = scan_all(tmp_path / "src", tmp_path / "work")
     assert [(r.source.decode(), r.size) for r in rows] == [
-        ("x.tfrecord:0", 0), ("y.tfrecord:0", len(IMAGES[1])),
-    ]  # fmt: skip
+        ("x.tfrecord:0", 0),
+        ("y.tfrecord:0", len(IMAGES[1])),
+    ]
     reason = unpack_fields(rows[0].fields)[WHOLE_SAMPLE].reason
     assert reason.startswith("length CRC mismatch")
     assert reason.endswith(f"; the rest of the file ({len(IMAGES[0])} bytes) is left out")

@@ -87,9 +87,14 @@ def write_with_tensorflow(files: dict[Path, list[Record]]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run(
-        [sys.executable, "-c", TF_WRITER], input=json.dumps(spec), capture_output=True,
-        text=True, env=env, timeout=600, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", TF_WRITER],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     if done.returncode != 0:
         raise AssertionError(f"the TensorFlow writer failed:\n{done.stderr[-3000:]}")
 
@@ -111,11 +116,16 @@ def write_records(path: Path, payloads: Sequence[bytes]) -> Path:
 def imagenet_features(i: int) -> list[tuple[str, bytes | int]]:
     """Sample `i` as TensorFlow's ImageNet conversion writes it."""
     return [
-        ("image/height", 24 + 8 * (i % 3)), ("image/width", 32 + 8 * (i % 2)),
-        ("image/colorspace", b"RGB"), ("image/channels", 3), ("image/class/label", LABELS[i]),
-        ("image/class/synset", b"n0144%04d" % i), ("image/format", b"JPEG"),
-        ("image/filename", b"img%d.JPEG" % i), ("image/encoded", IMAGES[i]),
-    ]  # fmt: skip
+        ("image/height", 24 + 8 * (i % 3)),
+        ("image/width", 32 + 8 * (i % 2)),
+        ("image/colorspace", b"RGB"),
+        ("image/channels", 3),
+        ("image/class/label", LABELS[i]),
+        ("image/class/synset", b"n0144%04d" % i),
+        ("image/format", b"JPEG"),
+        ("image/filename", b"img%d.JPEG" % i),
+        ("image/encoded", IMAGES[i]),
+    ]
 
 
 def tf_record(features: Sequence[tuple[str, bytes | int]]) -> Record:
@@ -154,20 +164,25 @@ def tf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     imagenet = [tf_record(imagenet_features(i)) for i in range(10)]
     imagenet[3]["image/object/bbox/xmin"] = ("float", [0.1, 0.5])
     texts = [b"dog", b"cat", b"owl", b"cat"]
-    write_with_tensorflow({
-        root / "imagenet/train.tfrecord-00000-of-00002": imagenet[:6],
-        root / "imagenet/train.tfrecord-00001-of-00002": imagenet[6:],
-        root / "fields/data.tfrecord": [field_record(i) for i in range(6)],
-        root / "png/p.tfrecord": [
-            {"image/encoded": ("bytes", [png_bytes(20, 16, seed=i)]),
-             "image/format": ("bytes", [b"png"]), "image/class/label": ("int64", [i])}
-            for i in range(3)
-        ],
-        root / "text/t.tfrecords": [
-            {"image/encoded": ("bytes", [IMAGES[i]]), "image/class/text": ("bytes", [t])}
-            for i, t in enumerate(texts)
-        ],
-    })  # fmt: skip
+    write_with_tensorflow(
+        {
+            root / "imagenet/train.tfrecord-00000-of-00002": imagenet[:6],
+            root / "imagenet/train.tfrecord-00001-of-00002": imagenet[6:],
+            root / "fields/data.tfrecord": [field_record(i) for i in range(6)],
+            root / "png/p.tfrecord": [
+                {
+                    "image/encoded": ("bytes", [png_bytes(20, 16, seed=i)]),
+                    "image/format": ("bytes", [b"png"]),
+                    "image/class/label": ("int64", [i]),
+                }
+                for i in range(3)
+            ],
+            root / "text/t.tfrecords": [
+                {"image/encoded": ("bytes", [IMAGES[i]]), "image/class/text": ("bytes", [t])}
+                for i, t in enumerate(texts)
+            ],
+        }
+    )
     return root
 
 
@@ -209,8 +224,9 @@ def test_rows_are_byte_ranges_of_the_files(tf_dir: Path, tmp_path: Path) -> None
         scan, rows = scan_all(tf_dir / "imagenet", tmp_path / "work")
     assert scan.kind == "tfrecord"
     assert scan.containers == (
-        "train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002",
-    )  # fmt: skip
+        "train.tfrecord-00000-of-00002",
+        "train.tfrecord-00001-of-00002",
+    )
     assert [r.container for r in rows] == [0] * 6 + [1] * 4
     assert [image_bytes(scan, r) for r in rows] == IMAGES
     assert [r.label for r in rows] == LABELS
@@ -221,13 +237,18 @@ SCHEMA: list[dict[str, Any]] = [
     {"name": "jpg", "type": "jpeg", "column": "image/encoded"},
     {"name": "cls", "type": "class", "column": "image/class/label"},
     {"name": "txt", "type": "text", "column": "image/caption"},
-    {"name": "boxes.npy", "type": "ndarray", "dtype": "<f4", "shape": [None, 4],
-     "column": "image/object/bbox"},
+    {
+        "name": "boxes.npy",
+        "type": "ndarray",
+        "dtype": "<f4",
+        "shape": [None, 4],
+        "column": "image/object/bbox",
+    },
     {"name": "ids.json", "type": "class_ids", "column": "image/object/class/label"},
     {"name": "score.npy", "type": "ndarray", "column": "score"},
     {"name": "meta.json", "type": "json", "column": "meta"},
     {"name": "note.txt", "type": "text", "optional": True, "column": "note"},
-]  # fmt: skip
+]
 
 
 def test_schema_maps_features_to_fields(tf_dir: Path, tmp_path: Path) -> None:
@@ -319,12 +340,16 @@ def test_records_without_labels_make_an_unlabeled_dataset(tmp_path: Path) -> Non
     assert [r.label for r in rows] == [-1, -1, -1]
 
 
-RECORD_SCHEMA = Schema((
-    FieldSpec(name="jpg", type="jpeg"), FieldSpec(name="cls", type="class"),
-    FieldSpec(name="txt", type="text"), FieldSpec(name="meta.json", type="json"),
-    FieldSpec(name="boxes.npy", type="ndarray", dtype="<f4", shape=(None, 4)),
-    FieldSpec(name="note.txt", type="text", optional=True),
-))  # fmt: skip
+RECORD_SCHEMA = Schema(
+    (
+        FieldSpec(name="jpg", type="jpeg"),
+        FieldSpec(name="cls", type="class"),
+        FieldSpec(name="txt", type="text"),
+        FieldSpec(name="meta.json", type="json"),
+        FieldSpec(name="boxes.npy", type="ndarray", dtype="<f4", shape=(None, 4)),
+        FieldSpec(name="note.txt", type="text", optional=True),
+    )
+)
 
 
 def npy(array: np.ndarray) -> bytes:
@@ -336,10 +361,12 @@ def npy(array: np.ndarray) -> bytes:
 def record_members(i: int) -> list[tuple[str, bytes]]:
     """Sample `i`'s members, as a fastpack shard job hands them to a shard writer."""
     members = [
-        ("jpg", IMAGES[i]), ("cls", str(i % 4).encode()), ("txt", f"caption {i}".encode()),
+        ("jpg", IMAGES[i]),
+        ("cls", str(i % 4).encode()),
+        ("txt", f"caption {i}".encode()),
         ("meta.json", json.dumps({"i": i}).encode()),
         ("boxes.npy", npy(np.full((i % 3, 4), i, np.float32))),
-    ]  # fmt: skip
+    ]
     if i % 2:
         members.append(("note.txt", f"note {i}".encode()))
     return members
@@ -363,9 +390,13 @@ def test_fastpack_record_shards_give_their_samples_back(tmp_path: Path) -> None:
         build(shards, out, OPTIONS)
     manifest = read_manifest(out / "fastpack.json")
     assert [(f.name, f.type, f.optional) for f in manifest.schema.fields] == [
-        ("jpg", "jpeg", False), ("cls", "class", False), ("boxes.npy", "ndarray", False),
-        ("meta.json", "json", False), ("note.txt", "text", True), ("txt", "text", False),
-    ]  # fmt: skip
+        ("jpg", "jpeg", False),
+        ("cls", "class", False),
+        ("boxes.npy", "ndarray", False),
+        ("meta.json", "json", False),
+        ("note.txt", "text", True),
+        ("txt", "text", False),
+    ]
     samples = read_fields(out)
     for i, sample in enumerate(samples):
         members = dict(record_members(i))

@@ -72,8 +72,14 @@ def test_fields_found_in_the_first_shard(shards: Path, tmp_path: Path) -> None:
     schema = scan.schema
     assert schema.names == ("jpg", "cls", "depth.npy", "json", "seg.png", "txt", "xyz")
     assert [schema[n].type for n in schema.names] == [
-        "jpeg", "class", "ndarray", "json", "png", "text", "raw",
-    ]  # fmt: skip
+        "jpeg",
+        "class",
+        "ndarray",
+        "json",
+        "png",
+        "text",
+        "raw",
+    ]
     assert [n for n in schema.names if schema[n].optional] == ["txt"]
     assert schema["depth.npy"].dtype is None
     assert schema["depth.npy"].shape is None
@@ -96,16 +102,20 @@ def test_fields_found_in_the_first_shard(shards: Path, tmp_path: Path) -> None:
 
 
 def test_image_and_class_only_is_version_1_without_field_bytes(tmp_path: Path) -> None:
-    write_shard(tmp_path / "t/0.tar", [{"__key__": f"k{i}", "jpg": jpeg_bytes(8, 8, seed=i),
-                                        "cls": i} for i in range(3)])  # fmt: skip
+    write_shard(
+        tmp_path / "t/0.tar",
+        [{"__key__": f"k{i}", "jpg": jpeg_bytes(8, 8, seed=i), "cls": i} for i in range(3)],
+    )
     scan, rows = scan_all(tmp_path / "t", tmp_path / "work")
     assert scan.schema == V1_SCHEMA
     assert [r.fields for r in rows] == [b""] * 3
 
 
 def test_samples_without_cls_make_an_unlabeled_dataset(tmp_path: Path) -> None:
-    write_shard(tmp_path / "t/0.tar", [{"__key__": f"k{i}", "png": png_bytes(8, 8, seed=i),
-                                        "txt": f"t{i}"} for i in range(2)])  # fmt: skip
+    write_shard(
+        tmp_path / "t/0.tar",
+        [{"__key__": f"k{i}", "png": png_bytes(8, 8, seed=i), "txt": f"t{i}"} for i in range(2)],
+    )
     scan, rows = scan_all(tmp_path / "t", tmp_path / "work")
     assert scan.schema.names == ("jpg", "txt")
     assert scan.schema.label_field is None
@@ -116,8 +126,9 @@ def test_samples_without_cls_make_an_unlabeled_dataset(tmp_path: Path) -> None:
 
 
 def test_another_class_extension_is_the_label_without_cls(tmp_path: Path) -> None:
-    write_shard(tmp_path / "t/0.tar", [{"__key__": "k", "jpg": jpeg_bytes(8, 8), "id": 4,
-                                        "index": 2}])  # fmt: skip
+    write_shard(
+        tmp_path / "t/0.tar", [{"__key__": "k", "jpg": jpeg_bytes(8, 8), "id": 4, "index": 2}]
+    )
     scan, rows = scan_all(tmp_path / "t", tmp_path / "work")
     assert scan.schema.names == ("jpg", "id", "index")
     assert scan.schema.label_field == "id"
@@ -190,9 +201,15 @@ def test_schema_errors(
 
 def test_members_that_cannot_be_fields_are_left_out_with_a_warning(tmp_path: Path) -> None:
     jpeg = jpeg_bytes(8, 8)
-    write_tar(tmp_path / "t/0.tar", [
-        ("a.jpg", jpeg), ("a.cls", b"1"), ("a.txt.zst", b"(\xb5/\xfd"), ("a.depth-map.png", b"x"),
-    ])  # fmt: skip
+    write_tar(
+        tmp_path / "t/0.tar",
+        [
+            ("a.jpg", jpeg),
+            ("a.cls", b"1"),
+            ("a.txt.zst", b"(\xb5/\xfd"),
+            ("a.depth-map.png", b"x"),
+        ],
+    )
     write_tar(tmp_path / "t/1.tar", [("b.jpg", jpeg), ("b.cls", b"2"), ("b.late", b"y")])
     with pytest.warns(LeftOutWarning) as caught:
         scan, rows = scan_all(tmp_path / "t", tmp_path / "work")
@@ -243,9 +260,16 @@ def test_the_survey_stops_after_its_samples(
     monkeypatch.setattr(wds, "SURVEY_SAMPLES", 2)
     jpeg = jpeg_bytes(8, 8)
     write_tar(tmp_path / "t/0.tar", [])  # no samples: the survey looks at the next shard
-    write_tar(tmp_path / "t/1.tar", [
-        ("a.jpg", jpeg), ("a.txt", b"1"), ("b.jpg", jpeg), ("c.jpg", jpeg), ("c.json", b"{}"),
-    ])  # fmt: skip
+    write_tar(
+        tmp_path / "t/1.tar",
+        [
+            ("a.jpg", jpeg),
+            ("a.txt", b"1"),
+            ("b.jpg", jpeg),
+            ("c.jpg", jpeg),
+            ("c.json", b"{}"),
+        ],
+    )
     for source, kind in ((tmp_path / "t", "auto"), (f"pipe:cat {tmp_path}/t/1.tar", "wds")):
         with pytest.warns(LeftOutWarning, match=r"member 'json' is not among the fields"):
             scan, rows = scan_all(source, tmp_path / f"work-{kind}", kind=kind)
