@@ -389,9 +389,11 @@ def _run_build(args: argparse.Namespace) -> int:
     from .compiler.build_schema import read_build_schema  # noqa: PLC0415
 
     given = {
-        "shard_size": args.shard_size, "quality": args.quality, "check": args.check,
+        "shard_size": args.shard_size,
+        "quality": args.quality,
+        "check": args.check,
         "dictionary_size": args.dictionary_size,
-    }  # fmt: skip
+    }
     options = BuildOptions(
         workers=args.workers,
         shuffle_seed=args.shuffle_seed,
