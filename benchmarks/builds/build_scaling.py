@@ -55,7 +55,7 @@ def _dask(args: argparse.Namespace, out: Path, address: str) -> dict[str, Any]:
     with Client(address) as client:  # type: ignore[no-untyped-call]
         started_wall = time.time()
         started = time.perf_counter()
-        with get_task_stream(client) as stream:  # type: ignore[no-untyped-call]
+        with get_task_stream(client) as stream:
             build(args.source, out, _options(args, None), cluster=client)
         seconds = time.perf_counter() - started
         ended_wall = time.time()

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from benchmarks import sysinfo as _sysinfo
 from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
@@ -52,7 +52,10 @@ def timed_build(source: str, out: Path, workers: int, shard_format: str) -> floa
 
     shutil.rmtree(out, ignore_errors=True)
     options = BuildOptions(
-        workers=workers, shard_size=16 << 20, shard_format=shard_format, progress=False
+        workers=workers,
+        shard_size=16 << 20,
+        shard_format=cast(Literal["tar", "tfrecord"], shard_format),
+        progress=False,
     )
     began = time.perf_counter()
     build(source, out, options)

@@ -79,7 +79,7 @@ def bench_field(  # noqa: PLR0913 - keyword settings of one field's measurement
     dict_size: int,
     repeats: int,
 ) -> list[tuple[str, int, str, int, list[float]]]:
-    raw_spec = FieldSpec(name=name, type=kind)  # type: ignore[arg-type]
+    raw_spec = FieldSpec(name=name, type=kind)
     raw = [encode_value(raw_spec, v) for v in values]
     rows = [_row("no compression", FieldCodec(raw_spec), values, repeats, None)]
     trained = train_dictionary(_spread(raw, TRAIN_SAMPLES), dict_size)
@@ -87,11 +87,11 @@ def bench_field(  # noqa: PLR0913 - keyword settings of one field's measurement
         raise SystemExit(f"{name}: too few samples to train a dictionary")
     zname = f"{name}.zst"
     for level in levels:
-        plain = FieldCodec(FieldSpec(name=zname, type=kind, zstd=Zstd(level=level)))  # type: ignore[arg-type]
+        plain = FieldCodec(FieldSpec(name=zname, type=kind, zstd=Zstd(level=level)))
         row = _row(f"zstd {level}, no dictionary", plain, values, repeats, None)
         rows.append(row)
         d = Dictionary(name=dictionary_name(zname), bytes=len(trained), sha256="")
-        spec = FieldSpec(name=zname, type=kind, zstd=Zstd(level=level, dictionary=d))  # type: ignore[arg-type]
+        spec = FieldSpec(name=zname, type=kind, zstd=Zstd(level=level, dictionary=d))
         label = f"zstd {level}, {len(trained) // 1024} KiB dictionary"
         rows.append(_row(label, FieldCodec(spec, trained), values, repeats, row[1]))
     return rows

@@ -210,7 +210,8 @@ def main() -> None:
 
     affinity = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {args.cpu})
-    transcode_rounds, crop_rounds = [], []
+    transcode_rounds: list[dict[str, Any]] = []
+    crop_rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
         before = load()
         transcode = time_transcodes(progressive)

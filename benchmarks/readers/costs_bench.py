@@ -103,7 +103,7 @@ def draw_rows(repeats: int) -> list[Row]:
 def permutation_rows(repeats: int) -> list[Row]:
     n = 10_000_000
     keyed = KeyedPermutation(n, seed=0, epoch=1)
-    positions = np.arange(8192, dtype=np.uint64)
+    positions = np.arange(8192, dtype=np.int64)
     feistel = per_call(lambda: keyed(positions), 20, repeats)
     numpy_perm = per_call(lambda: np.random.default_rng((0, 1)).permutation(n), 1, repeats)
     return [
