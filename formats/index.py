@@ -354,7 +354,7 @@ class Index:
 
     def release(self) -> None:
         """Unmap the pages read so far from this process (`MADV_DONTNEED`); arrays and views
-        stay valid, a later read maps its page again (its cost: benchmarks/COSTS.md)."""
+        stay valid, a later read maps its page again (its cost: benchmarks/readers/COSTS.md)."""
         self._mmap.madvise(mmap.MADV_DONTNEED)
 
     def _read_header(self, size: int) -> tuple[int, int, int, int]:

@@ -23,7 +23,7 @@ Two sources of samples, the same graph after them (decode, resize, crop, flip, n
 
 - a path: DALI's own reader (`fn.readers.webdataset`, `fn.readers.tfrecord`) chooses the order
   (its shuffle: shard files reshuffled each epoch, samples drawn from a buffer of
-  `initial_fill`). It made the figures of benchmarks/GPU.md, but cannot start mid-epoch,
+  `initial_fill`). It made the figures of benchmarks/gpu/GPU.md, but cannot start mid-epoch,
   follow `set_epoch` or read a view.
 - a `Dataset` (what `make_loader(dataset, decoder="dali")` passes): fastpack's order, fed through
   `fn.external_source` (feed.py) by the torch loader's `EpochBatchSampler` with the same seed,
@@ -31,7 +31,7 @@ Two sources of samples, the same graph after them (decode, resize, crop, flip, n
   honours the Dataset's view (a class-balanced one too), follows `set_epoch`, and resumes from
   either loader's `state_dict()` with any ranks, threads and batch size. The feed costs about
   5 us of CPU per sample, DALI's CPU path about 4.5 ms per image either way: the same images/s
-  on the CPU (benchmarks/DALI.md). A path keeps DALI's reader because the GPU figures were
+  on the CPU (benchmarks/gpu/DALI.md). A path keeps DALI's reader because the GPU figures were
   measured with it, where the feed's Python work per sample has not been measured yet.
 
     loader = make_loader(Dataset("data/train", transform=RandomResizedCrop(224)),
@@ -59,13 +59,13 @@ Host memory. DALI's decoded images come in every size; glibc's malloc, which rai
 threshold as it goes, then keeps them in fragmenting heap arenas and resident memory drifts by tens
 of MiB between epochs. `make_dali_loader` therefore fixes the threshold
 (`DaliOptions.malloc_mmap_threshold`, default 256 KiB, process-wide; `None` or a
-`MALLOC_MMAP_THRESHOLD_` environment variable leaves malloc alone). benchmarks/DALI.md has the
+`MALLOC_MMAP_THRESHOLD_` environment variable leaves malloc alone). benchmarks/gpu/DALI.md has the
 resident memory over 25 epochs with and without it.
 
 The test suite runs the CPU path (it needs no GPU). The GPU path (`DaliOptions(device="gpu")`:
 nvJPEG decode with `device="mixed"`, resize and `crop_mirror_normalize` on the GPU, float32 NCHW
 out) was run and checked against the CPU path on an H100: labels, shapes and pixels
-(benchmarks/GPU.md).
+(benchmarks/gpu/GPU.md).
 
 DALI and torch are imported when a loader is made, not when this module is imported.
 """

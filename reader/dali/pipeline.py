@@ -4,7 +4,7 @@ feeds through `fn.external_source` (feed.py); then decode, resize, crop.
 
 `device="cpu"` keeps every operator on the CPU (`device_id=None`, no CUDA needed) and outputs
 uint8 HWC images. `device="gpu"` decodes with nvJPEG (`device="mixed"`), resizes and normalizes on
-the GPU and outputs float32 CHW; the tests run without a GPU, and benchmarks/GPU.md records that
+the GPU and outputs float32 CHW; the tests run without a GPU, and benchmarks/gpu/GPU.md records that
 path run on one and checked against the CPU's, masks included.
 
 Extra fields (fields.py) are further members of the same samples. A mask follows its image: in

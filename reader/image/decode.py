@@ -7,7 +7,7 @@ scales at which the crop box, enlarged by at most `max_upscale`, still covers th
 final bilinear resize then changes the size by at most 2x either way (box-averaged halvings
 first, when a small output asks for more shrinking than the DCT scales give). Entropy
 decoding is paid in full at every scale, so a reduced scale saves the inverse DCT and colour
-conversion only; benchmarks/COSTS.md has the costs of each step.
+conversion only; benchmarks/readers/COSTS.md has the costs of each step.
 """
 
 from __future__ import annotations

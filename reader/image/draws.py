@@ -5,7 +5,7 @@ Each draw is the SplitMix64 finalizer (Steele, Lea and Flood, "Fast splittable p
 number generators", 2014) applied to a counter made of the four numbers; its top 53 bits give
 the float. The hash is vectorized, so readers compute the draws of a whole batch in one call (or
 1024 samples at a time with `iter_draws`): one call costs about as much for one sample as for
-64 (benchmarks/COSTS.md). Results do not depend on batching, worker count or order.
+64 (benchmarks/readers/COSTS.md). Results do not depend on batching, worker count or order.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ each keyed by `(seed, epoch, round)` through the SplitMix64 finalizer, is a bije
 of [0, N). Six rounds of a well-mixed round function make the result indistinguishable from a
 uniform permutation for shuffling purposes (Luby and Rackoff: four already suffice for a random
 round function). Its cost per position does not depend on N, and nothing of size N is ever
-built (benchmarks/COSTS.md compares it with materialising the permutation).
+built (benchmarks/readers/COSTS.md compares it with materialising the permutation).
 """
 
 from __future__ import annotations
