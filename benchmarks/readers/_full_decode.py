@@ -1,4 +1,4 @@
-"""The full-decode bound: `processes` processes doing nothing but `simplejpeg.decode_jpeg`
+"""The full-decode rate: `processes` processes doing nothing but `simplejpeg.decode_jpeg`
 (full size, RGB) on the corpus bytes held in memory. No reading, cropping, resizing or batching:
 no loader that decodes every image at full size can beat it.
 

@@ -75,12 +75,12 @@ def loader_table(report: dict[str, Any]) -> str:
         result = report["full_decode"]["result"]
         rates, cpu = result["rates"], statistics.median(result.get("cpu_ms", [0.0]))
         rows.append(
-            f"| full-decode bound ({workers} processes, simplejpeg, bytes in memory) "
+            f"| full-decode rate ({workers} processes, simplejpeg, bytes in memory) "
             f"| {full_decode:.0f} | {min(rates):.0f}-{max(rates):.0f} | 1.00 | | {cpu:.2f} "
             "| | | | | | | |"
         )
     else:
-        failed.append(f"- full-decode bound failed: `{report['full_decode']['error']}`")
+        failed.append(f"- full-decode rate failed: `{report['full_decode']['error']}`")
     return "\n".join(rows) + ("\n\n" + "\n".join(failed) if failed else "")
 
 
