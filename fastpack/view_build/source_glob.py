@@ -6,7 +6,8 @@ A glob is cut at its stars into segments, each a sequence of byte tests (a liter
 and the others in order in between, each at its leftmost place (which is how a glob matches).
 NumPy runs each test for all candidate strings at once; the middle segments are found anywhere
 in the blob and then assigned to strings by a binary search. That takes a fraction of the time a
-regular expression run string by string, or over the whole blob, takes (benchmarks/VIEWS.md).
+regular expression run string by string, or over the whole blob, takes
+(benchmarks/startup/VIEWS.md).
 
 A byte test is a character test for ASCII text only. Where the glob has `?` or a set, strings
 with other bytes are matched again one by one with `fnmatch`'s regular expression.

@@ -137,7 +137,8 @@ class RandomResizedCrop:
     enlarges a decoded image: full quality, at about the cost that `max_upscale=2` had before
     crops decoded their window alone. `max_upscale=2` is the faster setting: it decodes at 1/2
     any box of at least the output size (3 crops in 4 of 480-pixel photos cropped to 224), at
-    lower quality on sharp photos (benchmarks/QUALITY.md, benchmarks/CROP_DECODE.md).
+    lower quality on sharp photos (benchmarks/readers/QUALITY.md,
+    benchmarks/readers/CROP_DECODE.md).
     """
 
     draws = _DRAWS

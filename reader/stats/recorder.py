@@ -35,8 +35,8 @@ from .counts import READ_COUNTS
 T = TypeVar("T")
 WorkerInit = Callable[[int], None]
 
-# Whether loaders made from now on collect stats. Internal: benchmarks/stats_bench.py turns it
-# off to measure what collecting costs.
+# Whether loaders made from now on collect stats. Internal: benchmarks/readers/stats_bench.py
+# turns it off to measure what collecting costs.
 COLLECT = True
 
 

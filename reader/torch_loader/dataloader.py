@@ -66,8 +66,8 @@ def frozen_gc() -> Iterator[None]:
 
     A process forked in the block inherits them frozen, so its own collections never write to
     them: their pages stay shared with the trainer instead of being copied into every worker
-    (benchmarks/RESULTS.md). The trainer unfreezes them when the block ends and collects them
-    as before.
+    (benchmarks/readers/RESULTS.md). The trainer unfreezes them when the block ends and collects
+    them as before.
     """
     gc.freeze()
     try:
