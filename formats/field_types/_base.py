@@ -80,13 +80,7 @@ class FieldTypeDef:
         """Each value's member bytes, or the FieldValueError that says why it does not fit."""
         if self.encode_column is not None:
             return self.encode_column(values, spec)
-        out: list[bytes | FieldValueError] = []
-        for value in values:
-            try:
-                out.append(self.encode(value, spec))
-            except FieldValueError as e:
-                out.append(e)
-        return out
+        return encode_each(self.encode, values, spec)
 
     def check_value(self, value: Any, spec: FieldSpec) -> None:
         """Raise FieldValueError unless a decoded member's `value` is what `spec` says."""
@@ -94,6 +88,20 @@ class FieldTypeDef:
             self.verify(value, spec)
         else:
             self.encode(value, spec)
+
+
+def encode_each(
+    encode: Encode, values: Sequence[Any], spec: FieldSpec
+) -> list[bytes | FieldValueError]:
+    """`encode` of each value alone, a value that does not fit giving its FieldValueError: a
+    column's slow path, where its fast path does not apply."""
+    out: list[bytes | FieldValueError] = []
+    for value in values:
+        try:
+            out.append(encode(value, spec))
+        except FieldValueError as e:
+            out.append(e)
+    return out
 
 
 def as_bytes(value: Any, spec: FieldSpec) -> bytes:

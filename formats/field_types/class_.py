@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef, integer
+from ._base import FieldTypeDef, encode_each, integer
 
 if TYPE_CHECKING:
     from ..schema import FieldSpec
@@ -27,13 +27,7 @@ def _encode(value: Any, spec: FieldSpec) -> bytes:
 def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
     if all(type(v) is int for v in values):  # the common case: one pass at C speed
         return [b"%d" % v for v in values]
-    out: list[bytes | FieldValueError] = []
-    for value in values:
-        try:
-            out.append(_encode(value, spec))
-        except FieldValueError as e:
-            out.append(e)
-    return out
+    return encode_each(_encode, values, spec)
 
 
 def _decode(data: bytes, spec: FieldSpec) -> Any:

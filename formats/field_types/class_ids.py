@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef, integer
+from ._base import FieldTypeDef, encode_each, integer
 from .json_ import encode_json
 
 if TYPE_CHECKING:
@@ -44,13 +44,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
     `str` of a list of ints is its JSON with ", " between items."""
     if all(map(_plain, values)):
         return [str(v).replace(" ", "").encode("ascii") for v in values]
-    out: list[bytes | FieldValueError] = []
-    for value in values:
-        try:
-            out.append(_encode(value, spec))
-        except FieldValueError as e:
-            out.append(e)
-    return out
+    return encode_each(_encode, values, spec)
 
 
 def _decode(data: bytes, spec: FieldSpec) -> Any:

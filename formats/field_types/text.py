@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef
+from ._base import FieldTypeDef, encode_each
 
 if TYPE_CHECKING:
     from ..schema import FieldSpec
@@ -39,13 +39,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
             return [v.encode("utf-8") for v in values]
         except UnicodeEncodeError:
             pass  # a lone surrogate: each value on its own says which
-    out: list[bytes | FieldValueError] = []
-    for value in values:
-        try:
-            out.append(utf8(value))
-        except FieldValueError as e:
-            out.append(e)
-    return out
+    return encode_each(lambda value, _spec: utf8(value), values, spec)
 
 
 def _decode(data: bytes, spec: FieldSpec) -> Any:
