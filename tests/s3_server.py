@@ -95,7 +95,9 @@ class S3Server:
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
             "-master.volumeSizeLimitMB=64",
-            "-volume.max=500",
+            # Each bucket is a collection that takes 7 volumes when first written: room for about
+            # 280 buckets, which a whole test session creates (500 ran out late in the session).
+            "-volume.max=2000",
             "-volume.preStopSeconds=0",
             "-master.electionTimeout=1s",
             *ports,
