@@ -6,19 +6,26 @@ import gc
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import DatasetNotFoundError, ManifestError, UnsupportedVersionError
-from .layout import INDEX_NAME, SHARD_FORMATS
+from .errors import (
+    ChecksumMismatchError,
+    DatasetNotFoundError,
+    ManifestError,
+    UnsupportedVersionError,
+)
+from .layout import INDEX_NAME, REJECTS_NAME, SHARD_FORMATS
 from .schema import V1_SCHEMA, FieldSpec, FileInfo, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
 VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 DEFAULT_FIELDS = V1_SCHEMA.names
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +36,16 @@ class ShardInfo:
     bytes: int
     sha256: str
     crc32c: int | None = None  # OPTIONAL (SPEC 2): what downloads check, cheaper than SHA-256
+    # OPTIONAL (SPEC 2), both or neither: size and SHA-256 of the DALI index `index_name`
+    index_bytes: int | None = None
+    index_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.index_bytes is None) != (self.index_sha256 is None):
+            raise ManifestError(
+                f"shard {self.name!r}: index_bytes and index_sha256 go together, found only "
+                f"{'index_bytes' if self.index_sha256 is None else 'index_sha256'}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +61,8 @@ class Manifest:
     version: int = 1  # `version_for(schema, shard_format)`
     schema: Schema = V1_SCHEMA  # version 1: the schema its `fields` imply
     shard_format: str = "tar"  # or "tfrecord" (version 2 only)
+    rejects: FileInfo | None = None  # OPTIONAL (SPEC 2): `rejects.jsonl`, where there is one
+    checksum: bool = False  # whether the text records its own SHA-256 (`sha256`, SPEC 2)
 
     def __post_init__(self) -> None:
         if self.shard_format not in SHARD_FORMATS:
@@ -63,8 +82,10 @@ class Manifest:
             )
 
     def to_json(self) -> str:
-        """The canonical, byte-stable text of the manifest."""
+        """The canonical, byte-stable text of the manifest (SPEC section 2), with its own
+        SHA-256 (`sha256`) where `checksum` is set."""
         data = asdict(self)
+        del data["checksum"]
         data["format"] = FORMAT_NAME
         if self.version == 1:
             del data["schema"]
@@ -72,10 +93,27 @@ class Manifest:
             data["schema"] = self.schema.to_json()
         if self.shard_format == "tar":
             del data["shard_format"]  # tar datasets are byte-identical to those written before it
+        if self.rejects is None:
+            del data["rejects"]
         for shard in data["shards"]:
-            if shard["crc32c"] is None:
-                del shard["crc32c"]
-        return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+            for key in ("crc32c", "index_bytes", "index_sha256"):
+                if shard[key] is None:
+                    del shard[key]
+        text = _canonical(data)
+        if not self.checksum:
+            return text
+        data["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return _canonical(data)
+
+
+def _canonical(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def content_sha256(manifest: Manifest) -> str:
+    """Hex SHA-256 of the manifest's canonical text without its own `sha256` (SPEC section 2):
+    what a manifest with `checksum` records."""
+    return hashlib.sha256(replace(manifest, checksum=False).to_json().encode("utf-8")).hexdigest()
 
 
 def manifest_digest(manifest: Manifest) -> str:
@@ -123,14 +161,31 @@ def _parse_file_info(data: Any, where: str) -> FileInfo:
 def _parse_shard(data: Any, where: str) -> ShardInfo:
     if not isinstance(data, dict):
         raise ManifestError(f"{where}: expected an object, found {type(data).__name__}")
-    return ShardInfo(
-        name=_require(data, "name", str, where),
-        index_name=_require(data, "index_name", str, where),
-        samples=_require(data, "samples", int, where),
-        bytes=_require(data, "bytes", int, where),
-        sha256=_require(data, "sha256", str, where),
-        crc32c=_optional_crc32c(data, where),
-    )
+    parts = {
+        "name": _require(data, "name", str, where),
+        "index_name": _require(data, "index_name", str, where),
+        "samples": _require(data, "samples", int, where),
+        "bytes": _require(data, "bytes", int, where),
+        "sha256": _require(data, "sha256", str, where),
+        "crc32c": _optional_crc32c(data, where),
+        "index_bytes": _optional(data, "index_bytes", int, None, where),
+        "index_sha256": _optional_sha256(data, "index_sha256", where),
+    }
+    if parts["index_bytes"] is not None and parts["index_bytes"] < 0:
+        raise ManifestError(f"{where}: key 'index_bytes' is {parts['index_bytes']}, expected >= 0")
+    try:
+        return ShardInfo(**parts)
+    except ManifestError as e:
+        raise ManifestError(f"{where}: {e}") from e
+
+
+def _optional_sha256(data: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = _optional(data, key, str, None, where)
+    if value is not None and _SHA256.fullmatch(value) is None:
+        raise ManifestError(
+            f"{where}: key {key!r} is {value!r:.80}, expected 64 lowercase hex digits"
+        )
+    return value
 
 
 def _optional_crc32c(data: dict[str, Any], where: str) -> int | None:
@@ -178,6 +233,7 @@ def parse_manifest(data: Any, source: str) -> Manifest:
         )
     except ManifestError as e:
         raise ManifestError(f"{source}: {e}") from e
+    _optional_sha256(data, "sha256", source)  # checked against the text by `check_manifest_text`
     total = sum(s.samples for s in shards)
     if total != manifest.num_samples:
         raise ManifestError(
@@ -186,6 +242,10 @@ def parse_manifest(data: Any, source: str) -> Manifest:
     if manifest.index.name != INDEX_NAME:
         raise ManifestError(
             f"{source}: index name {manifest.index.name!r}, expected {INDEX_NAME!r}"
+        )
+    if manifest.rejects is not None and manifest.rejects.name != REJECTS_NAME:
+        raise ManifestError(
+            f"{source}: rejects name {manifest.rejects.name!r}, expected {REJECTS_NAME!r}"
         )
     return manifest
 
@@ -211,6 +271,10 @@ def _manifest(  # noqa: PLR0913 (the parts parse_manifest has checked, by keywor
         build=_require(data, "build", dict, source),
         stats=_require(data, "stats", dict, source),
         shard_format=_optional(data, "shard_format", str, "tar", source),
+        rejects=(
+            _parse_file_info(data["rejects"], f"{source}: rejects") if "rejects" in data else None
+        ),
+        checksum="sha256" in data,
     )
 
 
@@ -232,6 +296,40 @@ def manifest_from_text(text: str | bytes, source: str) -> Manifest:
     finally:
         if collecting:
             gc.enable()
+
+
+def check_manifest_text(text: bytes, source: str) -> Manifest:
+    """The manifest in `text`, checked to cover every byte of it (SPEC section 2): the SHA-256 it
+    records (if it records one) is that of its content, and `text` is the canonical text of what
+    it holds (no other whitespace, escape, key or number form). `ChecksumMismatchError` or
+    `ManifestError` naming `source` and where the bytes differ otherwise."""
+    manifest = manifest_from_text(text, source)
+    if manifest.checksum:
+        recorded = json.loads(text)["sha256"]
+        if (digest := content_sha256(manifest)) != recorded:
+            raise ChecksumMismatchError(
+                f"{source}: its content's sha256 is {digest}, it records {recorded}: the file "
+                "is damaged"
+            )
+    canonical = manifest.to_json().encode("utf-8")
+    if text != canonical:
+        difference = _first_difference(text, canonical)
+        raise ManifestError(f"{source}: not the canonical text of what it holds; {difference}")
+    return manifest
+
+
+def _first_difference(found: bytes, expected: bytes) -> str:
+    """Where two texts first differ, by line and column, with a few bytes of each."""
+    at = next(
+        (i for i, (a, b) in enumerate(zip(found, expected, strict=False)) if a != b),
+        min(len(found), len(expected)),
+    )
+    line = found.count(b"\n", 0, at) + 1
+    column = at - (found.rfind(b"\n", 0, at) + 1) + 1
+    return (
+        f"byte {at} (line {line}, column {column}) is {found[at : at + 12]!r}, the canonical "
+        f"text has {expected[at : at + 12]!r}"
+    )
 
 
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:

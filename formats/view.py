@@ -29,12 +29,14 @@ from .errors import (
 from .manifest import Manifest, manifest_digest
 
 MAGIC = b"\x89FPV\r\n\x1a\n"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 VIEWS_DIR = "views"
 VIEW_SUFFIX = ".fpview"
 BALANCES = ("class",)
 _PREAMBLE = struct.Struct("<8sII")  # magic, version, header_size
+_TRAILER = struct.Struct("<I")  # CRC-32C of every byte before it
+_TRAILER_VERSION = 2  # the first version with the trailer
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _ZSTD_LEVEL = 3
@@ -165,9 +167,31 @@ def view_to_bytes(view: View) -> bytes:
         "balance": view.balance,
         "rows_crc32c": crc32c_extend(0, bitmap),
     }
-    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    text = _header_text(header)
     frame = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress(bitmap)
-    return _PREAMBLE.pack(MAGIC, VERSION, len(text)) + text + frame
+    body = _PREAMBLE.pack(MAGIC, VERSION, len(text)) + text + frame
+    return body + _TRAILER.pack(crc32c_extend(0, body))
+
+
+def _header_text(header: dict[str, Any]) -> bytes:
+    """The canonical text of a header (SPEC section 8): keys sorted, no whitespace."""
+    return json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def check_view_text(data: bytes, where: str) -> View:
+    """The view in the file bytes `data`, checked as `view_from_bytes` checks it and its header
+    checked to be the canonical text of what it holds, as writers write it (which covers a
+    version-1 header's bytes: version 1 has no checksum of the file). `ViewError` naming
+    `where` for a header written otherwise."""
+    view = view_from_bytes(data, where)
+    size = _PREAMBLE.unpack_from(data)[2]
+    found = bytes(data[_PREAMBLE.size : _PREAMBLE.size + size])
+    if found != _header_text(json.loads(found)):
+        raise ViewError(
+            f"{where}: the header is not the canonical text of what it holds (keys sorted, no "
+            f"whitespace): {found[:200]!r}"
+        )
+    return view
 
 
 def view_from_bytes(data: bytes, where: str) -> View:
@@ -220,11 +244,32 @@ def _split(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
         raise TruncatedFileError(
             f"{where}: {len(data)} bytes, the {size}-byte header alone ends at byte {end}"
         )
+    if version >= _TRAILER_VERSION:
+        data = _without_trailer(data, end, where)
     try:
         header = json.loads(bytes(data[_PREAMBLE.size : end]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ViewError(f"{where}: the header is not UTF-8 JSON ({e})") from e
     return _check_header(header, where), bytes(data[end:])
+
+
+def _without_trailer(data: bytes, end: int, where: str) -> bytes:
+    """A version-2 file's bytes before its `file_crc32c`, checked against it; `end`: where the
+    header ends."""
+    if len(data) < end + _TRAILER.size:
+        raise TruncatedFileError(
+            f"{where}: {len(data)} bytes, too short for its header (to byte {end}) and the "
+            f"{_TRAILER.size}-byte checksum"
+        )
+    body = data[: len(data) - _TRAILER.size]
+    (recorded,) = _TRAILER.unpack_from(data, len(body))
+    crc = crc32c_extend(0, body)
+    if crc != recorded:
+        raise ChecksumMismatchError(
+            f"{where}: the file's CRC-32C is {crc:08x}, its last 4 bytes record {recorded:08x}: "
+            "the file is damaged or cut short"
+        )
+    return body
 
 
 def _check_header(header: Any, where: str) -> dict[str, Any]:

@@ -1,17 +1,22 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 from fastpack.formats import (
+    ChecksumMismatchError,
     DatasetNotFoundError,
     FileInfo,
     Manifest,
     ManifestError,
     ShardInfo,
     UnsupportedVersionError,
+    check_manifest_text,
+    content_sha256,
+    manifest_digest,
     manifest_from_text,
     read_manifest,
     write_manifest,
@@ -148,4 +153,118 @@ def test_a_crc32c_that_is_not_an_unsigned_32_bit_int_is_refused(value: object) -
     data = json.loads(_manifest().to_json())
     data["shards"][1]["crc32c"] = value
     with pytest.raises(ManifestError, match=r"^m.json: shards\[1\]: key 'crc32c' should be"):
+        manifest_from_text(json.dumps(data), "m.json")
+
+
+def _sealed() -> Manifest:
+    """The manifest with every checksum of SPEC section 2: DALI indexes, rejects, its own."""
+    m = _manifest()
+    shards = tuple(
+        dataclasses.replace(s, index_bytes=100 + i, index_sha256=f"{i}" * 64)
+        for i, s in enumerate(m.shards)
+    )
+    rejects = FileInfo(name="rejects.jsonl", bytes=60, sha256="d" * 64)
+    return dataclasses.replace(m, shards=shards, rejects=rejects, checksum=True)
+
+
+def test_every_checksum_round_trips_and_the_manifest_records_its_own() -> None:
+    text = _sealed().to_json()
+    data = json.loads(text)
+    assert [(s["index_bytes"], s["index_sha256"]) for s in data["shards"]] == [
+        (100, "0" * 64),
+        (101, "1" * 64),
+    ]
+    assert data["rejects"] == {"name": "rejects.jsonl", "bytes": 60, "sha256": "d" * 64}
+    del data["sha256"]
+    without = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    assert json.loads(text)["sha256"] == hashlib.sha256(without.encode()).hexdigest()
+    assert json.loads(text)["sha256"] == content_sha256(_sealed())
+    back = check_manifest_text(text.encode(), "m.json")
+    assert back == _sealed()
+    assert manifest_digest(back) == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_manifest_without_them_keeps_its_text() -> None:
+    """Manifests written before the checksums: no key added, the same digest."""
+    text = _manifest().to_json()
+    assert not {"sha256", "rejects"} & set(json.loads(text))
+    assert all("index_sha256" not in s for s in json.loads(text)["shards"])
+    back = check_manifest_text(text.encode(), "m.json")
+    assert (back.checksum, back.rejects, back.shards[0].index_sha256) == (False, None, None)
+    assert back.to_json() == text
+
+
+def _flipped(text: str, old: str, new: str) -> bytes:
+    assert text.count(old) == 1, old
+    return text.replace(old, new).encode()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('"cat"', '"cau"', "its content's sha256 is [0-9a-f]{64}, it records [0-9a-f]{64}: "),
+        ('"shard_size": 1000', '"shard_size": 1001', "its content's sha256 is"),
+        ('"key_width": 9', '"key_width": 8', "its content's sha256 is"),
+        ('"rejected": 1', '"rejected": 2', "its content's sha256 is"),
+    ],
+)
+def test_a_changed_value_is_found_by_the_manifest_s_own_sha256(
+    old: str, new: str, message: str
+) -> None:
+    text = _flipped(_sealed().to_json(), old, new)
+    manifest_from_text(text, "m.json")  # a reader that only reads takes it
+    with pytest.raises(ChecksumMismatchError, match=f"^m.json: {message}"):
+        check_manifest_text(text, "m.json")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where"),
+    [
+        ('\n  "classes"', '\n\t"classes"', r"\(line 5, column 1\) is b'\\t\"classes"),
+        ('"num_samples": 5,\n', '"num_samples": 5,\x0b', "not valid JSON"),
+        ('"dog"', '"\\u0064og"', r"\(line 7, column 6\) is b'\\\\u0064og"),
+        ('"num_samples": 5', '"num_samples":05', "not valid JSON"),
+        ('"key_width": 9', '"key_width": 9.0', "key 'key_width' should be int"),
+        ('"sha256": "aaaa', '"sha256":  "aaaa', r"column 17\) is b' \"aaa"),
+        ('"name": "index.fpx"', '"name": "index.fpx", "x": 1', r"column 25\) is b' \"x\": 1"),
+    ],
+)
+def test_another_form_of_the_same_manifest_is_found(old: str, new: str, where: str) -> None:
+    """Whitespace, escapes, number forms and unknown keys are not in what the manifest holds,
+    so its own sha256 cannot see them: the canonical text does, in manifests old and new."""
+    for manifest in (_manifest(), _sealed()):
+        text = _flipped(manifest.to_json(), old, new)
+        with pytest.raises(ManifestError, match=where):
+            check_manifest_text(text, "m.json")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("sha256", "A" * 64, "key 'sha256' is 'AAA"),
+        ("sha256", 7, "key 'sha256' should be str"),
+        ("rejects", {"name": "rejected.txt", "bytes": 1, "sha256": "e" * 64}, "rejects name"),
+        ("rejects", {"name": "rejects.jsonl", "bytes": 1}, "rejects: missing key 'sha256'"),
+    ],
+)
+def test_bad_checksum_keys(key: str, value: object, message: str) -> None:
+    data = json.loads(_manifest().to_json())
+    data[key] = value
+    with pytest.raises(ManifestError, match=message):
+        manifest_from_text(json.dumps(data), "m.json")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"index_bytes": 3}, "index_bytes and index_sha256 go together, found only index_bytes"),
+        ({"index_sha256": "f" * 64}, "go together, found only index_sha256"),
+        ({"index_bytes": -1, "index_sha256": "f" * 64}, "'index_bytes' is -1, expected >= 0"),
+        ({"index_bytes": 3, "index_sha256": "xyz"}, "'index_sha256' is 'xyz', expected 64"),
+    ],
+)
+def test_bad_dali_index_checksums(changes: dict[str, object], message: str) -> None:
+    data = json.loads(_manifest().to_json())
+    data["shards"][1].update(changes)
+    with pytest.raises(ManifestError, match=rf"^m.json: shards\[1\]: .*{message}"):
         manifest_from_text(json.dumps(data), "m.json")

@@ -59,9 +59,11 @@ def make_view(
 
 
 def parts(data: bytes) -> tuple[int, dict[str, object], bytes]:
-    """(version, header, frame) of a view file's bytes."""
+    """(version, header, frame) of a view file's bytes (a version-2 file's without its
+    trailing checksum)."""
     _, version, size = struct.unpack_from("<8sII", data)
-    return version, json.loads(data[16 : 16 + size]), data[16 + size :]
+    end = len(data) - 4 if version == 2 else len(data)
+    return version, json.loads(data[16 : 16 + size]), data[16 + size : end]
 
 
 def assemble(header: dict[str, object], frame: bytes, version: int = 1) -> bytes:
@@ -103,7 +105,8 @@ def test_file_layout(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert data[:8] == b"\x89FPV\r\n\x1a\n"
     version, header, frame = parts(data)
-    assert version == 1
+    assert version == 2
+    assert struct.unpack("<I", data[-4:])[0] == crc32c_extend(0, data[:-4])
     bitmap = zstandard.ZstdDecompressor().decompress(frame)
     assert bitmap == np.packbits(view.mask(), bitorder="little").tobytes()
     assert len(bitmap) == 3  # 20 bits
@@ -214,8 +217,16 @@ HOSTILE: list[tuple[str, bytes, type[FastpackError], str]] = [
     ("short", GOOD[:10], TruncatedFileError, "shorter than the 16-byte preamble"),
     ("not a view", b"\x89PNG\r\n\x1a\n" + GOOD[8:], BadMagicError, "bad magic"),
     ("short other", b"PK\x03", BadMagicError, "bad magic"),
-    ("version", assemble(_header(), GOOD_FRAME, version=2), UnsupportedVersionError,
-     r"view version 2, this reader supports \(1,\)"),
+    ("version", assemble(_header(), GOOD_FRAME, version=3), UnsupportedVersionError,
+     r"view version 3, this reader supports \(1, 2\)"),
+    ("v2 checksum", GOOD[:-1] + bytes([GOOD[-1] ^ 1]), ChecksumMismatchError,
+     "the file's CRC-32C is [0-9a-f]{8}, its last 4 bytes record [0-9a-f]{8}: the file is "
+     "damaged or cut short"),
+    ("v2 definition", GOOD.replace(b'"seed":3', b'"seed":4'), ChecksumMismatchError,
+     "the file's CRC-32C is"),
+    ("v2 no checksum", assemble(_header(), b"ab", version=2), TruncatedFileError,
+     "too short for its header"),
+    ("v2 cut", GOOD[:-7], ChecksumMismatchError, "damaged or cut short"),
     ("header cut", GOOD[:40], TruncatedFileError, "-byte header alone ends at byte"),
     ("no bitmap", assemble(_header(), b""), TruncatedFileError, "without the bitmap"),
     ("bitmap cut", assemble(_header(), GOOD_FRAME[:-4]), TruncatedFileError, "cut short"),
