@@ -2,7 +2,13 @@
 checked (progressive ones transcoded to baseline where asked), convert anything else that decodes
 to an RGB JPEG, reject the rest."""
 
-from .baseline import BaselineUnavailableError, baseline_available, to_baseline
+from .baseline import (
+    BaselineUnavailableError,
+    TranscodeNotLosslessError,
+    baseline_available,
+    to_baseline,
+    to_baseline_lossless,
+)
 from .policy import CHECKS, Check, PreparedImage, Reject, prepare_image
 
 __all__ = [
@@ -11,7 +17,9 @@ __all__ = [
     "Check",
     "PreparedImage",
     "Reject",
+    "TranscodeNotLosslessError",
     "baseline_available",
     "prepare_image",
     "to_baseline",
+    "to_baseline_lossless",
 ]

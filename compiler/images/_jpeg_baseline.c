@@ -11,34 +11,80 @@
  * space (from JFIF, Adobe and component ids) as for the input. Restart markers are not kept (no
  * DRI); bytes after the EOI are dropped.
  *
- * libjpeg's warnings (corrupt data it would paper over) are errors, as are its errors; both
- * come back as ValueError with libjpeg's message. The GIL is released for the whole transcode.
+ * Refused (ValueError with the reason):
+ * - data libjpeg cannot read, and data it warns about (corrupt data it would paper over);
+ * - an incomplete progressive file (IncompleteProgressiveError, a ValueError): a coefficient of
+ *   some component never sent, or never refined to its last bit (a scan missing, or an EOI
+ *   between scans). A decoder smooths such an image between blocks, a baseline copy of the
+ *   coefficients is not smoothed: its pixels would differ;
+ * - an image whose coefficients need more than `max_memory` bytes (libjpeg's
+ *   max_memory_to_use, checked before the coefficient buffers are allocated; the output buffer
+ *   obeys the same limit), and a file of more than `max_scans` scans (each scan costs a pass
+ *   over every block; libjpeg-turbo's own tools stop at 500).
+ *
+ * The output buffer belongs to this extension (a destination manager of its own, grown with
+ * realloc), so it is freed exactly once whatever fails. The GIL is released for the whole
+ * transcode.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jpeglib.h>
 
+#include <jerror.h>
+
 #ifndef LIBJPEG_TURBO_VERSION_NUMBER
-#error "needs libjpeg-turbo's jpeglib.h (jpeg_mem_src, jpeg_mem_dest)"
+#error "needs libjpeg-turbo's jpeglib.h"
+#endif
+/* libjpeg-turbo 2.1.3 fixed the last known crash in the decoder paths fastpack uses (merged
+ * upsampling with jpeg_crop_scanline; earlier releases fixed jpeg_skip_scanlines with merged
+ * upsampling and progressive files). Both extensions require it, so that an older library
+ * builds neither (setup.py marks them optional) and fastpack decodes with simplejpeg. */
+#if LIBJPEG_TURBO_VERSION_NUMBER < 2001003
+#error "needs libjpeg-turbo 2.1.3 or later"
 #endif
 
 #define MAX_MARKER_BYTES 0xFFFF /* a whole segment's payload */
+#define DEFAULT_MAX_MEMORY (1L << 30)
+#define DEFAULT_MAX_SCANS 500
+#define FIRST_OUTPUT_BYTES 16384
+#define MESSAGE_BYTES 256 /* more than libjpeg's JMSG_LENGTH_MAX */
+
+static PyObject *IncompleteProgressiveError;
 
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf escape;
-    char message[JMSG_LENGTH_MAX];
+    int incomplete; /* the failure is an incomplete progressive file */
+    char message[MESSAGE_BYTES];
 } ErrorManager;
 
 static void raise_error(j_common_ptr cinfo) {
     ErrorManager *err = (ErrorManager *)cinfo->err;
-    (*cinfo->err->format_message)(cinfo, err->message);
+    if (err->pub.msg_code == JERR_NO_BACKING_STORE) /* what libjpeg does past the limit */
+        snprintf(err->message, sizeof(err->message),
+                 "the image's coefficients need more than the memory limit of %ld bytes "
+                 "(max_memory)",
+                 cinfo->mem->max_memory_to_use);
+    else
+        (*cinfo->err->format_message)(cinfo, err->message);
+    longjmp(err->escape, 1);
+}
+
+/* An error of this extension's own, with a printf-style message. */
+static void fail(j_common_ptr cinfo, const char *format, ...) {
+    ErrorManager *err = (ErrorManager *)cinfo->err;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(err->message, sizeof(err->message), format, args);
+    va_end(args);
     longjmp(err->escape, 1);
 }
 
@@ -49,14 +95,97 @@ static void on_message(j_common_ptr cinfo, int level) {
 }
 
 typedef struct {
+    struct jpeg_progress_mgr pub;
+    int max_scans;
+} ScanLimit;
+
+/* libjpeg calls this between chunks of input; a new scan is counted at its SOS. */
+static void limit_scans(j_common_ptr cinfo) {
+    ScanLimit *limit = (ScanLimit *)cinfo->progress;
+    if (cinfo->is_decompressor &&
+        ((j_decompress_ptr)cinfo)->input_scan_number > limit->max_scans)
+        fail(cinfo, "the JPEG has more than %d scans (max_scans)", limit->max_scans);
+}
+
+/* Once all input is read: every coefficient of every component of a progressive file was sent
+ * and refined to its last bit (coef_bits 0; -1 is never sent, n > 0 is n low bits missing). */
+static void require_complete(j_decompress_ptr cinfo) {
+    if (!cinfo->progressive_mode || cinfo->coef_bits == NULL) return;
+    for (int c = 0; c < cinfo->num_components; c++) {
+        for (int k = 0; k < DCTSIZE2; k++) {
+            int missing = cinfo->coef_bits[c][k];
+            if (missing == 0) continue;
+            ((ErrorManager *)cinfo->err)->incomplete = 1;
+            if (missing < 0)
+                fail((j_common_ptr)cinfo,
+                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
+                     "%d of %d was never sent",
+                     k, c + 1, cinfo->num_components);
+            fail((j_common_ptr)cinfo,
+                 "incomplete progressive JPEG: coefficient %d (zigzag order) of component %d "
+                 "of %d was never refined: its last %d bit(s) are missing",
+                 k, c + 1, cinfo->num_components, missing);
+        }
+    }
+}
+
+/* The output: one buffer from malloc that the Job owns (libjpeg only writes into it), grown
+ * by doubling up to `limit` bytes. */
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    unsigned char *buffer;
+    size_t capacity, size, limit;
+} Destination;
+
+static void reserve(j_compress_ptr cinfo, Destination *dest, size_t capacity) {
+    if (capacity > dest->limit) {
+        if (dest->capacity >= dest->limit)
+            fail((j_common_ptr)cinfo,
+                 "the baseline output needs more than the memory limit of %zu bytes "
+                 "(max_memory)",
+                 dest->limit);
+        capacity = dest->limit;
+    }
+    unsigned char *grown = realloc(dest->buffer, capacity);
+    if (grown == NULL) /* dest->buffer is still valid, and still the Job's to free */
+        fail((j_common_ptr)cinfo, "out of memory for %zu bytes of output", capacity);
+    dest->buffer = grown;
+    dest->capacity = capacity;
+}
+
+static void init_destination(j_compress_ptr cinfo) {
+    Destination *dest = (Destination *)cinfo->dest;
+    if (dest->buffer == NULL) reserve(cinfo, dest, FIRST_OUTPUT_BYTES);
+    dest->pub.next_output_byte = dest->buffer;
+    dest->pub.free_in_buffer = dest->capacity;
+}
+
+/* Called with the whole buffer full. */
+static boolean empty_output_buffer(j_compress_ptr cinfo) {
+    Destination *dest = (Destination *)cinfo->dest;
+    size_t used = dest->capacity;
+    reserve(cinfo, dest, used <= SIZE_MAX / 2 ? used * 2 : SIZE_MAX);
+    dest->pub.next_output_byte = dest->buffer + used;
+    dest->pub.free_in_buffer = dest->capacity - used;
+    return TRUE;
+}
+
+static void term_destination(j_compress_ptr cinfo) {
+    Destination *dest = (Destination *)cinfo->dest;
+    dest->size = dest->capacity - dest->pub.free_in_buffer;
+}
+
+typedef struct {
     /* in */
     const unsigned char *data;
     size_t size;
-    /* out: a buffer from malloc (libjpeg's memory destination), freed by the caller */
-    unsigned char *out;
-    unsigned long out_size;
-    int failed;
-    char message[JMSG_LENGTH_MAX];
+    long max_memory;
+    int max_scans;
+    /* out: dest.buffer holds dest.size bytes on success; the caller frees dest.buffer (which
+     * may be set after a failure too) */
+    Destination dest;
+    int failed, incomplete;
+    char message[MESSAGE_BYTES];
 } Job;
 
 static void copy_markers(j_decompress_ptr src, j_compress_ptr dst) {
@@ -64,37 +193,43 @@ static void copy_markers(j_decompress_ptr src, j_compress_ptr dst) {
         jpeg_write_marker(dst, m->marker, m->data, m->data_length);
 }
 
-/* Runs without the GIL. On success job->out holds job->out_size bytes of baseline JPEG. */
+/* Runs without the GIL. */
 static void run(Job *job) {
     struct jpeg_decompress_struct src;
     struct jpeg_compress_struct dst;
     ErrorManager err; /* one for both objects: a failure in either jumps to the same place */
+    ScanLimit limit;
     /* volatile: read after a longjmp */
     volatile int src_created = 0, dst_created = 0;
 
     src.err = dst.err = jpeg_std_error(&err.pub);
     err.pub.error_exit = raise_error;
     err.pub.emit_message = on_message;
+    err.incomplete = 0;
     if (setjmp(err.escape)) {
         job->failed = 1;
+        job->incomplete = err.incomplete;
         memcpy(job->message, err.message, sizeof(job->message));
         if (dst_created) jpeg_destroy_compress(&dst);
         if (src_created) jpeg_destroy_decompress(&src);
-        free(job->out);
-        job->out = NULL;
-        job->out_size = 0;
         return;
     }
     jpeg_create_decompress(&src);
     src_created = 1;
     jpeg_create_compress(&dst);
     dst_created = 1;
+    src.mem->max_memory_to_use = job->max_memory;
+    dst.mem->max_memory_to_use = job->max_memory;
+    limit.max_scans = job->max_scans;
+    limit.pub.progress_monitor = limit_scans;
+    src.progress = &limit.pub;
 
     jpeg_mem_src(&src, job->data, (unsigned long)job->size);
     jpeg_save_markers(&src, JPEG_COM, MAX_MARKER_BYTES);
     for (int n = 0; n < 16; n++) jpeg_save_markers(&src, JPEG_APP0 + n, MAX_MARKER_BYTES);
     jpeg_read_header(&src, TRUE);
     jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&src);
+    require_complete(&src);
 
     jpeg_copy_critical_parameters(&src, &dst);
     dst.write_JFIF_header = FALSE; /* the input's own APP0 and APP14, if any, are copied */
@@ -102,7 +237,11 @@ static void run(Job *job) {
     dst.optimize_coding = TRUE;
     dst.restart_interval = 0;
     dst.restart_in_rows = 0;
-    jpeg_mem_dest(&dst, &job->out, &job->out_size);
+    job->dest.pub.init_destination = init_destination;
+    job->dest.pub.empty_output_buffer = empty_output_buffer;
+    job->dest.pub.term_destination = term_destination;
+    job->dest.limit = (size_t)job->max_memory;
+    dst.dest = &job->dest.pub;
     jpeg_write_coefficients(&dst, coefficients);
     copy_markers(&src, &dst);
     jpeg_finish_compress(&dst);
@@ -111,39 +250,72 @@ static void run(Job *job) {
     jpeg_destroy_decompress(&src);
 }
 
+/* `value` (a Python int) as a long in [low, high]; else -1 with ValueError (TypeError for what
+ * is not an int). */
+static int bounded_long(PyObject *value, const char *name, long low, long high, long *out) {
+    int overflow;
+    long number = PyLong_AsLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (overflow != 0 || number < low || number > high) {
+        PyErr_Format(PyExc_ValueError, "%s must be %ld to %ld, got %S", name, low, high, value);
+        return -1;
+    }
+    *out = number;
+    return 0;
+}
+
 PyDoc_STRVAR(to_baseline_doc,
-"to_baseline(data)\n"
+"to_baseline(data, *, max_memory=DEFAULT_MAX_MEMORY, max_scans=DEFAULT_MAX_SCANS)\n"
 "\n"
 "The JPEG `data` (a bytes-like object) transcoded losslessly to baseline: the same DCT\n"
 "coefficients in one sequential scan with optimized Huffman tables, the input's APPn and COM\n"
-"segments kept. Returns bytes. Raises ValueError with libjpeg's message when libjpeg cannot\n"
-"read the data or warns about it.");
+"segments kept. Returns bytes. Raises IncompleteProgressiveError (a ValueError) for a\n"
+"progressive file with a coefficient never sent or never fully refined, and ValueError with\n"
+"libjpeg's message when libjpeg cannot read the data or warns about it, when the transcode\n"
+"needs more than `max_memory` bytes of libjpeg memory or output, or when the file has more\n"
+"than `max_scans` scans.");
 
-static PyObject *to_baseline(PyObject *self, PyObject *args) {
+static PyObject *to_baseline(PyObject *module, PyObject *args, PyObject *kwargs) {
+    (void)module;
+    static char *keywords[] = {"data", "max_memory", "max_scans", NULL};
     Py_buffer data;
+    PyObject *max_memory = NULL, *max_scans = NULL;
     Job job;
     memset(&job, 0, sizeof(job));
-    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|$OO", keywords, &data, &max_memory,
+                                     &max_scans))
+        return NULL;
     PyObject *result = NULL;
+    long memory = DEFAULT_MAX_MEMORY, scans = DEFAULT_MAX_SCANS;
+    if (max_memory != NULL && bounded_long(max_memory, "max_memory", 1, LONG_MAX, &memory) < 0)
+        goto done;
+    if (max_scans != NULL && bounded_long(max_scans, "max_scans", 1, INT_MAX, &scans) < 0)
+        goto done;
     if (data.len == 0) {
         PyErr_SetString(PyExc_ValueError, "empty data: not a JPEG");
-    } else {
-        job.data = data.buf;
-        job.size = (size_t)data.len;
-        Py_BEGIN_ALLOW_THREADS run(&job);
-        Py_END_ALLOW_THREADS
-        if (job.failed)
-            PyErr_SetString(PyExc_ValueError, job.message);
-        else
-            result = PyBytes_FromStringAndSize((const char *)job.out, (Py_ssize_t)job.out_size);
-        free(job.out);
+        goto done;
     }
+    job.data = data.buf;
+    job.size = (size_t)data.len;
+    job.max_memory = memory;
+    job.max_scans = (int)scans;
+    Py_BEGIN_ALLOW_THREADS run(&job);
+    Py_END_ALLOW_THREADS
+    if (job.failed)
+        PyErr_SetString(job.incomplete ? IncompleteProgressiveError : PyExc_ValueError,
+                        job.message);
+    else
+        result = PyBytes_FromStringAndSize((const char *)job.dest.buffer,
+                                           (Py_ssize_t)job.dest.size);
+    free(job.dest.buffer);
+done:
     PyBuffer_Release(&data);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"to_baseline", to_baseline, METH_VARARGS, to_baseline_doc},
+    {"to_baseline", (PyCFunction)(void (*)(void))to_baseline, METH_VARARGS | METH_KEYWORDS,
+     to_baseline_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -155,7 +327,16 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__jpeg_baseline(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0) {
+    IncompleteProgressiveError = PyErr_NewExceptionWithDoc(
+        "fastpack.compiler.images._jpeg_baseline.IncompleteProgressiveError",
+        "A progressive JPEG with a coefficient never sent or never refined to its last bit: "
+        "its baseline transcode would not decode to the same pixels.",
+        PyExc_ValueError, NULL);
+    if (IncompleteProgressiveError == NULL ||
+        PyModule_AddObjectRef(m, "IncompleteProgressiveError", IncompleteProgressiveError) < 0 ||
+        PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0 ||
+        PyModule_AddIntConstant(m, "DEFAULT_MAX_MEMORY", DEFAULT_MAX_MEMORY) < 0 ||
+        PyModule_AddIntConstant(m, "DEFAULT_MAX_SCANS", DEFAULT_MAX_SCANS) < 0) {
         Py_DECREF(m);
         return NULL;
     }
