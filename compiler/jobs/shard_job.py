@@ -222,7 +222,8 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
                 else:
                     rows = _write_field_samples(job, job.schema, plan, shard, progress)
                 size = shard.finish()
-        idx_tmp.write_text(shard.dali_index(), encoding="ascii")
+        idx = shard.dali_index().encode("ascii")
+        idx_tmp.write_bytes(idx)
     except BaseException:
         shard_tmp.unlink(missing_ok=True)
         raise
@@ -236,6 +237,8 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
         bytes=size,
         sha256=sink.hash.hexdigest(),
         crc32c=sink.crc32c,
+        index_bytes=len(idx),
+        index_sha256=hashlib.sha256(idx).hexdigest(),
         converted=rows.converted,
         payload_bytes=int(sum(part.sizes[f].sum() for f in names)),
         key_bytes=len(part.key_blob),

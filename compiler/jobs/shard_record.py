@@ -35,6 +35,8 @@ class ShardRecord:
     source_bytes: int
     rejects: tuple[RejectLine, ...]  # in plan order
     crc32c: int | None = None  # None in records of builds before it was written
+    index_bytes: int | None = None  # of the `.idx`; None in records of builds before it
+    index_sha256: str | None = None
 
 
 def record_path(out: Path, shard: int) -> Path:

@@ -49,11 +49,11 @@ def write_index(
     return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
-def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:
-    """`rejects.jsonl`, in plan order; only when something was rejected. A line names the field
-    that rejected its sample, unless its image did."""
+def write_rejects(out: Path, records: Sequence[ShardRecord]) -> FileInfo | None:
+    """`rejects.jsonl`, in plan order; only when something was rejected (else None). A line
+    names the field that rejected its sample, unless its image did."""
     if not any(r.rejects for r in records):
-        return
+        return None
     tmp = out / (REJECTS_NAME + ".tmp")
     with tmp.open("w", encoding="utf-8") as file:
         for record in records:
@@ -63,6 +63,8 @@ def write_rejects(out: Path, records: Sequence[ShardRecord]) -> None:
                     entry = {"path": source, "field": field, "reason": reason}
                 file.write(json.dumps(entry, ensure_ascii=False) + "\n")
     os.replace(tmp, out / REJECTS_NAME)
+    path = out / REJECTS_NAME
+    return FileInfo(name=REJECTS_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
 def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
@@ -75,9 +77,9 @@ def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
     shard_format: str = "tar",
 ) -> Manifest:
     """Index, rejects, then the manifest of a dataset of `schema` (with its dictionaries) in
-    shards of `shard_format`."""
+    shards of `shard_format`, with a checksum of every file and its own (SPEC section 2)."""
     index = write_index(out, records, schema, shard_format)
-    write_rejects(out, records)
+    rejects = write_rejects(out, records)
     shards = tuple(
         ShardInfo(
             name=shard_name(r.shard, shard_format),
@@ -86,6 +88,8 @@ def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
             bytes=r.bytes,
             sha256=r.sha256,
             crc32c=r.crc32c,
+            index_bytes=r.index_bytes,
+            index_sha256=r.index_sha256,
         )
         for r in records
     )
@@ -100,6 +104,8 @@ def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
         key_width=meta.key_width,
         shards=shards,
         index=index,
+        rejects=rejects,
+        checksum=True,
         build=dict(build),
         stats={
             "inputs": meta.num_inputs,
