@@ -11,34 +11,78 @@
  * caller cuts them off. The same holds for rows: the decode starts one row above the window.
  * A window is also at least MIN_COLUMNS wide (see run()).
  *
+ * Refused (ValueError, so that the caller decodes the whole image with simplejpeg instead):
+ * - an incomplete progressive file (a coefficient never sent, or never refined to its last
+ *   bit): libjpeg smooths such an image between blocks, and a window's smoothing differs from
+ *   the whole image's at the window's edges;
+ * - an image whose coefficient buffer (progressive and multi-scan files keep the whole image's
+ *   coefficients) needs more than `max_memory` bytes (libjpeg's max_memory_to_use), and a file
+ *   of more than `max_scans` scans (each costs a pass over every block; libjpeg-turbo's own
+ *   tools stop at 500);
+ * - window coordinates out of range (checked before any arithmetic on them).
+ *
  * The GIL is released for the whole decode.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jpeglib.h>
 
+#include <jerror.h>
+
 #ifndef LIBJPEG_TURBO_VERSION_NUMBER
 #error "needs libjpeg-turbo's jpeglib.h (jpeg_crop_scanline, jpeg_skip_scanlines)"
+#endif
+/* libjpeg-turbo 2.1.3 fixed the last known crash in the paths used here: merged (fast)
+ * upsampling of a 4:2:0 image with jpeg_crop_scanline; earlier releases fixed
+ * jpeg_skip_scanlines with merged upsampling and with progressive files. Both extensions
+ * require it, so that an older library builds neither (setup.py marks them optional) and
+ * fastpack decodes with simplejpeg. */
+#if LIBJPEG_TURBO_VERSION_NUMBER < 2001003
+#error "needs libjpeg-turbo 2.1.3 or later"
 #endif
 
 #define MAX_SHIFT 3
 #define MIN_COLUMNS 32
 #define ROWS_PER_READ 16 /* rows asked of libjpeg per call: a whole row group */
+/* Window coordinates, in pixels: far above JPEG's 65535, low enough that top + height and
+ * left + width fit in a long anywhere. */
+#define MAX_COORDINATE ((1L << 30) - 1)
+#define DEFAULT_MAX_MEMORY (1L << 30)
+#define DEFAULT_MAX_SCANS 500
+#define MESSAGE_BYTES 256 /* more than libjpeg's JMSG_LENGTH_MAX */
 
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf escape;
-    char message[JMSG_LENGTH_MAX];
+    char message[MESSAGE_BYTES];
 } ErrorManager;
 
 static void raise_error(j_common_ptr cinfo) {
     ErrorManager *err = (ErrorManager *)cinfo->err;
-    (*cinfo->err->format_message)(cinfo, err->message);
+    if (err->pub.msg_code == JERR_NO_BACKING_STORE) /* what libjpeg does past the limit */
+        snprintf(err->message, sizeof(err->message),
+                 "the image's coefficients need more than the memory limit of %ld bytes "
+                 "(max_memory)",
+                 cinfo->mem->max_memory_to_use);
+    else
+        (*cinfo->err->format_message)(cinfo, err->message);
+    longjmp(err->escape, 1);
+}
+
+/* An error of this extension's own, with a printf-style message. */
+static void fail(j_common_ptr cinfo, const char *format, ...) {
+    ErrorManager *err = (ErrorManager *)cinfo->err;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(err->message, sizeof(err->message), format, args);
+    va_end(args);
     longjmp(err->escape, 1);
 }
 
@@ -49,17 +93,51 @@ static void on_message(j_common_ptr cinfo, int level) {
 }
 
 typedef struct {
+    struct jpeg_progress_mgr pub;
+    int max_scans;
+} ScanLimit;
+
+/* libjpeg calls this between chunks of input; a new scan is counted at its SOS. */
+static void limit_scans(j_common_ptr cinfo) {
+    ScanLimit *limit = (ScanLimit *)cinfo->progress;
+    if (((j_decompress_ptr)cinfo)->input_scan_number > limit->max_scans)
+        fail(cinfo, "the JPEG has more than %d scans (max_scans)", limit->max_scans);
+}
+
+/* Once all input is read: every coefficient of every component of a progressive file was sent
+ * and refined to its last bit (coef_bits 0; -1 is never sent, n > 0 is n low bits missing). */
+static void require_complete(j_decompress_ptr cinfo) {
+    if (!cinfo->progressive_mode || cinfo->coef_bits == NULL) return;
+    for (int c = 0; c < cinfo->num_components; c++) {
+        for (int k = 0; k < DCTSIZE2; k++) {
+            int missing = cinfo->coef_bits[c][k];
+            if (missing < 0)
+                fail((j_common_ptr)cinfo,
+                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
+                     "%d of %d was never sent",
+                     k, c + 1, cinfo->num_components);
+            if (missing > 0)
+                fail((j_common_ptr)cinfo,
+                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
+                     "%d of %d was never refined: its last %d bit(s) are missing",
+                     k, c + 1, cinfo->num_components, missing);
+        }
+    }
+}
+
+typedef struct {
     /* in */
     const unsigned char *data;
     size_t size;
-    int shift, fastdct, fastupsample;
+    int shift, fastdct, fastupsample, max_scans;
     long top, left, height, width; /* window, in pixels of the scaled image */
+    long max_memory;
     unsigned char *out;
     size_t capacity;
     /* out */
     long x0, columns, y0, rows, image_height, image_width;
     int failed;
-    char message[JMSG_LENGTH_MAX];
+    char message[MESSAGE_BYTES];
 } Job;
 
 static long clamp(long value, long low, long high) {
@@ -71,6 +149,7 @@ static long clamp(long value, long low, long high) {
 static void run(Job *job) {
     struct jpeg_decompress_struct cinfo;
     ErrorManager err;
+    ScanLimit limit;
     /* volatile: read after a longjmp */
     volatile int created = 0;
 
@@ -85,6 +164,10 @@ static void run(Job *job) {
     }
     jpeg_create_decompress(&cinfo);
     created = 1;
+    cinfo.mem->max_memory_to_use = job->max_memory;
+    limit.max_scans = job->max_scans;
+    limit.pub.progress_monitor = limit_scans;
+    cinfo.progress = &limit.pub;
     jpeg_mem_src(&cinfo, job->data, (unsigned long)job->size);
     jpeg_read_header(&cinfo, TRUE);
     cinfo.out_color_space = JCS_RGB;
@@ -92,7 +175,8 @@ static void run(Job *job) {
     cinfo.scale_denom = 1u << job->shift;
     cinfo.dct_method = job->fastdct ? JDCT_IFAST : JDCT_ISLOW;
     cinfo.do_fancy_upsampling = job->fastupsample ? FALSE : TRUE;
-    jpeg_start_decompress(&cinfo);
+    jpeg_start_decompress(&cinfo); /* reads a whole multi-scan file: coef_bits are final */
+    require_complete(&cinfo);
 
     long image_h = (long)cinfo.output_height, image_w = (long)cinfo.output_width;
     job->image_height = image_h;
@@ -114,16 +198,13 @@ static void run(Job *job) {
     if (columns < (JDIMENSION)image_w) jpeg_crop_scanline(&cinfo, &xoffset, &columns);
     size_t stride = (size_t)columns * 3;
     if ((size_t)(y1 - y0) * stride > job->capacity) {
-        snprintf(err.message, sizeof(err.message),
-                 "the output buffer holds %zu bytes, the window needs %zu", job->capacity,
-                 (size_t)(y1 - y0) * stride);
-        longjmp(err.escape, 1);
+        fail((j_common_ptr)&cinfo, "the output buffer holds %zu bytes, the window needs %zu",
+             job->capacity, (size_t)(y1 - y0) * stride);
     }
     if (y0 > 0) {
         JDIMENSION skipped = jpeg_skip_scanlines(&cinfo, (JDIMENSION)y0);
         if (skipped != (JDIMENSION)y0) {
-            snprintf(err.message, sizeof(err.message), "skipped %u of %ld rows", skipped, y0);
-            longjmp(err.escape, 1);
+            fail((j_common_ptr)&cinfo, "skipped %u of %ld rows", skipped, y0);
         }
     }
     JSAMPROW rows[ROWS_PER_READ];
@@ -132,8 +213,7 @@ static void run(Job *job) {
         for (long i = 0; i < batch; i++) rows[i] = job->out + (size_t)(row + i) * stride;
         JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, (JDIMENSION)batch);
         if (got == 0) {
-            snprintf(err.message, sizeof(err.message), "the data ended at row %ld", y0 + row);
-            longjmp(err.escape, 1);
+            fail((j_common_ptr)&cinfo, "the data ended at row %ld", y0 + row);
         }
         row += (long)got;
     }
@@ -145,8 +225,60 @@ static void run(Job *job) {
     jpeg_destroy_decompress(&cinfo);
 }
 
+/* `value` (a Python int) as a long; -1 with TypeError for what is not an int. `*overflow` is
+ * -1 or 1 where it does not fit (the long is then meaningless). */
+static int as_long(PyObject *value, long *out, int *overflow) {
+    *out = PyLong_AsLongAndOverflow(value, overflow);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* `value` as a long in [low, high]; else -1 with ValueError (TypeError for what is not an
+ * int). */
+static int bounded_long(PyObject *value, const char *name, long low, long high, long *out) {
+    int overflow;
+    if (as_long(value, out, &overflow) < 0) return -1;
+    if (overflow != 0 || *out < low || *out > high) {
+        PyErr_Format(PyExc_ValueError, "%s must be %ld to %ld, got %S", name, low, high, value);
+        return -1;
+    }
+    return 0;
+}
+
+/* The window and the limits from Python, checked; -1 with the exception set. */
+static int parse_job(Job *job, PyObject *shift, PyObject *top, PyObject *left, PyObject *height,
+                     PyObject *width, PyObject *max_memory, PyObject *max_scans) {
+    long value;
+    int height_overflow, width_overflow;
+    if (bounded_long(shift, "shift", 0, MAX_SHIFT, &value) < 0) return -1;
+    job->shift = (int)value;
+    if (bounded_long(top, "top", 0, MAX_COORDINATE, &job->top) < 0 ||
+        bounded_long(left, "left", 0, MAX_COORDINATE, &job->left) < 0 ||
+        as_long(height, &job->height, &height_overflow) < 0 ||
+        as_long(width, &job->width, &width_overflow) < 0)
+        return -1;
+    if (height_overflow < 0 || width_overflow < 0 || (height_overflow == 0 && job->height < 1) ||
+        (width_overflow == 0 && job->width < 1)) {
+        PyErr_Format(PyExc_ValueError, "the window must be at least 1x1, got %Sx%S", height,
+                     width);
+        return -1;
+    }
+    if (bounded_long(height, "height", 1, MAX_COORDINATE, &job->height) < 0 ||
+        bounded_long(width, "width", 1, MAX_COORDINATE, &job->width) < 0)
+        return -1;
+    job->max_memory = DEFAULT_MAX_MEMORY;
+    if (max_memory != NULL &&
+        bounded_long(max_memory, "max_memory", 1, LONG_MAX, &job->max_memory) < 0)
+        return -1;
+    value = DEFAULT_MAX_SCANS;
+    if (max_scans != NULL && bounded_long(max_scans, "max_scans", 1, INT_MAX, &value) < 0)
+        return -1;
+    job->max_scans = (int)value;
+    return 0;
+}
+
 PyDoc_STRVAR(decode_window_doc,
-"decode_window(data, shift, top, left, height, width, out, fastdct=False, fastupsample=False)\n"
+"decode_window(data, shift, top, left, height, width, out, fastdct=False, fastupsample=False,\n"
+"              *, max_memory=DEFAULT_MAX_MEMORY, max_scans=DEFAULT_MAX_SCANS)\n"
 "\n"
 "Decode the window [top, top + height) x [left, left + width) of the JPEG `data` at\n"
 "1 / 2**shift of full size (window in pixels of that scale) as RGB into the writable buffer\n"
@@ -154,25 +286,25 @@ PyDoc_STRVAR(decode_window_doc,
 "each way, and the left edge moved to a block boundary); it is stored row after row with no\n"
 "padding. Returns (y0, x0, rows, columns, scaled_height, scaled_width): where the block\n"
 "starts in the scaled image, its size, and the scaled image's size. Raises ValueError with\n"
-"libjpeg's message when the data is not a JPEG it decodes.");
+"libjpeg's message when the data is not a JPEG it decodes, and with the reason for an\n"
+"incomplete progressive file, a file that needs more than `max_memory` bytes of libjpeg\n"
+"memory or has more than `max_scans` scans, and window coordinates out of range (top and\n"
+"left 0 to 2**30 - 1, height and width 1 to 2**30 - 1).");
 
-static PyObject *decode_window(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"data",  "shift", "top",     "left",         "height",
-                               "width", "out",   "fastdct", "fastupsample", NULL};
+static PyObject *decode_window(PyObject *module, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"data", "shift", "top", "left", "height", "width", "out",
+                               "fastdct", "fastupsample", "max_memory", "max_scans", NULL};
     Py_buffer data, out;
+    PyObject *shift, *top, *left, *height, *width, *max_memory = NULL, *max_scans = NULL;
     Job job;
+    (void)module;
     memset(&job, 0, sizeof(job));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*illllw*|pp", keywords, &data, &job.shift,
-                                     &job.top, &job.left, &job.height, &job.width, &out,
-                                     &job.fastdct, &job.fastupsample))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*OOOOOw*|pp$OO", keywords, &data, &shift,
+                                     &top, &left, &height, &width, &out, &job.fastdct,
+                                     &job.fastupsample, &max_memory, &max_scans))
         return NULL;
     PyObject *result = NULL;
-    if (job.shift < 0 || job.shift > MAX_SHIFT) {
-        PyErr_Format(PyExc_ValueError, "shift must be 0 to %d, got %d", MAX_SHIFT, job.shift);
-    } else if (job.height < 1 || job.width < 1) {
-        PyErr_Format(PyExc_ValueError, "the window must be at least 1x1, got %ldx%ld",
-                     job.height, job.width);
-    } else {
+    if (parse_job(&job, shift, top, left, height, width, max_memory, max_scans) == 0) {
         job.data = data.buf;
         job.size = (size_t)data.len;
         job.out = out.buf;
@@ -204,7 +336,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__jpeg_crop(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0) {
+    if (PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0 ||
+        PyModule_AddIntConstant(m, "DEFAULT_MAX_MEMORY", DEFAULT_MAX_MEMORY) < 0 ||
+        PyModule_AddIntConstant(m, "DEFAULT_MAX_SCANS", DEFAULT_MAX_SCANS) < 0) {
         Py_DECREF(m);
         return NULL;
     }
