@@ -7,6 +7,7 @@ from fastpack.storage import FetchError, MissingDependencyError
 
 __all__ = [
     "DaliReadError",
+    "LoaderStateError",
     "MissingDependencyError",  # defined with storage, raised by the reader too
     "MissingFieldError",
     "ShardUnavailableError",
@@ -16,6 +17,12 @@ __all__ = [
 
 class SharedMemoryError(FastpackError, MemoryError):
     """The loader's shared-memory batch buffers do not fit in the machine's shared memory."""
+
+
+class LoaderStateError(FastpackError, ValueError):
+    """A loader's saved state cannot be loaded: a field is missing, unknown, of another type or
+    out of range, the state is of another format or version, or it was saved over other data
+    or settings. The message names the field, what was expected and what was found."""
 
 
 class MissingFieldError(FastpackError, ValueError):

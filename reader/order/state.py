@@ -13,9 +13,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import LoaderStateError
+from .schema import (
+    INT64_MAX,
+    Exact,
+    Flag,
+    Integer,
+    Listed,
+    Nullable,
+    Record,
+    Text,
+    Weight,
+    parse,
+    quote,
+    typed,
+)
+
 STATE_FORMAT = "fastpack-loader-state"
 STATE_VERSION = 1
-_MAX_MESSAGE = 120  # characters of a value quoted in an error message
+MAX_SOURCES = 4096  # sources of a mix a state may name
 
 
 @dataclass
@@ -53,6 +69,50 @@ def make_state(
     }
 
 
+DATASET_IDENTITY = Record(
+    {"dataset": Text(), "view": Nullable(Record({"name": Text(), "digest": Text()}))}
+)
+MIX_IDENTITY = Record(
+    {
+        "mix": Listed(Record({"source": DATASET_IDENTITY, "weight": Weight()}), most=MAX_SOURCES),
+        "epoch_size": Integer(1),
+    }
+)
+
+
+@dataclass(frozen=True)
+class OrderIdentity:
+    """What an order reads: a dataset (and its view) or, given a `mix` field, a mix."""
+
+    expected: str = "a dataset's {'dataset', 'view'} or a mix's {'mix', 'epoch_size'}"
+
+    def __call__(self, value: Any, name: str) -> dict[str, Any]:
+        schema = MIX_IDENTITY if isinstance(value, Mapping) and "mix" in value else DATASET_IDENTITY
+        checked: dict[str, Any] = schema(value, name)
+        return checked
+
+
+def epoch_limit(length: int) -> int:
+    """The last epoch of an order of `length` positions whose draws stay in int64: a group of a
+    `QuotaOrder` numbers its draws `epoch * quota + k`, below `(epoch + 1) * length`."""
+    return (INT64_MAX + 1) // max(1, length) - 1
+
+
+def state_schema(length: int) -> Record:
+    """Every field of a loader state over an order of `length` positions."""
+    return Record(
+        {
+            "format": Exact(STATE_FORMAT, "the format"),
+            "version": Exact(STATE_VERSION, "version"),
+            "order": OrderIdentity(),
+            "seed": Integer(),
+            "shuffle": Flag(),
+            "epoch": Integer(hi=epoch_limit(length), meaning="(epoch + 1) x positions in int64"),
+            "position": Integer(hi=length, meaning=f"the order's {length} positions"),
+        }
+    )
+
+
 def read_state(  # noqa: PLR0913 (every part of the identity a state is checked against, by keyword)
     state: Mapping[str, Any],
     *,
@@ -62,40 +122,39 @@ def read_state(  # noqa: PLR0913 (every part of the identity a state is checked 
     length: int,
     where: str,
 ) -> tuple[int, int]:
-    """The `(epoch, position)` of a saved `state`, after checking that it was saved over the
-    same data, order and seed as this loader reads; a ValueError that says what differs."""
-    check_header(state, STATE_FORMAT, STATE_VERSION, "fastpack loader", where)
-    saved = state.get("order")
-    if saved != dict(identity):
-        raise ValueError(
-            f"{where}: the state was saved reading {describe(saved)}; this loader reads "
-            f"{describe(identity)}: resume with the same dataset, view and mix"
+    """The `(epoch, position)` of a saved `state`, after checking every field's type and range
+    (`state_schema`) and that it was saved over the same data, order and seed as this loader
+    reads; a `LoaderStateError` that names the field and says what differs."""
+    kind = "fastpack loader"
+    check_header(state, STATE_FORMAT, STATE_VERSION, kind, where)
+    checked = parse(state, state_schema(length), where=where, kind=kind)
+    if checked["order"] != dict(identity):
+        raise LoaderStateError(
+            f"{where}: the state was saved reading {describe(checked['order'])}; this loader "
+            f"reads {describe(identity)}: resume with the same dataset, view and mix"
         )
     for name, value in (("seed", seed), ("shuffle", shuffle)):
-        if state.get(name) != value:
-            raise ValueError(
-                f"{where}: the state was saved with {name}={state.get(name)!r}, this loader "
+        if checked[name] != value:
+            raise LoaderStateError(
+                f"{where}: the state was saved with {name}={checked[name]!r}, this loader "
                 f"has {name}={value!r}"
             )
-    try:
-        epoch, position = int(state["epoch"]), int(state["position"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{where}: loader state without a valid epoch and position") from e
-    if epoch < 0 or not 0 <= position <= length:
-        raise ValueError(
-            f"{where}: loader state at epoch {epoch}, position {position}: outside the "
-            f"order's {length} positions"
-        )
-    return epoch, position
+    return checked["epoch"], checked["position"]
 
 
 def check_header(state: Any, form: str, version: int, kind: str, where: str) -> None:
-    """Refuse (ValueError) what is not a state of format `form` at `version`, saved by `kind`."""
+    """Refuse (`LoaderStateError`) what is not a state of format `form` at `version`, saved by
+    `kind`."""
     if not isinstance(state, Mapping) or state.get("format") != form:
-        raise ValueError(f"{where}: not a {kind} state: {short(state)}")
-    if state.get("version") != version:
-        raise ValueError(
-            f"{where}: {kind} state version {state.get('version')!r}; this version reads {version}"
+        raise LoaderStateError(
+            f"{where}: not a {kind} state (expected a mapping whose 'format' is {form!r}): "
+            f"{quote(state)}"
+        )
+    found = state.get("version")
+    if type(found) is not int or found != version:
+        raise LoaderStateError(
+            f"{where}: {kind} state field 'version': expected {version} (the version this "
+            f"reader reads), found {typed(found)}"
         )
 
 
@@ -111,9 +170,3 @@ def describe(identity: Any) -> str:
     text = f"dataset {str(identity.get('dataset', '?'))[:12]}"
     view = identity.get("view")
     return f"{text} view {view['name']!r} ({view['digest'][:12]})" if view else f"{text} (no view)"
-
-
-def short(value: Any) -> str:
-    """`repr(value)`, cut to _MAX_MESSAGE characters for an error message."""
-    text = repr(value)
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."

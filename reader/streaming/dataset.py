@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -54,6 +55,7 @@ from fastpack.formats import (
 from fastpack.storage import Location, default_cache_dir, is_url
 
 from ..closing import ClosesOnExit
+from ..errors import LoaderStateError
 from ..fields import (
     BatchLayout,
     SampleDecoder,
@@ -65,13 +67,21 @@ from ..fields import (
 )
 from ..file_system import on_remote_file_system
 from ..image.transforms import Transform
+from ..order.schema import INT64_MAX
 from ..ranks import resolve_rank
 from ..remote import IndexRows, dictionaries, read_manifest_bytes
 from ..shard_files import IoChoice, IoMethod, check_io, resolve_io
 from ..stats.recorder import recorded_batches
 from ..views import ViewSpec
 from .cache import ShardCache
-from .elastic import EpochProgress, Segment, length, resumed_parts, resumed_streams
+from .elastic import (
+    EpochProgress,
+    in_span_order,
+    length,
+    plan_locate,
+    resumed_parts,
+    resumed_streams,
+)
 from .epoch import SharedEpoch
 from .origins import MountOrigin, ShardOrigin, UrlOrigin
 from .plan import Chunk, Part, Stream, StreamPlan, stream_plan
@@ -80,6 +90,9 @@ from .readahead import ReadAhead, chunk_spans
 from .reading import Allocate, Span, WindowReader, sample_decoder
 from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
+from .stream_state import StreamState
+from .stream_state import make_state as make_stream_state
+from .stream_state import read_state as read_stream_state
 from .view_rows import shard_counts, streaming_view
 from .window import Window, locate_window
 
@@ -396,10 +409,12 @@ class StreamingDataset(ClosesOnExit, _Base):
     def set_epoch(self, epoch: int) -> None:
         """Select the order and the random draws of epoch `epoch`, for this object and every
         copy that shares its epoch (DataLoader workers, persistent or not, and `make_loader`'s
-        copy): each reads it when its next iteration starts."""
-        if epoch < 0:
-            raise ValueError(f"epoch must be >= 0, got {epoch}")
-        self.epoch = int(epoch)
+        copy): each reads it when its next iteration starts. The shared epoch is an int64:
+        `epoch` must be in [0, 2**63 - 1]."""
+        value = operator.index(epoch)  # an integer: a TypeError for a float or a string
+        if not 0 <= value <= INT64_MAX:
+            raise ValueError(f"epoch must be >= 0 and at most 2**63 - 1, got {epoch}")
+        self.epoch = value
         self._shared_epoch.set(self.epoch)
 
     def __len__(self) -> int:
@@ -420,8 +435,19 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self.batch_size is None:
             raise ValueError(f"{self.path}: num_batches needs a batch_size; this dataset has none")
         segments = () if progress is None else progress.segments
+        locate = in_span_order  # no segments: nothing to locate
+        if progress is not None and segments:
+            plan_of = functools.partial(
+                self._plan, budget=progress.resident_budget, epoch=progress.epoch
+            )
+            locate = plan_locate(segments[0], plan_of)
         streams = resumed_streams(
-            int(self._counts.sum()), segments, self.world_size, workers, self.drop_last
+            int(self._counts.sum()),
+            segments,
+            self.world_size,
+            workers,
+            self.drop_last,
+            locate=locate,
         )
         per_rank, size = max(1, workers), self.batch_size
         own = streams[self.rank * per_rank : (self.rank + 1) * per_rank]
@@ -445,40 +471,33 @@ class StreamingDataset(ClosesOnExit, _Base):
 
     def state_dict(self) -> dict[str, Any]:
         """The progress of the stream calling it: epoch and samples already yielded (in an
-        epoch resumed by `resume`, also its segments: see `elastic`)."""
+        epoch resumed by `resume`, also its segments: see `elastic`), as `stream_state` lays
+        it out."""
         stream = self._stream or self._current_stream()
         position = self._position if self._stream is not None else 0
         progress = self._segments
         if self._resume is not None:
             (stream, position), progress = self._resume, self._progress
-        state = {
-            "epoch": self.epoch,
-            "position": position,
-            "stream": list(stream),
-            "seed": self.seed,
-        }
-        if progress is not None and progress.segments:
-            state["segments"] = [list(s) for s in progress.segments]
-            state["resident_budget"] = progress.resident_budget
-        return state
+        if progress is None:
+            progress = EpochProgress(epoch=self.epoch, segments=(), resident_budget=None)
+        state = StreamState(
+            epoch=self.epoch, position=position, stream=stream, seed=self.seed, progress=progress
+        )
+        return make_stream_state(state)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Resume from `state_dict()`: the next iteration starts after the samples it counts."""
-        try:
-            epoch, position = int(state["epoch"]), int(state["position"])
-            stream = Stream(*(int(v) for v in state["stream"]))
-            segments = tuple(Segment(*(int(v) for v in s)) for s in state.get("segments", ()))
-            budget = state.get("resident_budget")
-            budget = None if budget is None else int(budget)
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{self.path}: not a StreamingDataset state: {state!r}") from e
-        if int(state.get("seed", self.seed)) != self.seed:
-            raise ValueError(
-                f"{self.path}: state saved with seed {state['seed']}, this dataset has {self.seed}"
+        """Resume from `state_dict()`: the next iteration starts after the samples it counts.
+        Every field is checked first: a `LoaderStateError` (a ValueError) names the one that is
+        missing, unknown, of another type or out of range, or a seed that differs."""
+        saved = read_stream_state(state, where=self.path)
+        if saved.seed != self.seed:
+            raise LoaderStateError(
+                f"{self.path}: StreamingDataset state saved with seed {saved.seed}, this "
+                f"dataset has seed {self.seed}"
             )
-        self.set_epoch(epoch)
-        self._resume = (stream, position)
-        self._progress = EpochProgress(epoch=epoch, segments=segments, resident_budget=budget)
+        self.set_epoch(saved.epoch)
+        self._resume = (saved.stream, saved.position)
+        self._progress = saved.progress
 
     def resume(self, progress: EpochProgress | None) -> None:
         """Make the next iteration over `progress.epoch` read what its segments left of it,
@@ -501,9 +520,11 @@ class StreamingDataset(ClosesOnExit, _Base):
         stream = stream or self._current_stream()
         return self._plan(stream, self.resident_budget(stream.workers))
 
-    def _plan(self, stream: Stream, budget: int | None) -> StreamPlan:
-        """The plan of `stream` when each rank of its layout keeps `budget` bytes of resident
-        shards (None: none), which fixes the epoch's shard order."""
+    def _plan(self, stream: Stream, budget: int | None, epoch: int | None = None) -> StreamPlan:
+        """The plan of `stream` in `epoch` (default: this copy's) when each rank of its layout
+        keeps `budget` bytes of resident shards (None: none), which fixes the epoch's shard
+        order."""
+        epoch = self.epoch if epoch is None else epoch
         resident = self._resident_of(stream.world, budget)
         order = None
         if resident is not None:
@@ -511,7 +532,7 @@ class StreamingDataset(ClosesOnExit, _Base):
                 self._counts,
                 resident,
                 seed=self.seed,
-                epoch=self.epoch,
+                epoch=epoch,
                 span=max(1, self._span(stream.world)),
                 shuffle=self.shuffle,
             )
@@ -519,7 +540,7 @@ class StreamingDataset(ClosesOnExit, _Base):
             self._counts,
             stream,
             seed=self.seed,
-            epoch=self.epoch,
+            epoch=epoch,
             shuffle=self.shuffle,
             window=self.shuffle_window,
             drop_last=self.drop_last,

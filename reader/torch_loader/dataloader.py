@@ -9,6 +9,7 @@ from typing import Any, Protocol, cast
 
 from torch.utils.data import DataLoader, get_worker_info
 
+from ..errors import LoaderStateError
 from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
 from ..order.state import Progress, make_state, read_state
@@ -179,7 +180,9 @@ class FastpackLoader(DataLoader[Any]):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from `state_dict()`: set the dataset's epoch to the state's, and start the
         next iteration over it where the state says. Refused (ValueError) when the state was
-        saved over another dataset, view, mix, seed or shuffle."""
+        saved over another dataset, view, mix, seed or shuffle, and every field is checked
+        first: a `LoaderStateError` (a ValueError) names the one that is missing, unknown, of
+        another type or out of range (`order.state.state_schema`)."""
         sampler = self._sampler()
         epoch, position = read_state(
             state,
@@ -263,11 +266,19 @@ class StreamingLoader(FastpackLoader):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from `state_dict()`: set the dataset's epoch to the state's, and make the next
         iteration over it read what is left. Refused (ValueError) when the state was saved over
-        another dataset or view, or with another seed, shuffle, drop_last or shuffle_window."""
+        another dataset or view, or with another seed, shuffle, drop_last or shuffle_window,
+        and every field is checked first: a `LoaderStateError` (a ValueError) names the one
+        that is missing, unknown, of another type or out of range."""
         self._check_in_order()
         dataset = self._streaming()
         progress = read_streaming_state(dataset, state)
-        dataset.num_batches(self.num_workers, progress)  # a ValueError for impossible counts
+        try:
+            dataset.num_batches(self.num_workers, progress)
+        except ValueError as e:  # more batches than a segment's streams hold
+            raise LoaderStateError(
+                f"{dataset.path}: StreamingLoader state field 'segments': expected the batches "
+                f"of each layout's streams, found {e}"
+            ) from e
         dataset.set_epoch(progress.epoch)
         dataset.resume(progress)
         self._resumed, self._reading = progress, None

@@ -20,12 +20,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..order.state import check_header, short
+from ..errors import LoaderStateError
+from ..order.schema import Exact, Flag, Integer, Nullable, Record, parse, quote
+from ..order.state import DATASET_IDENTITY, check_header
 from ..streaming.dataset import StreamingDataset
-from ..streaming.elastic import EpochProgress, Segment
+from ..streaming.elastic import SEGMENTS, EpochProgress, Segment
 
 STATE_FORMAT = "fastpack-streaming-state"
 STATE_VERSION = 1
+KIND = "StreamingLoader"
+SCHEMA = Record(
+    {
+        "format": Exact(STATE_FORMAT, "the format"),
+        "version": Exact(STATE_VERSION, "version"),
+        **DATASET_IDENTITY.required,
+        "seed": Integer(),
+        "shuffle": Flag(),
+        "drop_last": Flag(),
+        "shuffle_window": Integer(1),
+        "resident_budget": Nullable(Integer()),
+        "epoch": Integer(),
+        "segments": SEGMENTS,
+    }
+)
 
 
 @dataclass
@@ -64,28 +81,23 @@ def make_state(dataset: StreamingDataset, progress: EpochProgress) -> dict[str, 
 
 
 def read_state(dataset: StreamingDataset, state: Mapping[str, Any]) -> EpochProgress:
-    """The progress a saved `state` records, after checking that it was saved reading the same
-    samples in the same order as `dataset` reads: a ValueError says what differs."""
-    where = dataset.path
-    check_header(state, STATE_FORMAT, STATE_VERSION, "StreamingLoader", str(where))
+    """The progress a saved `state` records, after checking every field's type and range
+    (`SCHEMA`) and that it was saved reading the same samples in the same order as `dataset`
+    reads: a `LoaderStateError` names the field and says what differs."""
+    where = str(dataset.path)
+    check_header(state, STATE_FORMAT, STATE_VERSION, KIND, where)
+    checked = parse(state, SCHEMA, where=where, kind=KIND)
     for name, value in _settings(dataset).items():
-        if state.get(name) != value:
-            raise ValueError(
-                f"{where}: the state was saved with {name}={short(state.get(name))}, this "
-                f"loader reads {name}={short(value)}"
+        if checked[name] != value:
+            raise LoaderStateError(
+                f"{where}: the state was saved with {name}={quote(checked[name])}, this "
+                f"loader reads {name}={quote(value)}"
             )
-    try:
-        budget = state["resident_budget"]
-        progress = EpochProgress(
-            epoch=int(state["epoch"]),
-            segments=tuple(Segment(*(int(v) for v in s)) for s in state["segments"]),
-            resident_budget=None if budget is None else int(budget),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{where}: StreamingLoader state without valid progress: {e}") from e
-    if progress.epoch < 0:
-        raise ValueError(f"{where}: StreamingLoader state at epoch {progress.epoch}")
-    return progress
+    return EpochProgress(
+        epoch=checked["epoch"],
+        segments=tuple(checked["segments"]),
+        resident_budget=checked["resident_budget"],
+    )
 
 
 def _settings(dataset: StreamingDataset) -> dict[str, Any]:
