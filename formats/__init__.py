@@ -3,7 +3,7 @@
 formats/SPEC.md is the normative description; each module here implements one artifact.
 """
 
-from .checksum import crc32c_extend, file_crc32c, file_sha256
+from .checksum import crc32c_extend, file_crc32c, file_sha256, file_sha256_crc32c
 from .dataset_files import DatasetFiles
 from .errors import (
     AbsentFieldError,
@@ -53,6 +53,7 @@ from .manifest import (
     ShardInfo,
     check_manifest_text,
     content_sha256,
+    first_difference,
     manifest_digest,
     manifest_from_text,
     parse_manifest,
@@ -210,6 +211,8 @@ __all__ = [
     "field_type_names",
     "file_crc32c",
     "file_sha256",
+    "file_sha256_crc32c",
+    "first_difference",
     "format_record_index",
     "format_wds_index",
     "is_view_name",

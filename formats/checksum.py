@@ -36,3 +36,13 @@ def file_crc32c(path: str | os.PathLike[str]) -> int:
         while chunk := f.read(_CHUNK):
             crc = crc32c_extend(crc, chunk)
     return crc
+
+
+def file_sha256_crc32c(path: str | os.PathLike[str]) -> tuple[str, int]:
+    """Hex SHA-256 and CRC-32C of a file, in one pass of 8 MiB chunks."""
+    digest, crc = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            crc = crc32c_extend(crc, chunk)
+    return digest.hexdigest(), crc

@@ -313,13 +313,14 @@ def check_manifest_text(text: bytes, source: str) -> Manifest:
             )
     canonical = manifest.to_json().encode("utf-8")
     if text != canonical:
-        difference = _first_difference(text, canonical)
+        difference = first_difference(text, canonical)
         raise ManifestError(f"{source}: not the canonical text of what it holds; {difference}")
     return manifest
 
 
-def _first_difference(found: bytes, expected: bytes) -> str:
-    """Where two texts first differ, by line and column, with a few bytes of each."""
+def first_difference(found: bytes, expected: bytes) -> str:
+    """Where the text `found` first departs from its canonical form `expected`: byte, line and
+    column, with a few bytes of each (for messages)."""
     at = next(
         (i for i, (a, b) in enumerate(zip(found, expected, strict=False)) if a != b),
         min(len(found), len(expected)),

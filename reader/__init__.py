@@ -23,7 +23,7 @@ from .mix import Mix
 from .remote import fetch_dataset, read_manifest_at
 from .streaming import FetchOptions, StreamingDataset
 from .torch_loader import EpochBatchSampler
-from .verify import VerifyReport, verify_dataset, verify_remote
+from .verify import VerifyReport, verify_dataset, verify_remote, verify_view
 from .views import list_views, open_view
 
 __all__ = [
@@ -56,4 +56,5 @@ __all__ = [
     "to_float",
     "verify_dataset",
     "verify_remote",
+    "verify_view",
 ]

@@ -1,14 +1,18 @@
 """`verify_dataset`: check a dataset's files against each other and against their checksums.
 
 Every check runs and every problem is collected (up to a limit), so one report shows all that
-is wrong: manifest and index headers, file sizes and SHA-256s, the zstd dictionaries against the
-schema's SHA-256s, each shard's DALI index against the binary index, each present member's CRC-32
-and bounds, each absent member's marker (only optional fields may lack a member), the label
-field's members against the index's labels, every zstd frame decompressed, and optionally
-(`decode`) every member decoded as its field's type says; in a record dataset also each shard's
-records (records.py: CRCs, tiling, one record per sample holding its fields, the DALI index).
-The checks of the index, of a DALI index, of the records and of the members (members.py) are
-shared with `verify_remote`, which streams the shards of a dataset at a URL.
+is wrong, and every byte a reader trusts is covered (formats/SPEC.md section 9): the manifest's
+own bytes and fields (manifest_checks.py: its SHA-256 and canonical text, shard names, keys
+against `key_width`, labels against `classes`, stats), manifest and index headers, the size and
+SHA-256 of every file the manifest lists (index, shards and their CRC-32C, DALI indexes,
+dictionaries, rejects), each shard's DALI index against the binary index and against the text a
+writer writes (side_files.py), the rejects file line by line, each view beside the dataset
+(views.py), each present member's CRC-32 and bounds, each absent member's marker (only optional
+fields may lack a member), the label field's members against the index's labels, every zstd
+frame decompressed, and optionally (`decode`) every member decoded as its field's type says; in
+a record dataset also each shard's records (records.py: CRCs, tiling, one record per sample
+holding its fields, the DALI index). These checks are shared with `verify_remote`, which
+streams the shards of a dataset at a URL.
 """
 
 from __future__ import annotations
@@ -22,17 +26,27 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
+    MANIFEST_NAME,
+    REJECTS_NAME,
+    VIEWS_DIR,
     DatasetFiles,
     FastpackError,
     Index,
     Manifest,
     MemberLocation,
-    file_sha256,
+    file_sha256_crc32c,
     parse_record_index,
     parse_wds_index,
 )
 from tqdm import tqdm
 
+from .manifest_checks import (
+    key_problems,
+    label_problems,
+    manifest_text_problems,
+    name_problems,
+    stats_problems,
+)
 from .members import (
     MemberChecks,
     Rows,
@@ -43,6 +57,8 @@ from .members import (
     shard_payloads,
 )
 from .records import SampleRecords, count_problem, record_index_problems, scan_window
+from .side_files import checksum_problem, record_text_problem, rejects_problems, wds_text_problem
+from .views import file_view_name, view_problems
 
 MAX_PROBLEMS = 1000
 
@@ -57,6 +73,7 @@ class VerifyReport:
     problems_omitted: int = 0
     samples_checked: int = 0
     shards_checked: int = 0
+    views_checked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -74,9 +91,10 @@ class VerifyReport:
     def format(self) -> str:
         """A human-readable summary, one line per problem."""
         verdict = "OK" if self.ok else f"{len(self.problems) + self.problems_omitted} problem(s)"
+        views = f", {self.views_checked} view(s)" if self.views_checked else ""
         lines = [
             f"{self.path}: {verdict}; {self.shards_checked} shard(s), "
-            f"{self.samples_checked} sample(s) checked"
+            f"{self.samples_checked} sample(s){views} checked"
         ]
         lines += [f"  - {p}" for p in self.problems]
         if self.problems_omitted:
@@ -145,18 +163,47 @@ def wds_index_problems(  # noqa: PLR0913 (a shard, its DALI index and where its 
     return problems
 
 
+@dataclass(frozen=True)
+class Names:
+    """How problems name the manifest and the index: paths, or URLs."""
+
+    manifest: str
+    index: str
+
+
+def manifest_problems(manifest: Manifest, index: Index, text: bytes, names: Names) -> list[str]:
+    """The manifest's own checks (manifest_checks.py): its bytes `text`, its shard names, and
+    its keys, classes and stats against the index; `names` name the files in problems."""
+    return [
+        *manifest_text_problems(text, names.manifest),
+        *name_problems(manifest, names.manifest),
+        *key_problems(index, manifest, names.index),
+        *label_problems(index, manifest, names.index),
+        *stats_problems(index, manifest, names.manifest),
+    ]
+
+
 def verify_dataset(
     path: str | os.PathLike[str], *, decode: bool = False, progress: bool = False
 ) -> VerifyReport:
-    """Check the dataset at `path`; `decode=True` also decodes every member (JPEGs strictly)."""
+    """Check the dataset at `path`, its views beside it included; `decode=True` also decodes
+    every member (JPEGs strictly)."""
     report = VerifyReport(path=Path(path))
     try:
         files = DatasetFiles(path)
-    except FastpackError as e:
+        text = (files.root / MANIFEST_NAME).read_bytes()
+    except (FastpackError, OSError) as e:
         report.add_error(e)
         return report
+    names = Names(str(files.root / MANIFEST_NAME), str(files.index.path))
+    for problem in manifest_problems(files.manifest, files.index, text, names):
+        report.add(problem)
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
+    rejects = files.root / REJECTS_NAME
+    for problem in rejects_problems(str(rejects), _read_if_there(rejects), files.manifest):
+        report.add(problem)
+    _check_views(report, files.root, files.manifest)
     dictionaries, problems = dictionary_problems(
         files.manifest.schema,
         lambda name: (files.root / name).read_bytes(),
@@ -173,16 +220,49 @@ def verify_dataset(
     return report
 
 
-def _check_file(report: VerifyReport, path: Path, size: int, sha256: str) -> bool:
-    """Size and SHA-256 of `path` against the manifest; False if it is missing."""
+def _read_if_there(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _check_views(report: VerifyReport, root: Path, manifest: Manifest) -> None:
+    """Each view file beside the dataset (`views/*.fpview`)."""
+    folder = root / VIEWS_DIR
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        name = file_view_name(path.name)
+        if name is None or not path.is_file():
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            report.add(f"{path}: unreadable ({type(e).__name__}: {e})")
+            continue
+        for problem in view_problems(str(path), data, manifest, name):
+            report.add(problem)
+        report.views_checked += 1
+
+
+def _check_file(
+    report: VerifyReport, path: Path, size: int, sha256: str, crc32c: int | None = None
+) -> bool:
+    """Size and SHA-256 of `path` against the manifest, and its CRC-32C where the manifest
+    records one (reported only where the SHA-256 matches); False if it is missing."""
     if not path.is_file():
         report.add(f"{path}: file not found")
         return False
     actual = path.stat().st_size
     if actual != size:
         report.add(f"{path}: {actual} bytes, the manifest records {size}")
-    elif (digest := file_sha256(path)) != sha256:
+        return True
+    digest, crc = file_sha256_crc32c(path)
+    if digest != sha256:
         report.add(f"{path}: sha256 {digest}, the manifest records {sha256}")
+    elif crc32c is not None and crc != crc32c:
+        report.add(f"{path}: crc32c {crc}, the manifest records {crc32c} (its sha256 matches)")
     return True
 
 
@@ -192,7 +272,7 @@ def _check_shard(
     """All checks of one shard file, its DALI index and its samples' members (and in a record
     dataset, its records: records.py)."""
     info, path = files.manifest.shards[shard], files.shard_path(shard)
-    if not _check_file(report, path, info.bytes, info.sha256):
+    if not _check_file(report, path, info.bytes, info.sha256, info.crc32c):
         return
     report.shards_checked += 1
     idx_lines = _check_dali_index(report, files, shard, rows)
@@ -223,13 +303,23 @@ def _check_shard(
 def _check_dali_index(
     report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows
 ) -> list[tuple[int, int]] | None:
-    """Check a tar shard's wds2idx index against the index; return a record shard's
-    tfrecord2idx lines, to be checked against its records. None once checked, or unreadable."""
-    idx_path = files.shard_index_path(shard)
+    """Check a shard's DALI index against its size and SHA-256 where the manifest records them,
+    then a tar shard's wds2idx index against the index and its text; return a record shard's
+    tfrecord2idx lines (their text checked), to be checked against its records. None once
+    checked, or unreadable."""
+    idx_path, info = files.shard_index_path(shard), files.manifest.shards[shard]
     try:
-        text = idx_path.read_text(encoding="ascii")
+        data = idx_path.read_bytes()
+        if info.index_bytes is not None and info.index_sha256 is not None:
+            problem = checksum_problem(str(idx_path), data, info.index_bytes, info.index_sha256)
+            if problem is not None:
+                report.add(problem)
+        text = data.decode("ascii")
         if files.records:
-            return parse_record_index(text, str(idx_path))
+            lines = parse_record_index(text, str(idx_path))
+            if (problem := record_text_problem(str(idx_path), data, lines)) is not None:
+                report.add(problem)
+            return lines
         samples = parse_wds_index(text, str(idx_path))
     except UnicodeDecodeError as e:
         report.add(f"{idx_path}: not ASCII text ({e})")
@@ -242,6 +332,8 @@ def _check_dali_index(
         str(idx_path), samples, files.index, fields, rows=rows, shard=shard
     ):
         report.add(line)
+    if (problem := wds_text_problem(str(idx_path), data, samples)) is not None:
+        report.add(problem)
     return None
 
 

@@ -6,9 +6,9 @@ Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SH
 computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
 is written to disk, and a shard being checked holds about one chunk plus one payload in memory
 (a payload may straddle chunks; a record shard's records are found in windows of at least
-one chunk, or one record). Each shard's DALI index and each zstd dictionary (small) are read
-whole. Problems name the URLs; a missing or unreadable object is a problem in the report,
-not an exception.
+one chunk, or one record). Each shard's DALI index, each zstd dictionary, the rejects file and
+each view beside the dataset (small) are read whole. Problems name the URLs; a missing or
+unreadable object is a problem in the report, not an exception.
 """
 
 from __future__ import annotations
@@ -22,9 +22,13 @@ from typing import Any
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
+    REJECTS_NAME,
+    VIEWS_DIR,
     DatasetFiles,
     FastpackError,
+    Manifest,
     TruncatedFileError,
+    crc32c_extend,
     manifest_from_text,
     parse_record_index,
     parse_wds_index,
@@ -33,7 +37,14 @@ from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
 
 from ..remote import read_manifest_bytes
-from .local import VerifyReport, check_shard_column, shard_rows, wds_index_problems
+from .local import (
+    Names,
+    VerifyReport,
+    check_shard_column,
+    manifest_problems,
+    shard_rows,
+    wds_index_problems,
+)
 from .members import (
     MemberChecks,
     Rows,
@@ -43,6 +54,8 @@ from .members import (
     shard_payloads,
 )
 from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
+from .side_files import checksum_problem, record_text_problem, rejects_problems, wds_text_problem
+from .views import file_view_name, view_problems
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 
@@ -69,7 +82,14 @@ def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, key
         if files is None:
             return report
         index_url = location.url_of(INDEX_NAME)
+        names = Names(location.url_of(MANIFEST_NAME), index_url)
+        text = (Path(tmp) / MANIFEST_NAME).read_bytes()
+        for problem in manifest_problems(files.manifest, files.index, text, names):
+            report.add(problem)
         ordered = check_shard_column(report, files.index, files.manifest, index_url)
+        for problem in _rejects_problems(location, files.manifest):
+            report.add(problem)
+        _check_views(report, location, files.manifest)
         dictionaries, problems = dictionary_problems(
             files.manifest.schema, location.read_bytes, location.url_of
         )
@@ -85,6 +105,39 @@ def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, key
                     report, checks, chunk_bytes
                 )
     return report
+
+
+def _rejects_problems(location: Location, manifest: Manifest) -> list[str]:
+    url = location.url_of(REJECTS_NAME)
+    try:
+        data = (
+            location.read_bytes(REJECTS_NAME) if location.size(REJECTS_NAME) is not None else None
+        )
+    except (FastpackError, OSError) as e:
+        return [f"{url}: unreadable ({type(e).__name__}: {e})"]
+    return rejects_problems(url, data, manifest)
+
+
+def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -> None:
+    """Each view file beside the dataset (`views/*.fpview` under its URL)."""
+    try:
+        files = sorted(name for name, _ in location.walk(VIEWS_DIR))
+    except (FastpackError, OSError, ValueError):
+        return  # no views folder
+    for file in files:
+        folder, _, base = file.rpartition("/")
+        name = file_view_name(base)
+        if name is None or folder != VIEWS_DIR:
+            continue
+        url = location.url_of(file)
+        try:
+            data = location.read_bytes(file)
+        except (FastpackError, OSError) as e:
+            report.add(f"{url}: unreadable ({type(e).__name__}: {e})")
+            continue
+        for problem in view_problems(url, data, manifest, name):
+            report.add(problem)
+        report.views_checked += 1
 
 
 def _open_index(
@@ -235,10 +288,12 @@ class _RemoteShard:
         idx_problems = self._dali_index_problems()
         index, schema = self.files.index, self.files.manifest.schema
         absent = absent_problems(self.url, index, schema, self.rows)
-        digest = hashlib.sha256()
+        digest, crc = hashlib.sha256(), [0]
 
         def seen(chunk: bytes) -> None:
             digest.update(chunk)
+            if self.info.crc32c is not None:
+                crc[0] = crc32c_extend(crc[0], chunk)
             self.progress(len(chunk))
 
         problems, error = self._payload_problems(size, checks, chunk_bytes, seen)
@@ -247,6 +302,11 @@ class _RemoteShard:
         elif error is None and digest.hexdigest() != self.info.sha256:
             report.add(
                 f"{self.url}: sha256 {digest.hexdigest()}, the manifest records {self.info.sha256}"
+            )
+        elif error is None and self.info.crc32c is not None and crc[0] != self.info.crc32c:
+            report.add(
+                f"{self.url}: crc32c {crc[0]}, the manifest records {self.info.crc32c} (its "
+                "sha256 matches)"
             )
         for problem in [*idx_problems, *absent, *problems]:
             report.add(problem)
@@ -258,20 +318,30 @@ class _RemoteShard:
     def _dali_index_problems(self) -> list[str]:
         """A tar shard's DALI index against the index; a record shard's is read into
         `idx_lines`, to be checked against the records as they are found."""
-        name = self.info.index_name
+        name, info = self.info.index_name, self.info
         url = self.location.url_of(name)
+        problems = []
         try:
-            text = self.location.read_bytes(name).decode("ascii")
+            data = self.location.read_bytes(name)
+            if info.index_bytes is not None and info.index_sha256 is not None:
+                problem = checksum_problem(url, data, info.index_bytes, info.index_sha256)
+                problems += [problem] if problem is not None else []
+            text = data.decode("ascii")
             if self.files.records:
                 self.idx_lines = parse_record_index(text, url)
-                return []
+                problem = record_text_problem(url, data, self.idx_lines)
+                return [*problems, problem] if problem is not None else problems
             samples = parse_wds_index(text, url)
         except UnicodeDecodeError as e:
-            return [f"{url}: not ASCII text ({e})"]
+            return [*problems, f"{url}: not ASCII text ({e})"]
         except (FastpackError, OSError) as e:
-            return [f"{type(e).__name__}: {e}"]
+            return [*problems, f"{type(e).__name__}: {e}"]
         fields, index = self.files.manifest.fields, self.files.index
-        return wds_index_problems(url, samples, index, fields, rows=self.rows, shard=self.shard)
+        problems += wds_index_problems(
+            url, samples, index, fields, rows=self.rows, shard=self.shard
+        )
+        problem = wds_text_problem(url, data, samples)
+        return [*problems, problem] if problem is not None else problems
 
     def _payload_problems(
         self, size: int, checks: MemberChecks, chunk_bytes: int, seen: Callable[[bytes], None]

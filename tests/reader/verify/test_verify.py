@@ -93,13 +93,14 @@ def test_dali_index_disagrees(built: Path) -> None:
     idx.write_text("\n".join(lines) + "\n")
     problems = verify_dataset(built).problems
     key = Index(built / "index.fpx").key(0)
-    assert len(problems) == 1
-    assert problems[0].startswith(f"{idx}: sample 0 lists [('{key}.jpg', {offset}, {size + 1})")
-    assert f"the index has [('{key}.jpg', {offset}, {size})" in problems[0]
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(f"{idx}: sha256 ")  # the manifest records the .idx's too
+    assert problems[1].startswith(f"{idx}: sample 0 lists [('{key}.jpg', {offset}, {size + 1})")
+    assert f"the index has [('{key}.jpg', {offset}, {size})" in problems[1]
     idx.write_text("v1.2 banana\n")
     problems = verify_dataset(built).problems
-    assert problems == [f"ShardFormatError: {idx}: first line should be 'v1.2 <samples>', "
-                        "found ['v1.2', 'banana']"]  # fmt: skip
+    assert problems[1:] == [f"ShardFormatError: {idx}: first line should be 'v1.2 <samples>', "
+                            "found ['v1.2', 'banana']"]  # fmt: skip
 
 
 def test_label_disagrees_with_cls(built: Path) -> None:
@@ -109,9 +110,14 @@ def test_label_disagrees_with_cls(built: Path) -> None:
     del labels
     refresh_manifest(built)
     problems = verify_dataset(built).problems
-    assert len(problems) == 1
-    assert "sample 5" in problems[0]
-    assert "field 'cls': holds b'" in problems[0]
+    assert len(problems) == 2, problems
+    source = Index(built / "index.fpx").source(5)
+    assert problems[0] == (  # built from a folder: the class is the source's folder
+        f"{built / 'index.fpx'}: sample 5 of class 2 ('class_02') comes from {source!r}, not "
+        "from the class's folder 'class_02/'"
+    )
+    assert "sample 5" in problems[1]
+    assert "field 'cls': holds b'" in problems[1]
 
 
 def test_decode_finds_a_broken_jpeg_with_a_valid_checksum(built: Path) -> None:

@@ -1,0 +1,190 @@
+"""The checks of the manifest itself (formats/SPEC.md sections 2 and 9), shared by
+`verify_dataset` and `verify_remote`: its bytes (the SHA-256 it records of its content, and the
+canonical text, which together cover every byte), and its fields against what they describe:
+the shards' file names, `key_width` against the index's keys, `classes` against the labels (and
+in a dataset built from a folder, against the source paths), and `stats` against the index.
+
+Each check returns its problems as lines naming the file; the per-sample checks run over the
+index's memory-mapped sections in chunks, so that memory stays flat in the number of samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+from fastpack.formats import (
+    FastpackError,
+    Index,
+    Manifest,
+    check_manifest_text,
+    shard_idx_name,
+    shard_name,
+)
+
+CHUNK_ROWS = 1 << 18  # rows of a per-sample check at a time: a few MiB of temporaries
+_MAX_DIGITS = 19  # the longest key that fits a u64
+_DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
+
+
+def manifest_text_problems(text: bytes, source: str) -> list[str]:
+    """The manifest's bytes: the SHA-256 it records of its content, and that they are the
+    canonical text of what they hold (SPEC section 2)."""
+    try:
+        check_manifest_text(text, source)
+    except FastpackError as e:
+        return [f"{type(e).__name__}: {e}"]
+    return []
+
+
+def name_problems(manifest: Manifest, source: str) -> list[str]:
+    """Each shard's `name` and `index_name` against the names SPEC section 1 gives its
+    position."""
+    problems = []
+    for k, shard in enumerate(manifest.shards):
+        expected = (shard_name(k, manifest.shard_format), shard_idx_name(k))
+        if (shard.name, shard.index_name) != expected:
+            problems.append(
+                f"{source}: shard {k} is named {shard.name!r} with DALI index "
+                f"{shard.index_name!r}, expected {expected[0]!r} and {expected[1]!r}"
+            )
+    return problems
+
+
+def _chunks(count: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, count, CHUNK_ROWS):
+        yield start, min(start + CHUNK_ROWS, count)
+
+
+def key_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
+    """Every key `key_width` ASCII digits, the keys of a shard increasing, all unique (SPEC
+    section 4); `source` names the index."""
+    width, n = manifest.key_width, index.num_samples
+    blob, offsets = index.string_table("key")
+    lengths = np.diff(offsets)
+    wrong = np.flatnonzero(lengths != width)
+    if wrong.size:
+        i = int(wrong[0])
+        return [
+            f"{source}: sample {i} has key {_string(blob, offsets, i)!r} ({int(lengths[i])} "
+            f"bytes), the manifest's key_width is {width}; {wrong.size} key(s) of another width"
+        ]
+    if width > _MAX_DIGITS or width == 0:
+        return []
+    values = np.empty(n, np.uint64)  # 8 bytes a sample: the keys as numbers
+    for start, stop in _chunks(n):
+        digits = np.asarray(blob[start * width : stop * width]).reshape(stop - start, width)
+        bad = np.flatnonzero(((digits < _DIGIT_0) | (digits > _DIGIT_9)).any(axis=1))
+        if bad.size:
+            i = start + int(bad[0])
+            return [
+                f"{source}: sample {i} has key {_string(blob, offsets, i)!r}, expected {width} "
+                "ASCII digits"
+            ]
+        chunk = np.zeros(stop - start, np.uint64)
+        for column in range(width):
+            chunk = chunk * np.uint64(10) + (digits[:, column] - np.uint8(_DIGIT_0))
+        values[start:stop] = chunk
+    return _order_problems(values, np.asarray(index.shard), source)
+
+
+def _string(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], i: int) -> str:
+    """String `i` of a packed table, undecodable bytes replaced (for messages)."""
+    return bytes(blob[int(offsets[i]) : int(offsets[i + 1])]).decode("utf-8", "replace")
+
+
+def _order_problems(
+    values: npt.NDArray[np.uint64], shard: npt.NDArray[np.uint32], source: str
+) -> list[str]:
+    """Keys (`values`) that do not increase within a shard, or repeat across shards."""
+    same = shard[1:] == shard[:-1]
+    back = np.flatnonzero(same & (values[1:] <= values[:-1]))
+    if back.size:
+        i = int(back[0]) + 1
+        return [
+            f"{source}: sample {i} has key {int(values[i])} after {int(values[i - 1])} in the "
+            f"same shard {int(shard[i])}; keys increase within a shard"
+        ]
+    starts = np.flatnonzero(np.r_[True, ~same]) if values.size else np.zeros(0, np.intp)
+    ends = np.r_[starts[1:], values.size] - 1
+    first, last = values[starts], values[ends]
+    order = np.argsort(first, kind="stable")
+    if np.all(first[order][1:] > last[order][:-1]):  # disjoint ranges: unique
+        return []
+    unique, counts = np.unique(values, return_counts=True)
+    if np.all(counts == 1):
+        return []
+    repeated = int(unique[np.argmax(counts > 1)])
+    rows = np.flatnonzero(values == repeated)[:2].tolist()
+    return [f"{source}: samples {rows[0]} and {rows[1]} have the same key {repeated}"]
+
+
+def label_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
+    """With class names, every label names one (`-1` where the sample may have none), and in a
+    dataset built from a folder, every source path starts with its class's folder."""
+    classes = manifest.classes
+    if not classes:
+        return []
+    schema = manifest.schema
+    label_field = schema.label_field
+    lowest = -1 if label_field is None or schema[label_field].optional else 0
+    labels = index.label
+    for start, stop in _chunks(index.num_samples):
+        chunk = np.asarray(labels[start:stop])
+        bad = np.flatnonzero((chunk < lowest) | (chunk >= len(classes)))
+        if bad.size:
+            i = start + int(bad[0])
+            return [
+                f"{source}: sample {i} has label {int(labels[i])}, the manifest names "
+                f"{len(classes)} classes (labels {lowest} to {len(classes) - 1})"
+            ]
+    if manifest.build.get("source_kind") == "folder":
+        return _folder_problems(index, classes, source)
+    return []
+
+
+def _folder_problems(index: Index, classes: tuple[str, ...], source: str) -> list[str]:
+    """In a dataset built from a folder, the source path of a sample of class `c` is
+    `c/...` (the build's source is the folder of the class folders)."""
+    blob, offsets = index.string_table("source")
+    labels, size = index.label, blob.size
+    names = [f"{c}/".encode("utf-8", "surrogateescape") for c in classes]
+    for start, stop in _chunks(index.num_samples):
+        chunk = np.asarray(labels[start:stop])
+        for k, name in enumerate(names):
+            rows = np.flatnonzero(chunk == k) + start
+            if not rows.size:
+                continue
+            begin = np.asarray(offsets[rows]).astype(np.int64)
+            length = np.asarray(offsets[rows + 1]).astype(np.int64) - begin
+            at = np.minimum(begin[:, None] + np.arange(len(name)), max(size - 1, 0))
+            found = np.asarray(blob)[at] if size else np.zeros(at.shape, np.uint8)
+            expected = np.frombuffer(name, np.uint8)
+            bad = np.flatnonzero((length < len(name)) | (found != expected).any(axis=1))
+            if bad.size:
+                i = int(rows[bad[0]])
+                return [
+                    f"{source}: sample {i} of class {k} ({classes[k]!r}) comes from "
+                    f"{_string(blob, offsets, i)!r}, not from the class's folder "
+                    f"{name.decode('utf-8', 'replace')!r}"
+                ]
+    return []
+
+
+def stats_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
+    """`stats.samples` against `num_samples`, and `stats.payload_bytes` against the members'
+    sizes in the index (`source`); `stats.rejected` is checked with the rejects file."""
+    stats, problems = manifest.stats, []
+    if "samples" in stats and stats["samples"] != manifest.num_samples:
+        problems.append(
+            f"{source}: stats.samples is {stats['samples']}, num_samples {manifest.num_samples}"
+        )
+    if "payload_bytes" in stats:
+        total = sum(int(np.sum(index.sizes(f), dtype=np.uint64)) for f in manifest.fields)
+        if total != stats["payload_bytes"]:
+            problems.append(
+                f"{source}: stats.payload_bytes is {stats['payload_bytes']}, the index's "
+                f"members hold {total} bytes"
+            )
+    return problems
