@@ -138,7 +138,8 @@ def split_scans(data: bytes) -> tuple[bytes, list[bytes], bytes]:
     """A real JPEG as (everything before the first SOS, [each scan with the segments between it
     and the previous scan], everything after the last scan): `head + b"".join(scans[:k]) + EOI`
     keeps only the first k scans, and a file without one of them still walks."""
-    head_end, pieces, pos, start = 0, [], 2, 0
+    pieces: list[bytes] = []
+    head_end, pos, start = 0, 2, 0
     while pos + 4 <= len(data):
         if data[pos] != 0xFF:
             raise ValueError(f"expected a marker at offset {pos}, found {data[pos]:#04x}")

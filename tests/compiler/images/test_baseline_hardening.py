@@ -42,10 +42,12 @@ def transcode_in_a_child(data: bytes) -> subprocess.CompletedProcess[bytes]:
 
 @pytest.mark.parametrize("markers", [0, 40_000], ids=["small-output", "grown-output"])
 def test_an_encoder_error_after_the_output_grew_is_a_value_error(markers: int) -> None:
+    """With libjpeg's memory destination, an error after the output passed 4 KiB freed its
+    first buffer a second time (an abort): the output buffer is now the extension's own."""
     data = dc_out_of_range(markers)
     assert simplejpeg.decode_jpeg(data, colorspace="GRAY", strict=True).shape == (8, 8, 1)
     child = transcode_in_a_child(data)
-    assert child.returncode == 0, f"the transcode died: {child.returncode} {child.stderr}"
+    assert child.returncode == 0, f"the transcode died: {child.returncode} {child.stderr!r}"
     assert child.stdout == b"ValueError: DCT coefficient out of range\n"
 
 
@@ -85,6 +87,30 @@ def test_the_coefficients_memory_is_limited_before_it_is_allocated() -> None:
     out = extension.to_baseline(data)  # the default: 1 GiB
     assert simplejpeg.decode_jpeg_header(out)[:2] == (4096, 4096)
     assert extension.DEFAULT_MAX_MEMORY == 1 << 30
+
+
+def test_a_huge_progressive_header_is_refused_before_its_memory_is_touched() -> None:
+    """32768 x 32768 grey in a 2 MB file: 2 GiB of coefficients, over the 1 GiB default."""
+    code = (
+        "import resource, sys\n"
+        "from fastpack.compiler.images import _jpeg_baseline\n"
+        "data = sys.stdin.buffer.read()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    _jpeg_baseline.to_baseline(data)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    data = progressive_grey(32768, 32768, complete_script(2))
+    child = subprocess.run(
+        [sys.executable, "-c", code], input=data, capture_output=True, timeout=60, check=True
+    )
+    message, grown_kib = child.stdout.decode().splitlines()
+    assert message == (
+        "the image's coefficients need more than the memory limit of 1073741824 bytes (max_memory)"
+    )
+    assert int(grown_kib) < 64 * 1024
 
 
 def test_the_output_obeys_the_memory_limit() -> None:

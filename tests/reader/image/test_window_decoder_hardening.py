@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import cv2
@@ -32,8 +34,8 @@ def photo(height: int, width: int) -> bytes:
     rng = np.random.default_rng(5)
     y, x = np.mgrid[0:height, 0:width]
     base = np.stack([x * 255 // width, y * 255 // height, (x + y) % 256], -1)
-    image = np.clip(base + rng.integers(-60, 60, (height, width, 3)), 0, 255).astype(np.uint8)
-    image = cv2.GaussianBlur(image, (5, 5), 0)
+    noisy = np.clip(base + rng.integers(-60, 60, (height, width, 3)), 0, 255).astype(np.uint8)
+    image = cv2.GaussianBlur(noisy, (5, 5), 0)
     params = [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_PROGRESSIVE, 1]
     ok, data = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), params)
     assert ok
@@ -98,7 +100,9 @@ def test_incomplete_progressive_files_are_refused(name: str) -> None:
 
 def test_the_complete_file_and_baseline_files_decode() -> None:
     assert window(PHOTO)[2:] == (240, 320, 240, 320)
-    ok, baseline = cv2.imencode(".jpg", cv2.imdecode(np.frombuffer(PHOTO, np.uint8), 1))
+    pixels = cv2.imdecode(np.frombuffer(PHOTO, np.uint8), cv2.IMREAD_COLOR)
+    assert pixels is not None
+    ok, baseline = cv2.imencode(".jpg", pixels)
     assert ok
     assert window(baseline.tobytes())[2:] == (240, 320, 240, 320)
 
@@ -142,6 +146,32 @@ def test_the_coefficients_memory_is_limited_before_it_is_allocated() -> None:
         window(data, 3, max_memory=8 << 20)
     assert window(data, 3)[4:] == (512, 512)  # the default: 1 GiB
     assert extension.DEFAULT_MAX_MEMORY == 1 << 30
+
+
+def test_a_huge_progressive_header_is_refused_before_its_memory_is_touched() -> None:
+    """32768 x 32768 grey in a 2 MB file: 2 GiB of coefficients, over the 1 GiB default."""
+    code = (
+        "import resource, sys\n"
+        "import numpy as np\n"
+        "from fastpack.reader.image import _jpeg_crop\n"
+        "data = sys.stdin.buffer.read()\n"
+        "buffer = np.empty(100_000, np.uint8)\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    _jpeg_crop.decode_window(data, 3, 0, 0, 8, 8, buffer)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    data = progressive_grey(32768, 32768, complete_script(2))
+    child = subprocess.run(
+        [sys.executable, "-c", code], input=data, capture_output=True, timeout=60, check=True
+    )
+    message, grown_kib = child.stdout.decode().splitlines()
+    assert message == (
+        "the image's coefficients need more than the memory limit of 1073741824 bytes (max_memory)"
+    )
+    assert int(grown_kib) < 64 * 1024
 
 
 def test_more_than_500_scans_are_refused() -> None:
