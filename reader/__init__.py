@@ -10,6 +10,7 @@ from fastpack.storage import RetryPolicy
 from .dali import DaliLoader, DaliOptions, make_dali_loader
 from .errors import (
     DaliReadError,
+    LoaderStateError,
     MissingDependencyError,
     MissingFieldError,
     ShardUnavailableError,
@@ -36,6 +37,7 @@ __all__ = [
     "Dataset",
     "EpochBatchSampler",
     "FetchOptions",
+    "LoaderStateError",
     "MissingDependencyError",
     "MissingFieldError",
     "Mix",

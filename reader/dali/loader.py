@@ -367,7 +367,9 @@ class DaliLoader(ClosesOnExit):
         """Resume from a `state_dict()` of this loader or of the torch loader, saved with any
         ranks, threads or workers and batch size: set the dataset's epoch to the state's, and
         start the next iteration there. Batches DALI prefetched are dropped. Refused
-        (ValueError) when the state was saved over another dataset, view, seed or shuffle."""
+        (`LoaderStateError`, a ValueError) when the state was saved over another dataset, view,
+        seed or shuffle, or when a field is missing, unknown, of another type or out of range
+        (`order.state.state_schema`), before any of it is used."""
         feed = self._fed("load_state_dict")
         sampler = feed.sampler
         epoch, position = read_state(

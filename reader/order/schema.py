@@ -211,14 +211,13 @@ class Record:
         for key in value:
             if key not in known:
                 unknown = f"{name}.{key}" if name else str(key)
-                raise FieldMismatch(
-                    unknown, f"no such field (the fields: {known})", quote(value[key])
-                )
+                found = f"an unknown field holding {quote(value[key])}"
+                raise FieldMismatch(unknown, f"only the fields {known}", found)
         checked = {}
         for key, check in (*self.required.items(), *self.optional.items()):
             inner = f"{name}.{key}" if name else key
             if key in value:
                 checked[key] = check(value[key], inner)
             elif key in self.required:
-                raise FieldMismatch(inner, check.expected, "no such field")
+                raise FieldMismatch(inner, check.expected, "nothing: the field is missing")
         return checked

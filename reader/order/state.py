@@ -107,7 +107,10 @@ def state_schema(length: int) -> Record:
             "order": OrderIdentity(),
             "seed": Integer(),
             "shuffle": Flag(),
-            "epoch": Integer(hi=epoch_limit(length), meaning="(epoch + 1) x positions in int64"),
+            "epoch": Integer(
+                hi=epoch_limit(length),
+                meaning=f"(epoch + 1) x the order's {length} positions within int64",
+            ),
             "position": Integer(hi=length, meaning=f"the order's {length} positions"),
         }
     )

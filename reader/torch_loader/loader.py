@@ -52,8 +52,8 @@ def make_torch_loader(  # noqa: PLR0913 (public API: DataLoader's keyword option
     values, anything else is a ValueError naming it. `len(loader)` counts batches
     (`StreamingDataset.num_batches`). The loader (a `StreamingLoader`) is resumable:
     `state_dict()` at any batch boundary, a few integers and names, and `load_state_dict(state)`
-    reads the rest of that epoch with any world size, worker count and batch size, every sample
-    once but for the rank padding of each resumed part (`streaming.elastic`).
+    reads the rest of that epoch with any world size, worker count and batch size: every sample
+    not read before the stop, once, but for the new ranks' padding (`streaming.elastic`).
 
     Call `dataset.set_epoch(e)` before each epoch. Defaults: `num_workers = min(8, cpu
     count)`, `pin_memory` when CUDA is available, persistent workers (they follow `set_epoch`:
