@@ -32,6 +32,17 @@ from .field_types import (
     register_field_type,
     unregister_field_type,
 )
+from .image_header import (
+    DEFAULT_PIXEL_BUDGET,
+    ImageHeader,
+    ImageHeaderError,
+    PixelBudgetError,
+    check_budget_value,
+    check_pixel_budget,
+    image_header,
+    jpeg_header,
+    png_header,
+)
 from .index import ABSENT, Index, IndexPart, IndexWriter, Section, section_table, table_size
 from .index import HEADER_SIZE as INDEX_HEADER_SIZE
 from .layout import (
@@ -129,6 +140,7 @@ from .wds_index import (
 __all__ = [
     "ABSENT",
     "DEFAULT_FIELDS",
+    "DEFAULT_PIXEL_BUDGET",
     "DICTIONARY_DIR",
     "EXTENSION_TYPES",
     "FIELD_PREFIX",
@@ -174,6 +186,8 @@ __all__ = [
     "FileInfo",
     "FormatError",
     "Geometry",
+    "ImageHeader",
+    "ImageHeaderError",
     "Index",
     "IndexPart",
     "IndexWriter",
@@ -181,6 +195,7 @@ __all__ = [
     "ManifestError",
     "MemberLocation",
     "OffsetOutOfRangeError",
+    "PixelBudgetError",
     "RecordProblem",
     "RecordShardWriter",
     "RecordSpan",
@@ -196,8 +211,10 @@ __all__ = [
     "ViewMismatchError",
     "WrittenSample",
     "Zstd",
+    "check_budget_value",
     "check_key",
     "check_manifest_text",
+    "check_pixel_budget",
     "check_view_dataset",
     "check_view_text",
     "content_sha256",
@@ -215,8 +232,10 @@ __all__ = [
     "first_difference",
     "format_record_index",
     "format_wds_index",
+    "image_header",
     "is_view_name",
     "join_wds_index",
+    "jpeg_header",
     "key_width",
     "manifest_digest",
     "manifest_from_text",
@@ -228,6 +247,7 @@ __all__ = [
     "parse_record_index",
     "parse_schema",
     "parse_wds_index",
+    "png_header",
     "read_manifest",
     "read_records",
     "read_view_file",

@@ -7,49 +7,68 @@ here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import FieldValueError, field_type
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, ImageHeaderError, field_type
 
-from ..image.decode import decode, decode_png
+from ..image.decode import DecodeOptions, decode, decode_png
+from ..image.guard import budgeted_jpeg, budgeted_png, guarded
 
 AnyArray = npt.NDArray[Any]
 Payload = bytes | memoryview
 
 
+class Decode(Protocol):
+    def __call__(self, data: Payload, pixel_budget: int = ..., /) -> AnyArray: ...
+
+
+class Check(Protocol):
+    def __call__(self, data: Payload, pixel_budget: int = ..., /) -> tuple[int, int]: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageReader:
     """`decode`: the pixels of a member, full size; `check`: a strict decode for verify, the
-    image's `(height, width)` (FieldValueError or the decoder's ValueError when it fails);
-    `channels`: the trailing dimensions of a batch slot of it (after the transform's size)."""
+    image's `(height, width)`; `channels`: the trailing dimensions of a batch slot of it (after
+    the transform's size). Both read the header first and refuse an image over `pixel_budget`
+    (samples, default `DEFAULT_PIXEL_BUDGET`) with a PixelBudgetError; every error they raise is
+    a FieldValueError (`image.guard`)."""
 
-    decode: Callable[[Payload], AnyArray]
-    check: Callable[[Payload], tuple[int, int]]
+    decode: Decode
+    check: Check
     channels: tuple[int, ...]
 
 
-def _check_jpeg(data: Payload) -> tuple[int, int]:
-    simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)
-    height, width, _, _ = simplejpeg.decode_jpeg_header(data)
-    return int(height), int(width)
+def _decode_jpeg(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> AnyArray:
+    return decode(data, DecodeOptions(pixel_budget=pixel_budget))
 
 
-def _check_png(data: Payload) -> tuple[int, int]:
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+def _decode_png(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> AnyArray:
+    return decode_png(data, pixel_budget)
+
+
+def _check_jpeg(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> tuple[int, int]:
+    header = budgeted_jpeg(data, pixel_budget)
+    guarded(simplejpeg.decode_jpeg, data, colorspace="RGB", strict=True)
+    return header.height, header.width
+
+
+def _check_png(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> tuple[int, int]:
+    budgeted_png(data, pixel_budget)
+    image = guarded(cv2.imdecode, np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
-        raise FieldValueError("not a PNG that OpenCV decodes")
+        raise ImageHeaderError("not a PNG that OpenCV decodes")
     return int(image.shape[0]), int(image.shape[1])
 
 
 IMAGE_READERS: dict[str, ImageReader] = {
-    "jpeg": ImageReader(decode=decode, check=_check_jpeg, channels=(3,)),
-    "png": ImageReader(decode=decode_png, check=_check_png, channels=()),
+    "jpeg": ImageReader(decode=_decode_jpeg, check=_check_jpeg, channels=(3,)),
+    "png": ImageReader(decode=_decode_png, check=_check_png, channels=()),
 }
 
 

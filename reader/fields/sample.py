@@ -20,16 +20,17 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
+    DEFAULT_PIXEL_BUDGET,
     IMAGE_TYPE,
     AbsentFieldError,
     DatasetFiles,
     FieldCodec,
-    ShardFormatError,
     field_type,
 )
 
 from ..image.decode import jpeg_size
 from ..image.geometry import Crop, crop_boxes, crop_mask
+from ..image.guard import named_decode_error
 from ..image.transforms import GeometryTransform, Transform
 from .images import ImageReader, image_reader
 from .layout import BatchLayout, Column
@@ -55,7 +56,9 @@ def check_geometry(layout: BatchLayout, transform: Transform | None, where: str)
 class SampleDecoder:
     """Decodes the fields of `layout`, one sample at a time. Holds the fields' codecs (zstd
     contexts): one decoder per process or thread. `where(i, field)` names a member in errors;
-    `image` is the field that geometry follows."""
+    `image` is the field that geometry follows. An image member decoded here (not by the
+    transform) is refused over `pixel_budget` samples (PixelBudgetError naming it); every decode
+    error names the sample (`image.guard.named_decode_error`)."""
 
     def __init__(  # noqa: PLR0913 (keyword options of one decoder, as Dataset passes them)
         self,
@@ -66,10 +69,12 @@ class SampleDecoder:
         transform: Transform | None,
         drop_empty_boxes: bool,
         where: Where,
+        pixel_budget: int = DEFAULT_PIXEL_BUDGET,
     ) -> None:
         self.layout, self.transform, self.image = layout, transform, image
         self.drop_empty_boxes = drop_empty_boxes
         self.where = where
+        self.pixel_budget = pixel_budget
         self.labels: npt.NDArray[np.int64] = files.index.label.view(np.ndarray)
         self._images: list[ImageReader | None] = [
             image_reader(c.spec.type) if field_type(c.spec.type).image else None
@@ -111,7 +116,7 @@ class SampleDecoder:
             try:
                 values.append(self._value(k, column, data, draws=draws, crop=crop, out=out))
             except ValueError as e:  # FieldValueError included: it gains the sample's name
-                raise ShardFormatError(f"{self.where(i, column.name)} does not decode: {e}") from e
+                raise named_decode_error(self.where(i, column.name), e) from e
         return values
 
     def _crop(self, i: int, payload_of: PayloadOf, draws: Sequence[float] | None) -> Crop | None:
@@ -126,9 +131,9 @@ class SampleDecoder:
                 "to follow"
             )
         try:
-            height, width = jpeg_size(data)
+            height, width = jpeg_size(data, self.pixel_budget)
         except ValueError as e:
-            raise ShardFormatError(f"{self.where(i, self.image)} does not decode: {e}") from e
+            raise named_decode_error(self.where(i, self.image), e) from e
         return cast(GeometryTransform, transform).crop(height, width, draws)
 
     def _value(  # noqa: PLR0913 (one column of one sample, and its draws, crop and slot)
@@ -145,7 +150,7 @@ class SampleDecoder:
             return self.transform(data, draws, out)
         reader = self._images[k]
         if reader is not None:
-            image = reader.decode(data)
+            image = reader.decode(data, self.pixel_budget)
             if crop is not None and column.follows_image:
                 return crop_mask(image, crop, out)
             return image

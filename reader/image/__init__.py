@@ -6,6 +6,7 @@ from .crop_decode import decoder
 from .decode import Box, DecodeOptions, decode_png
 from .draws import sample_draws
 from .geometry import Crop, crop_boxes, crop_mask
+from .guard import ImageDecodeError
 from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
 from .transforms import (
     CenterCrop,
@@ -23,6 +24,7 @@ __all__ = [
     "Crop",
     "DecodeOptions",
     "GeometryTransform",
+    "ImageDecodeError",
     "RandomResizedCrop",
     "Transform",
     "crop_boxes",

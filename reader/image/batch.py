@@ -5,29 +5,33 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from fastpack.formats import FastpackError
+from fastpack.formats import FastpackError, FieldValueError
 
-from .decode import Image, JpegData, decode, jpeg_size
+from .decode import DecodeOptions, Image, JpegData, decode, jpeg_size
 
 Allocate = Callable[[tuple[int, ...]], Image]
 DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
+DEFAULT_OPTIONS = DecodeOptions()
 
 
-def decode_same_size(
+def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options)
     payloads: Sequence[JpegData],
     rows: Sequence[int],
     allocate: Allocate,
     where: str,
     error: DecodeError,
+    *,
+    options: DecodeOptions = DEFAULT_OPTIONS,
 ) -> Image:
     """`payloads` (the JPEGs of samples `rows`) decoded into one `(B, H, W, 3)` array from
-    `allocate`, called once, after every header is read. A ValueError naming two samples
-    (`where`: the dataset) when the sizes differ; `error(k, e)` is raised for a JPEG `k` whose
-    header or data does not decode."""
+    `allocate`, called once, after every header is read and checked against
+    `options.pixel_budget`. A ValueError naming two samples (`where`: the dataset) when the
+    sizes differ; `error(k, e)` is raised for a JPEG `k` whose header or data does not decode
+    or is over the budget."""
     sizes = []
     for k, data in enumerate(payloads):
         with _named(error, k):
-            sizes.append(jpeg_size(data))
+            sizes.append(jpeg_size(data, options.pixel_budget))
     if any(s != sizes[0] for s in sizes):
         k = next(k for k, s in enumerate(sizes) if s != sizes[0])
         raise ValueError(
@@ -39,15 +43,18 @@ def decode_same_size(
     images = allocate((len(payloads), height, width, 3))
     for k, data in enumerate(payloads):
         with _named(error, k):
-            decode(data, out=images[k])
+            decode(data, options, out=images[k])
     return images
 
 
 @contextmanager
 def _named(error: DecodeError, k: int) -> Iterator[None]:
-    """A decoder's ValueError raised as `error(k, e)`."""
+    """A decoder's ValueError (its FieldValueError included, which does not name the sample)
+    raised as `error(k, e)`; other FastpackErrors as they are."""
     try:
         yield
+    except FieldValueError as e:
+        raise error(k, e) from e
     except FastpackError:
         raise
     except ValueError as e:

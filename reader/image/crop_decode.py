@@ -100,7 +100,10 @@ def decode_window(
     data: JpegData, size: tuple[int, int], shift: int, window: Window, options: DecodeOptions
 ) -> Image:
     """Pixels `window` of the JPEG `data` (full size `size`) decoded at `1 / 2**shift`, as a
-    view valid until this thread's next decode; clipped to the scaled image as a slice is."""
+    view valid until this thread's next decode; clipped to the scaled image as a slice is.
+    Where the window decoder refuses the bytes (its own memory and scan limits included),
+    simplejpeg decodes the whole image at that scale, its header checked against
+    `options.pixel_budget` first; its errors are `FieldValueError`s (`guard`)."""
     top, left, bottom, right = window
     if _Setting.enabled and _EXTENSION is not None:
         scaled_width = -(-size[1] >> shift)
@@ -117,8 +120,8 @@ def decode_window(
                 fastdct=options.fastdct,
                 fastupsample=options.fastupsample,
             )
-        except ValueError:
-            pass  # simplejpeg decodes it below or raises its own error, as without the extension
+        except Exception:  # any refusal: the fallback decodes or names the error
+            pass  # simplejpeg decodes it below (within the pixel budget) or raises its error
         else:
             block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
             region: Image = block[top - y0 : bottom - y0, left - x0 : right - x0]

@@ -19,12 +19,14 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, ImageHeader, ImageHeaderError
+
+from .guard import budgeted_jpeg, budgeted_png, guarded
 
 JpegData = bytes | bytearray | memoryview
 Image = npt.NDArray[np.uint8]
 
 MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOR_NDIM = 3  # height, width, channels
 _BGR = 3  # channels
 
@@ -41,19 +43,22 @@ class Box:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DecodeOptions:
-    """libjpeg-turbo speed/quality switches (each worth a few percent, see simplejpeg)."""
+    """libjpeg-turbo speed/quality switches (each worth a few percent, see simplejpeg), and the
+    pixel budget: the most samples (width x height x components, as the header declares them)
+    an image may have to be decoded at all (`fastpack.formats.image_header`)."""
 
     fastdct: bool = False
     fastupsample: bool = False
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET
 
 
-def decode_png(data: JpegData) -> npt.NDArray[np.generic]:
-    """A PNG as stored: HxW (grey) or HxWxC (RGB, RGBA), 8 or 16 bits per channel."""
-    if bytes(data[:8]) != PNG_SIGNATURE:
-        raise ValueError(f"not a PNG (it starts with {bytes(data[:8])!r})")
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+def decode_png(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> npt.NDArray[np.generic]:
+    """A PNG as stored: HxW (grey) or HxWxC (RGB, RGBA), 8 or 16 bits per channel; its header
+    checked against `pixel_budget` first."""
+    budgeted_png(data, pixel_budget)
+    image = guarded(cv2.imdecode, np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
-        raise ValueError("not a PNG that OpenCV decodes")
+        raise ImageHeaderError("not a PNG that OpenCV decodes")
     if image.ndim == _COLOR_NDIM and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
         code = cv2.COLOR_BGR2RGB if image.shape[2] == _BGR else cv2.COLOR_BGRA2RGBA
         image = cv2.cvtColor(image, code)
@@ -61,17 +66,21 @@ def decode_png(data: JpegData) -> npt.NDArray[np.generic]:
     return decoded
 
 
-def jpeg_size(data: JpegData) -> tuple[int, int]:
-    """`(height, width)` of a JPEG, read from its header."""
-    height, width, _, _ = simplejpeg.decode_jpeg_header(data)
-    return int(height), int(width)
+def jpeg_size(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> tuple[int, int]:
+    """`(height, width)` of a JPEG, read from its frame header, which is checked against
+    `pixel_budget` (PixelBudgetError)."""
+    header: ImageHeader = budgeted_jpeg(data, pixel_budget)
+    return header.height, header.width
 
 
 def decode(
     data: JpegData, options: DecodeOptions = DecodeOptions(), out: Image | None = None
 ) -> Image:
-    """Full-size RGB decode, into `out` when given (it must have the image's shape)."""
-    image: Image = simplejpeg.decode_jpeg(
+    """Full-size RGB decode, into `out` when given (it must have the image's shape); the
+    header is checked against `options.pixel_budget` first."""
+    budgeted_jpeg(data, options.pixel_budget)
+    image: Image = guarded(
+        simplejpeg.decode_jpeg,
         data,
         colorspace="RGB",
         fastdct=options.fastdct,
@@ -125,9 +134,13 @@ def decode_scaled(
     data: JpegData, height: int, width: int, shift: int, options: DecodeOptions
 ) -> Image:
     """Decode at `1 / 2**shift` of full size (libjpeg rounds the scaled size up), into this
-    thread's scratch buffer: the result is valid until the thread's next call."""
+    thread's scratch buffer: the result is valid until the thread's next call. The header is
+    checked against `options.pixel_budget` first: the decode's output is the scaled image, but a
+    progressive one keeps the coefficients of the whole image until its last scan."""
+    budgeted_jpeg(data, options.pixel_budget)
     scaled_h, scaled_w = -(-height >> shift), -(-width >> shift)
-    image: Image = simplejpeg.decode_jpeg(
+    image: Image = guarded(
+        simplejpeg.decode_jpeg,
         data,
         colorspace="RGB",
         fastdct=options.fastdct,

@@ -6,6 +6,11 @@ buffer when one is given. A random transform takes its randomness as `draws` uni
 do not depend on worker count, batching or order. Each transform also says, through `crop`,
 which region of the image its output shows and whether it is mirrored, so that masks and boxes
 can follow the image (`geometry`).
+
+Each transform reads the JPEG's frame header first and refuses an image over its `pixel_budget`
+(samples: width x height x components, default `DEFAULT_PIXEL_BUDGET`) with a PixelBudgetError,
+before anything is decoded; a decoder's failure is an ImageDecodeError (`guard`). Both are
+FieldValueErrors, which a Dataset reraises naming the sample.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, check_budget_value
 
 from .crop_decode import render
 from .decode import (
@@ -85,6 +91,11 @@ def _max_upscale(value: float) -> float:
     return float(value)
 
 
+def _options(fastdct: bool, fastupsample: bool, pixel_budget: int) -> DecodeOptions:
+    budget = check_budget_value(pixel_budget, "pixel_budget")
+    return DecodeOptions(fastdct=fastdct, fastupsample=fastupsample, pixel_budget=budget)
+
+
 def _output(shape: tuple[int, int], out: Image | None) -> Image:
     if out is None:
         return np.empty((*shape, 3), np.uint8)
@@ -153,6 +164,7 @@ class RandomResizedCrop:
         max_upscale: float = 1.0,
         fastdct: bool = False,
         fastupsample: bool = False,
+        pixel_budget: int = DEFAULT_PIXEL_BUDGET,
     ) -> None:
         self.output_shape = _pair(size)
         self.max_upscale = _max_upscale(max_upscale)
@@ -161,7 +173,7 @@ class RandomResizedCrop:
         if not 0 <= flip_prob <= 1:
             raise ValueError(f"flip_prob must be in [0, 1], got {flip_prob}")
         self.flip_prob = float(flip_prob)
-        self.options = DecodeOptions(fastdct=fastdct, fastupsample=fastupsample)
+        self.options = _options(fastdct, fastupsample, pixel_budget)
 
     def __repr__(self) -> str:
         return (
@@ -176,7 +188,7 @@ class RandomResizedCrop:
         if draws is None or len(draws) < _DRAWS:
             raise ValueError(f"RandomResizedCrop needs {_DRAWS} draws (see sample_draws)")
         out = _output(self.output_shape, out)
-        size = jpeg_size(data)
+        size = jpeg_size(data, self.options.pixel_budget)
         box, flip, shift = self._plan(size[0], size[1], draws)
         render(data, size, box, out, flip=flip, options=self.options, shift=shift)
         return out
@@ -208,7 +220,7 @@ class CenterCrop:
 
     draws = 0
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (torchvision's arguments, plus keyword options)
         self,
         size: Size,
         resize: int | None = None,
@@ -216,6 +228,7 @@ class CenterCrop:
         max_upscale: float = 1.0,
         fastdct: bool = False,
         fastupsample: bool = False,
+        pixel_budget: int = DEFAULT_PIXEL_BUDGET,
     ) -> None:
         self.output_shape = _pair(size)
         self.max_upscale = _max_upscale(max_upscale)
@@ -223,7 +236,7 @@ class CenterCrop:
         self.resize = round(longest / 0.875) if resize is None else int(resize)
         if self.resize < longest:
             raise ValueError(f"resize ({self.resize}) must be >= the crop size {size!r}")
-        self.options = DecodeOptions(fastdct=fastdct, fastupsample=fastupsample)
+        self.options = _options(fastdct, fastupsample, pixel_budget)
 
     def __repr__(self) -> str:
         return (
@@ -254,6 +267,6 @@ class CenterCrop:
         self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
         out = _output(self.output_shape, out)
-        size = jpeg_size(data)
+        size = jpeg_size(data, self.options.pixel_budget)
         render(data, size, self.box(*size), out, options=self.options, max_upscale=self.max_upscale)
         return out

@@ -29,9 +29,9 @@ from fastpack.formats import (
     CorruptIndexError,
     DatasetFiles,
     FastpackError,
+    FieldValueError,
     Manifest,
     OffsetOutOfRangeError,
-    ShardFormatError,
     manifest_digest,
 )
 
@@ -48,8 +48,10 @@ from ..fields import (
 )
 from ..fields.sample import PayloadOf
 from ..image.batch import decode_same_size
-from ..image.decode import Image, decode
+from ..image.budget import resolve_budget, transform_budget
+from ..image.decode import DecodeOptions, Image, decode, jpeg_size
 from ..image.draws import sample_draws
+from ..image.guard import named_decode_error
 from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
@@ -132,6 +134,13 @@ class Dataset(ClosesOnExit):
     workers use `make_loader`, whose batches carry the epoch to the workers; a plain DataLoader
     would keep the epoch the workers started with.
 
+    `pixel_budget` bounds the memory of a decode: an image whose header declares more samples
+    (width x height x components) is refused before anything is decoded, with a PixelBudgetError
+    that names the sample (default: the transform's `pixel_budget`, else `DEFAULT_PIXEL_BUDGET`,
+    2**28). A transform decodes within its own budget: give it the same one
+    (`RandomResizedCrop(224, pixel_budget=...)`); a different one is a ValueError. Any other
+    image that does not decode is a ShardFormatError naming the sample.
+
     Iterating yields every sample in order, and raises the error of a sample that cannot be read.
     `close()` closes the shard files and drops the index map this process opened, as leaving a
     `with Dataset(...) as ds:` block or garbage collection does; a closed dataset stays usable
@@ -151,12 +160,16 @@ class Dataset(ClosesOnExit):
         drop_empty_boxes: bool = True,
         io: IoChoice = "auto",
         view: ViewSpec | None = None,
+        pixel_budget: int | None = None,
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
         self.path = Path(path)
         self.io: IoMethod = resolve_io(io, self.path)
         self.transform = transform
+        self.pixel_budget = resolve_budget(pixel_budget, transform)
+        # a transform that does not check a budget of its own gets the header checked first
+        self._check_before_transform = transform is not None and transform_budget(transform) is None
         self.seed = int(seed)
         self.pad, self.pad_value = bool(pad), float(pad_value)
         self.drop_empty_boxes = bool(drop_empty_boxes)
@@ -317,8 +330,10 @@ class Dataset(ClosesOnExit):
         try:
             with self._decode_errors(state, i):
                 if self.transform is None:
-                    image = decode(data)
+                    image = decode(data, DecodeOptions(pixel_budget=self.pixel_budget))
                 else:
+                    if self._check_before_transform:
+                        jpeg_size(data, self.pixel_budget)
                     image = self.transform(data, self._draws([i], self.epoch)[0], None)
         finally:
             state.release(1)
@@ -353,7 +368,11 @@ class Dataset(ClosesOnExit):
         try:
             for k, data in enumerate(self._payloads(state, rows)):
                 try:  # `_decode_errors` inline: a context manager per sample costs more
+                    if self._check_before_transform:
+                        jpeg_size(data, self.pixel_budget)
                     transform(data, draws[k], images[k])
+                except FieldValueError as e:  # the decoders' errors, which do not name it
+                    raise self._decode_error(state, rows[k], e) from e
                 except FastpackError:
                     raise
                 except ValueError as e:
@@ -401,6 +420,7 @@ class Dataset(ClosesOnExit):
             self._new_batch,
             str(self.path),
             lambda k, e: self._decode_error(state, rows[k], e),
+            options=DecodeOptions(pixel_budget=self.pixel_budget),
         )
 
     def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
@@ -448,6 +468,7 @@ class Dataset(ClosesOnExit):
                 transform=self.transform,
                 drop_empty_boxes=self.drop_empty_boxes,
                 where=functools.partial(_member_name, state.files),
+                pixel_budget=self.pixel_budget,
             )
         return decoder
 
@@ -493,18 +514,20 @@ class Dataset(ClosesOnExit):
 
     @contextmanager
     def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
-        """Turn a decoder's ValueError into a ShardFormatError that names the sample."""
+        """Turn a decoder's ValueError into an error that names the sample."""
         try:
             yield
+        except FieldValueError as e:  # the decoders' errors, which do not name it
+            raise self._decode_error(state, i, e) from e
         except FastpackError:
             raise
         except ValueError as e:
             raise self._decode_error(state, i, e) from e
 
-    def _decode_error(self, state: _Opened, i: int, error: ValueError) -> ShardFormatError:
-        """A decoder's ValueError as a ShardFormatError that names the sample."""
-        name = _member_name(state.files, i, self._image())
-        return ShardFormatError(f"{name} does not decode: {error}")
+    def _decode_error(self, state: _Opened, i: int, error: ValueError) -> FastpackError:
+        """A decoder's ValueError as an error that names the sample: a PixelBudgetError stays
+        one, anything else is a ShardFormatError (`image.guard.named_decode_error`)."""
+        return named_decode_error(_member_name(state.files, i, self._image()), error)
 
 
 def _requests(state: _Opened, rows: list[int], fields: Sequence[str]) -> list[Request]:

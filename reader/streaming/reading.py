@@ -15,13 +15,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError, ShardFormatError
+from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError, FieldValueError
 
 from ..errors import MissingFieldError
 from ..fields import BatchLayout, SampleDecoder, assemble_columns
 from ..fields.sample import Payload, PayloadOf
 from ..image.batch import decode_same_size
 from ..image.decode import Image, decode
+from ..image.guard import named_decode_error
 from ..image.transforms import Transform
 from ..shard_files import ShardFile
 from ..stats.counts import READ_COUNTS
@@ -84,6 +85,8 @@ class WindowReader:
                 image = decode(data)
             else:
                 image = self.transform(data, window.draws[k], out)
+        except FieldValueError as e:  # the decoders' errors, which do not name the sample
+            raise self._decode_error(window.ids[k], e) from e
         except FastpackError:
             raise
         except ValueError as e:
@@ -120,9 +123,8 @@ class WindowReader:
             raise MissingFieldError(f"{self.path}: no image (jpeg) field; fields are {fields}")
         return self.image
 
-    def _decode_error(self, i: int, error: ValueError) -> ShardFormatError:
-        name = member_name(self.path, self.files, i, self._field())
-        return ShardFormatError(f"{name} does not decode: {error}")
+    def _decode_error(self, i: int, error: ValueError) -> FastpackError:
+        return named_decode_error(member_name(self.path, self.files, i, self._field()), error)
 
     # -- a batch --------------------------------------------------------------------------------
 
