@@ -261,6 +261,14 @@ def _add_verify(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("dataset", help="dataset directory or URL")
     p.add_argument("--decode", action="store_true", help="also decode every image")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
+    p.add_argument(
+        "--view",
+        dest="views",
+        action="append",
+        metavar="FILE",
+        help="check this view file (a path or URL, lying anywhere) against DATASET instead of "
+        "the whole dataset (views beside the dataset are checked with it); repeatable",
+    )
     p.set_defaults(handler=_run_verify)
 
 
@@ -427,10 +435,13 @@ def _run_info(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from .reader import verify_dataset, verify_remote  # noqa: PLC0415
+    from .reader import verify_dataset, verify_remote, verify_view  # noqa: PLC0415
     from .storage import is_url  # noqa: PLC0415
 
-    if is_url(args.dataset):
+    if args.views:
+        report = verify_view(args.dataset, args.views)
+        print(report.format())
+    elif is_url(args.dataset):
         report = verify_remote(args.dataset, decode=args.decode, progress=args.progress)
         print(report.format().replace(str(report.path), args.dataset))
     else:

@@ -53,6 +53,7 @@ from .members import (
     absent_problems,
     bounds_problem,
     dictionary_problems,
+    key_of,
     present,
     shard_payloads,
 )
@@ -91,11 +92,11 @@ class VerifyReport:
     def format(self) -> str:
         """A human-readable summary, one line per problem."""
         verdict = "OK" if self.ok else f"{len(self.problems) + self.problems_omitted} problem(s)"
-        views = f", {self.views_checked} view(s)" if self.views_checked else ""
-        lines = [
-            f"{self.path}: {verdict}; {self.shards_checked} shard(s), "
-            f"{self.samples_checked} sample(s){views} checked"
-        ]
+        counts = [f"{self.shards_checked} shard(s)", f"{self.samples_checked} sample(s)"]
+        if self.views_checked:
+            views = [f"{self.views_checked} view(s)"]
+            counts = views if not (self.shards_checked or self.samples_checked) else counts + views
+        lines = [f"{self.path}: {verdict}; {', '.join(counts)} checked"]
         lines += [f"  - {p}" for p in self.problems]
         if self.problems_omitted:
             lines.append(f"  ... and {self.problems_omitted} more")
@@ -112,12 +113,13 @@ def check_shard_column(
     if not ordered:
         report.add(f"{index_name}: the 'shard' column is not non-decreasing")
     shards = manifest.shards
-    counts = np.bincount(column, minlength=len(shards))
-    if len(counts) > len(shards):
+    highest = int(column.max()) if len(column) else -1
+    if highest >= len(shards):
         report.add(
-            f"{index_name}: samples name shards up to {len(counts) - 1}, "
-            f"the manifest lists {len(shards)}"
+            f"{index_name}: samples name shards up to {highest}, the manifest lists {len(shards)}"
         )
+        column = column[column < len(shards)]
+    counts = np.bincount(column, minlength=len(shards))
     for k, info in enumerate(shards):
         if counts[k] != info.samples:
             report.add(
@@ -151,7 +153,7 @@ def wds_index_problems(  # noqa: PLR0913 (a shard, its DALI index and where its 
             f"{source}: {len(samples)} samples, the index puts {len(rows)} in shard {shard}"
         )
     for i, members in zip(rows.tolist(), samples, strict=False):
-        key = index.key(i)
+        key = key_of(index, i)
         found = [(m.name, m.data_offset, m.size) for m in members]
         expected = [
             (f"{key}.{f}", int(index.offsets(f)[i]), int(index.sizes(f)[i]))

@@ -61,7 +61,10 @@ def key_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
     """Every key `key_width` ASCII digits, the keys of a shard increasing, all unique (SPEC
     section 4); `source` names the index."""
     width, n = manifest.key_width, index.num_samples
-    blob, offsets = index.string_table("key")
+    try:
+        blob, offsets = index.string_table("key")
+    except FastpackError as e:
+        return [f"{type(e).__name__}: {e}"]
     lengths = np.diff(offsets)
     wrong = np.flatnonzero(lengths != width)
     if wrong.size:
@@ -147,7 +150,10 @@ def label_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
 def _folder_problems(index: Index, classes: tuple[str, ...], source: str) -> list[str]:
     """In a dataset built from a folder, the source path of a sample of class `c` is
     `c/...` (the build's source is the folder of the class folders)."""
-    blob, offsets = index.string_table("source")
+    try:
+        blob, offsets = index.string_table("source")
+    except FastpackError as e:
+        return [f"{type(e).__name__}: {e}"]
     labels, size = index.label, blob.size
     names = [f"{c}/".encode("utf-8", "surrogateescape") for c in classes]
     for start, stop in _chunks(index.num_samples):

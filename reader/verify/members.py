@@ -76,8 +76,17 @@ def present(index: Index, field: str, row: int) -> bool:
     return index.version == 1 or int(index.offsets(field)[row]) != ABSENT
 
 
+def key_of(index: Index, row: int) -> str:
+    """Sample `row`'s key, or `?` where the index cannot give it (its own problem, reported by
+    the checks of the index)."""
+    try:
+        return index.key(row)
+    except FastpackError:
+        return "?"
+
+
 def where(shard: str, index: Index, row: int, field: str) -> str:
-    return f"{shard}: sample {row} (key {index.key(row)}) field {field!r}"
+    return f"{shard}: sample {row} (key {key_of(index, row)}) field {field!r}"
 
 
 def absent_problems(shard: str, index: Index, schema: Schema, rows: Rows) -> list[str]:

@@ -30,7 +30,7 @@ from fastpack.formats import (
 from fastpack.formats import RECORD_FOOTER_BYTES as FOOTER_BYTES
 from fastpack.formats import RECORD_HEADER_BYTES as HEADER_BYTES
 
-from .members import Rows, present, where
+from .members import Rows, key_of, present, where
 
 Buffer = bytes | mmap.mmap  # a window of a remote shard, or a local shard mapped whole
 
@@ -169,9 +169,9 @@ class SampleRecords:
         except ShardFormatError as e:
             return [f"{what}: {e}"]
         problems = []
-        key = self.index.key(row)
+        key = key_of(self.index, row)
         found = _bytes_value(features.get(KEY_FEATURE), data)
-        if found != key.encode("ascii"):
+        if found != key.encode("utf-8"):
             problems.append(f"{what}: key {found!r}, the index has sample {row} key {key}")
         for f, name in self._features.items():
             problem = self._feature_problem(features.get(name), f, row, data, base)
