@@ -1,0 +1,47 @@
+"""How many cases each target gets, and the run's settings from the environment.
+
+`FASTPACK_FUZZ_CASES` (default `CI_CASES`) is the total, shared out by `WEIGHTS`;
+`FASTPACK_FUZZ_WORKERS` (default 2) the worker processes; `FASTPACK_FUZZ_SEED` the seed.
+`benchmarks/fuzz/fuzz_run.py` runs the same plan at 100,000 cases and more.
+"""
+
+from __future__ import annotations
+
+import os
+
+SEED = 20_261_127
+CI_CASES = 6_000
+TIMEOUT = 20.0  # seconds before a case counts as a hang
+WEIGHTS = {  # JPEG decoders get most: their inputs are the wildest
+    "window_c": 8,
+    "render_window": 8,
+    "render_fallback": 6,
+    "random_resized_crop": 8,
+    "center_crop": 6,
+    "dataset": 6,
+    "prepare_structure": 6,
+    "prepare_decode": 6,
+    "prepare_baseline": 6,
+    "baseline_c": 8,
+    "index": 5,
+    "manifest": 5,
+    "view": 4,
+    "state_map": 3,
+    "state_streaming_loader": 3,
+    "state_streaming_dataset": 3,
+}
+
+
+def plan(total: int, targets: list[str] | None = None) -> dict[str, int]:
+    """`total` cases shared out over `targets` (default all) by weight, at least 1 each."""
+    chosen = {t: WEIGHTS[t] for t in (targets or list(WEIGHTS))}
+    whole = sum(chosen.values())
+    return {t: max(1, round(total * w / whole)) for t, w in chosen.items()}
+
+
+def settings() -> tuple[int, int, int]:
+    """`(cases, workers, seed)` from the environment."""
+    cases = int(os.environ.get("FASTPACK_FUZZ_CASES", CI_CASES))
+    workers = int(os.environ.get("FASTPACK_FUZZ_WORKERS", min(2, os.cpu_count() or 1)))
+    seed = int(os.environ.get("FASTPACK_FUZZ_SEED", SEED))
+    return cases, workers, seed
