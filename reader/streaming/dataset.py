@@ -76,6 +76,7 @@ from ..views import ViewSpec
 from .cache import ShardCache
 from .elastic import (
     EpochProgress,
+    Locate,
     in_span_order,
     length,
     plan_locate,
@@ -435,7 +436,7 @@ class StreamingDataset(ClosesOnExit, _Base):
         if self.batch_size is None:
             raise ValueError(f"{self.path}: num_batches needs a batch_size; this dataset has none")
         segments = () if progress is None else progress.segments
-        locate = in_span_order  # no segments: nothing to locate
+        locate: Locate = in_span_order  # no segments: nothing to locate
         if progress is not None and segments:
             plan_of = functools.partial(
                 self._plan, budget=progress.resident_budget, epoch=progress.epoch

@@ -308,8 +308,8 @@ def rest(
             left += take(stream, count, n)
     for units in copies:  # a copy read: drop the others; none read: keep the first
         read = any(taken.holds(unit) for unit in units)
-        for stream, offset in units[0 if read else 1 :]:
-            taken.add(Piece(stream, offset, offset + 1))
+        for number, offset in units[0 if read else 1 :]:
+            taken.add(Piece(number, offset, offset + 1))
     kept: Pieces = []
     for piece in left:
         for gap in taken.gaps(piece):

@@ -178,20 +178,22 @@ def test_a_mix_epoch_is_bounded_by_its_draws() -> None:
 
 
 def test_make_loader_refuses_a_state_field_by_field(one_class_per_sample: Path) -> None:
-    loader = make_loader(Dataset(one_class_per_sample), batch_size=4, num_workers=0)
+    dataset = Dataset(one_class_per_sample)
+    loader = make_loader(dataset, batch_size=4, num_workers=0)
     state = loader.state_dict()
     where = re.escape(f"{one_class_per_sample}: fastpack loader state field")
-    for changes, field, found in [
+    cases: list[tuple[dict[str, Any], str, str]] = [
         ({"epoch": 2**64}, "epoch", "18446744073709551616, outside that range"),
         ({"epoch": 0.5}, "epoch", "0.5 (float)"),
         ({"position": "12"}, "position", "'12' (str)"),
         ({"position": 12.5}, "position", "12.5 (float)"),
-    ]:
+    ]
+    for changes, field, found in cases:
         with pytest.raises(LoaderStateError, match=f"{where} '{field}'.*found {re.escape(found)}"):
             loader.load_state_dict({**state, **changes})
-    assert loader.dataset.epoch == 0  # nothing of a refused state was used
+    assert dataset.epoch == 0  # nothing of a refused state was used
     loader.load_state_dict({**state, "epoch": 3, "position": 8})
-    assert loader.dataset.epoch == 3
+    assert dataset.epoch == 3
     assert len(loader) == -(-(SAMPLES - 8) // 4)
 
 

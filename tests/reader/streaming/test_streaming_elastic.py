@@ -255,7 +255,9 @@ def test_resume_through_a_bounded_cache_of_an_s3_dataset(
     rest, _, _ = _run(url, (1, 0, 16), state, None, **options)
     counts = np.bincount(head + rest, minlength=N)
     assert counts.min() == 1
-    assert counts.sum() - N == _padding(N, 2, False)
+    assert (
+        counts.max() == 1
+    )  # resumed on one rank: no padding, and the first layout's copy left out
 
 
 def test_stateful_dataloader_resumes_each_worker_where_it_was(built: Path) -> None:
