@@ -202,9 +202,7 @@ def verify_dataset(
         report.add(problem)
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
-    rejects = files.root / REJECTS_NAME
-    for problem in rejects_problems(str(rejects), _read_if_there(rejects), files.manifest):
-        report.add(problem)
+    _check_rejects(report, files.root / REJECTS_NAME, files.manifest)
     _check_views(report, files.root, files.manifest)
     dictionaries, problems = dictionary_problems(
         files.manifest.schema,
@@ -222,11 +220,17 @@ def verify_dataset(
     return report
 
 
-def _read_if_there(path: Path) -> bytes | None:
+def _check_rejects(report: VerifyReport, path: Path, manifest: Manifest) -> None:
+    """The rejects file, where there is one (side_files.py)."""
     try:
-        return path.read_bytes()
+        data: bytes | None = path.read_bytes()
     except FileNotFoundError:
-        return None
+        data = None
+    except OSError as e:
+        report.add(f"{path}: unreadable ({type(e).__name__}: {e})")
+        return
+    for problem in rejects_problems(str(path), data, manifest):
+        report.add(problem)
 
 
 def _check_views(report: VerifyReport, root: Path, manifest: Manifest) -> None:
