@@ -3,20 +3,30 @@ deterministically, and resumably; to a local directory or to a URL."""
 
 from .build import build
 from .build_schema import BuildSchema, FieldSource, parse_build_schema, read_build_schema
-from .errors import BuildDirError, BuildError, SourceError
+from .errors import (
+    BuildDirError,
+    BuildError,
+    BuildMemoryError,
+    OutputError,
+    SourceError,
+    WorkerDiedError,
+)
 from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
 
 __all__ = [
     "BuildDirError",
     "BuildError",
+    "BuildMemoryError",
     "BuildOptions",
     "BuildSchema",
     "BuildSummary",
     "FieldSource",
+    "OutputError",
     "PreparedImage",
     "Reject",
     "SourceError",
+    "WorkerDiedError",
     "build",
     "parse_build_schema",
     "prepare_image",

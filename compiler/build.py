@@ -97,9 +97,9 @@ def build(  # noqa: PLR0913 - the public entry point: keyword options for target
         records = [finished[s] for s in shards if s in finished]
         return share_summary(records, time.perf_counter() - started, note)
     target.gather(finished, every)
-    finish_dataset(
+    kept = finish_dataset(
         target.out_root, meta, options=options, schema=schema, notes=schema_notes, kind=kind
     )
     summary = summary_of(target.out_root, time.perf_counter() - started)
     target.publish()
-    return dataclasses.replace(summary, notes=notes)
+    return dataclasses.replace(summary, notes=notes, kept=kept)

@@ -16,3 +16,18 @@ class SourceError(BuildError, ValueError):
 class BuildDirError(BuildError):
     """The private directory of an unfinished build (`.fastpack-build/`: plan, shard records,
     index parts) lacks a file the build needs or holds one it cannot read."""
+
+
+class OutputError(BuildError, OSError):
+    """The machine refused the build's own files (disk full, no permission, an I/O error): the
+    message names the shard and the file, and the system's error. Finished shards are kept."""
+
+
+class WorkerDiedError(BuildError):
+    """A shard worker process ended without finishing its job (killed, or out of memory): the
+    message names the process, how it ended and the shards left unfinished."""
+
+
+class BuildMemoryError(BuildError, MemoryError):
+    """A shard job ran out of memory preparing an input within the pixel budget: the message
+    names the input and the budget."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fastpack.formats import SHARD_FORMATS
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, SHARD_FORMATS
 
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
@@ -25,8 +25,17 @@ MIN_DICTIONARY_SIZE = 256  # bytes of a trained zstd dictionary, at least
 MIN_RATE_SECONDS = 0.1  # shorter runs (a resume with nothing left to do) show no rates
 # The output-shaping options that `BuildOptions.shaping` records only where set
 RECORDED_WHERE_SET = frozenset(
-    {"schema", "dictionary_size", "images_root", "render_masks", "shard_format", "baseline"}
+    {
+        "schema",
+        "dictionary_size",
+        "images_root",
+        "render_masks",
+        "shard_format",
+        "baseline",
+        "pixel_budget",
+    }
 )
+MAX_LISTED_NOTES = 20  # inputs stored otherwise than asked that a summary lists by name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +47,8 @@ class BuildOptions:
     quality: int = 90  # JPEG quality of re-encoded images
     check: Check = "structure"  # how JPEGs kept byte-for-byte are checked (image_policy)
     baseline: bool = False  # store progressive JPEGs transcoded to baseline (losslessly)
+    # samples (width x height x components) an input's header may declare; more is a reject
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET
     strict: bool = False  # a reject fails the build (BuildError) instead
     resume: bool = False  # skip the finished shards of an interrupted build
     source_format: SourceFormat = "auto"
@@ -85,6 +96,8 @@ class BuildOptions:
             ("max_side", self.max_side, self.max_side is None or self.max_side >= 1,
              ">= 1 or None"),
             ("quality", self.quality, 1 <= self.quality <= MAX_QUALITY, f"in 1..{MAX_QUALITY}"),
+            ("pixel_budget", self.pixel_budget,
+             type(self.pixel_budget) is int and self.pixel_budget >= 1, "an int >= 1"),
             ("dictionary_size", self.dictionary_size, self.dictionary_size >= MIN_DICTIONARY_SIZE,
              f">= {MIN_DICTIONARY_SIZE}"),
         )  # fmt: skip
@@ -95,8 +108,9 @@ class BuildOptions:
     def shaping(self) -> dict[str, Any]:
         """The options that shape the output bytes (a resume must not change them). `check`
         decides which inputs are rejected, hence which samples the shards hold. The options of
-        multi-field builds, and `baseline`, appear only where set, so that an image + class
-        build records what it always did."""
+        multi-field builds, `baseline` and a `pixel_budget` other than the default appear only
+        where set, so that an image + class build records what it always did. The budget
+        decides which inputs are rejected, as `check` does."""
         shaping: dict[str, Any] = {
             "shard_size": self.shard_size,
             "shuffle_seed": self.shuffle_seed,
@@ -114,6 +128,8 @@ class BuildOptions:
             shaping["render_masks"] = True
         if self.baseline:
             shaping["baseline"] = True
+        if self.pixel_budget != DEFAULT_PIXEL_BUDGET:
+            shaping["pixel_budget"] = self.pixel_budget
         if self.shard_format != "tar":
             shaping["shard_format"] = self.shard_format
         return shaping
@@ -152,6 +168,24 @@ class BuildSummary:
     converted: int
     seconds: float
     notes: tuple[str, ...] = ()  # lines after the summary: per cluster worker, or what is left
+    # inputs stored otherwise than asked, and why: (path, note), in plan order; a summary read
+    # back from a finished dataset's manifest has their count only (`not_transcoded`)
+    kept: tuple[tuple[str, str], ...] = ()
+    not_transcoded: int = 0  # progressive JPEGs kept as they were by --baseline
+
+    def _kept_lines(self) -> str:
+        if not self.not_transcoded:
+            return ""
+        lines = [
+            f"\n{_count(self.not_transcoded, 'progressive JPEG')} stored as "
+            f"{'it was' if self.not_transcoded == 1 else 'they were'}, not transcoded to "
+            "baseline: the transcode would change pixels"
+            + (":" if self.kept else " (stats.not_transcoded in the manifest)")
+        ]
+        lines += [f"\n  {path}: {note}" for path, note in self.kept[:MAX_LISTED_NOTES]]
+        if len(self.kept) > MAX_LISTED_NOTES:
+            lines.append(f"\n  ... and {len(self.kept) - MAX_LISTED_NOTES:,} more")
+        return "".join(lines)
 
     def format(self) -> str:
         """The closing summary of a build."""
@@ -166,5 +200,6 @@ class BuildSummary:
             f"{_count(self.shards, 'shard')} ({_megabytes(self.bytes)}) in {self.seconds:.1f} s"
             f"{rates}\n{self.converted:,} converted to RGB JPEG, {self.rejected:,} rejected"
             + (" (listed in rejects.jsonl)" if self.rejected else "")
+            + self._kept_lines()
             + "".join(f"\n{line}" for line in self.notes)
         )

@@ -76,6 +76,7 @@ def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> S
         schema=None if schema.is_v1 else schema,
         shard_format=options.shard_format,
         baseline=options.baseline,
+        pixel_budget=options.pixel_budget,
     )
 
 
@@ -116,6 +117,7 @@ def summary_of(out: Path, seconds: float) -> BuildSummary:
         rejected=stats["rejected"],
         converted=stats["converted"],
         seconds=seconds,
+        not_transcoded=stats.get("not_transcoded", 0),
     )
 
 
@@ -127,9 +129,10 @@ def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller eac
     schema: Schema,
     notes: dict[str, Any],
     kind: str,
-) -> None:
+) -> tuple[tuple[str, str], ...]:
     """Index, rejects and manifest (last) from the records of every shard in the directory
-    `out`, then its build files go."""
+    `out`, then its build files go. Returns the inputs stored otherwise than asked, and why
+    (`ShardRecord.kept`), for the summary."""
     records = [load_record(out, shard) for shard in range(meta.num_shards)]
     build_info = {
         "source_kind": kind,
@@ -143,3 +146,4 @@ def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller eac
     shutil.rmtree(out / BUILD_DIR)
     for leftover in (out / SHARDS_DIR).glob("*.tmp"):  # from jobs of a killed build
         leftover.unlink(missing_ok=True)
+    return tuple(line for record in records for line in record.kept)

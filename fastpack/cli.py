@@ -102,6 +102,14 @@ def _add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="store progressive JPEGs transcoded to baseline, losslessly (the same pixels), so "
         "that crops decode only their window; needs the C extension built with libjpeg-turbo",
     )
+    p.add_argument(
+        "--pixel-budget",
+        type=_int_at_least(1),
+        metavar="SAMPLES",
+        help="reject inputs whose header declares more samples (width x height x components); "
+        "it bounds a worker's memory per decode (default: 268435456, 2**28: 16384 x 16384 "
+        "gray, about 89 megapixels of color)",
+    )
     p.add_argument("--strict", action="store_true", help="fail on any input that cannot be used")
     p.add_argument("--resume", action="store_true", help="finish an interrupted build")
     p.add_argument(
@@ -401,6 +409,7 @@ def _run_build(args: argparse.Namespace) -> int:
         "quality": args.quality,
         "check": args.check,
         "dictionary_size": args.dictionary_size,
+        "pixel_budget": args.pixel_budget,
     }
     options = BuildOptions(
         workers=args.workers,

@@ -11,8 +11,15 @@
   it with an area filter.
 - With `baseline`, a JPEG kept as it is whose frame is progressive is kept transcoded to
   baseline instead (`baseline`: the same DCT coefficients, so the same pixels); the transcode
-  reads every entropy-coded byte, so it is also that file's `decode` check.
-- Anything else (empty, truncated, not an image) is a `Reject` with its reason.
+  reads every entropy-coded byte, so it is also that file's `decode` check. Where the
+  transcode would not decode to the same pixels (`TranscodeNotLosslessError`: an incomplete
+  progressive file), the input is kept as it was, with the reason as its `note`.
+- Before any decoder allocates, the size the header declares (a JPEG's frame header, the
+  others' by `input_header`) is checked against `pixel_budget` (samples: width x height x
+  components, `fastpack.formats.image_header`): an image over it is a `Reject` with the numbers.
+- Anything else (empty, truncated, not an image) is a `Reject` with its reason. Every decoder and
+  parser call on the input's bytes runs through `guard.guarded`, so whatever one raises becomes
+  the reject's reason; only a MemoryError (the machine's) passes.
 """
 
 from __future__ import annotations
@@ -23,15 +30,37 @@ from typing import Literal
 import cv2
 import numpy as np
 import simplejpeg
+from fastpack.formats import (
+    DEFAULT_PIXEL_BUDGET,
+    ImageHeader,
+    PixelBudgetError,
+    check_pixel_budget,
+    jpeg_header,
+)
 
-from .baseline import PROGRESSIVE_FRAMES, to_baseline
+from .baseline import (
+    DEFAULT_MAX_MEMORY,
+    PROGRESSIVE_FRAMES,
+    TranscodeNotLosslessError,
+    to_baseline_lossless,
+)
 from .exif import NO_ROTATION, TRANSPOSING, apply_orientation, jpeg_orientation, tiff_orientation
+from .guard import InputError, guarded
+from .input_header import input_header
 from .jpeg_structure import read_jpeg_structure
 from .pixels import Pixels, bgr_any_to_rgb, fit_within, resize_area, to_uint8
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 Check = Literal["structure", "decode"]
 CHECKS: tuple[Check, ...] = ("structure", "decode")
+BUDGET_OPTION = "--pixel-budget"
+_CORRUPT_JPEG = "corrupt JPEG"
+_NOT_DECODABLE = "not a decodable image"
+_NOT_TRANSCODED = "progressive JPEG not transcoded to baseline"
+_NOT_CONVERTED = "not converted to RGB JPEG"
+# The transcoder's memory bound for an image within the budget: its coefficient buffers (2 bytes
+# per sample) and its output, with room; never under the extension's own default.
+_TRANSCODE_BYTES_PER_SAMPLE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +70,15 @@ class PreparedImage:
 
     `size` is the stored image's `(height, width)`; `upright_size` the input's once turned
     upright, before any shrink to `max_side` (equal to `size` unless shrunk). What mask and box
-    fields of the sample are measured against; (0, 0) where unknown."""
+    fields of the sample are measured against; (0, 0) where unknown. `note`: why the input is
+    stored otherwise than the options asked (kept as it was where `baseline` could not transcode
+    it losslessly), None when it is stored as asked."""
 
     data: bytes
     converted: bool
     size: tuple[int, int] = field(default=(0, 0), compare=False)
     upright_size: tuple[int, int] = field(default=(0, 0), compare=False)
+    note: str | None = field(default=None, compare=False)
 
     @property
     def shrunk(self) -> bool:
@@ -60,70 +92,123 @@ class Reject:
     reason: str
 
 
-def prepare_image(
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Policy:
+    max_side: int | None
+    quality: int
+    check: Check
+    baseline: bool
+    pixel_budget: int
+
+
+def prepare_image(  # noqa: PLR0913 (the policy's keyword options)
     data: bytes,
     *,
     max_side: int | None = None,
     quality: int = 90,
     check: Check = "structure",
     baseline: bool = False,
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET,
 ) -> PreparedImage | Reject:
     """Apply the image policy to the bytes of one input file. `baseline` needs the transcoder
-    extension (`baseline.require_baseline`)."""
+    extension (`baseline.require_baseline`). Never raises for the input's content; a
+    MemoryError is the machine's, and passes."""
     if not data:
         return Reject("empty file")
-    if data.startswith(JPEG_MAGIC):
-        return _prepare_jpeg(data, max_side, quality, check, baseline)
-    return _convert_other(data, max_side, quality)
-
-
-def _prepare_jpeg(
-    data: bytes, max_side: int | None, quality: int, check: Check, baseline: bool
-) -> PreparedImage | Reject:
+    policy = _Policy(
+        max_side=max_side,
+        quality=quality,
+        check=check,
+        baseline=baseline,
+        pixel_budget=pixel_budget,
+    )
     try:
-        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
-        orientation = jpeg_orientation(data)
-        target = fit_within(height, width, max_side)
-        if colorspace == "YCbCr" and orientation == NO_ROTATION and target == (height, width):
-            structure = read_jpeg_structure(data)
-            if baseline and structure.frame.marker in PROGRESSIVE_FRAMES:
-                return _transcoded(data, (height, width))
-            if check == "decode":
-                simplejpeg.decode_jpeg(data, colorspace="GRAY", min_height=1, min_width=1)
-            return PreparedImage(data, False, (height, width), (height, width))
-        rgb = simplejpeg.decode_jpeg(
-            data, colorspace="RGB", min_height=target[0], min_width=target[1]
+        if data.startswith(JPEG_MAGIC):
+            return _prepare_jpeg(data, policy)
+        return _convert_other(data, policy)
+    except InputError as e:
+        return Reject(str(e))
+    except PixelBudgetError as e:
+        return Reject(f"too large: {e}")
+
+
+def _within_budget(header: ImageHeader, policy: _Policy) -> None:
+    check_pixel_budget(header, policy.pixel_budget, BUDGET_OPTION)
+
+
+def _prepare_jpeg(data: bytes, policy: _Policy) -> PreparedImage | Reject:
+    _within_budget(guarded(_CORRUPT_JPEG, jpeg_header, data), policy)
+    height, width, colorspace, _ = guarded(_CORRUPT_JPEG, simplejpeg.decode_jpeg_header, data)
+    orientation = guarded(_CORRUPT_JPEG, jpeg_orientation, data)
+    target = fit_within(height, width, policy.max_side)
+    size = (height, width)
+    if colorspace == "YCbCr" and orientation == NO_ROTATION and target == size:
+        structure = guarded(_CORRUPT_JPEG, read_jpeg_structure, data)
+        if policy.baseline and structure.frame.marker in PROGRESSIVE_FRAMES:
+            transcoded = guarded(_NOT_TRANSCODED, _transcode, data, policy.pixel_budget)
+            if isinstance(transcoded, bytes):
+                return PreparedImage(transcoded, False, size, size)
+            note = f"kept as it was, not transcoded to baseline: {transcoded}"
+            _check_decodes(data, policy)
+            return PreparedImage(data, False, size, size, note)
+        _check_decodes(data, policy)
+        return PreparedImage(data, False, size, size)
+    rgb = guarded(
+        _CORRUPT_JPEG,
+        simplejpeg.decode_jpeg,
+        data,
+        colorspace="RGB",
+        min_height=target[0],
+        min_width=target[1],
+    )
+    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy.quality, size)
+
+
+def _check_decodes(data: bytes, policy: _Policy) -> None:
+    """The `decode` check of a JPEG kept as it is: a decode at the smallest DCT scale."""
+    if policy.check == "decode":
+        guarded(
+            _CORRUPT_JPEG,
+            simplejpeg.decode_jpeg,
+            data,
+            colorspace="GRAY",
+            min_height=1,
+            min_width=1,
         )
-    except ValueError as e:
-        return Reject(f"corrupt JPEG: {e}")
-    return _finish(rgb, target, orientation, quality, (height, width))
 
 
-def _transcoded(data: bytes, size: tuple[int, int]) -> PreparedImage | Reject:
+def _transcode(data: bytes, pixel_budget: int) -> bytes | str:
+    """The lossless baseline transcode of `data`, or why there is none (the pixels would
+    differ); the transcoder's other errors (data it cannot read) raise."""
+    max_memory = max(DEFAULT_MAX_MEMORY, _TRANSCODE_BYTES_PER_SAMPLE * pixel_budget)
     try:
-        return PreparedImage(to_baseline(data), False, size, size)
-    except ValueError as e:
-        return Reject(f"progressive JPEG not transcoded to baseline: {e}")
+        return to_baseline_lossless(data, max_memory=max_memory)
+    except TranscodeNotLosslessError as e:
+        return str(e)
 
 
-def _convert_other(data: bytes, max_side: int | None, quality: int) -> PreparedImage | Reject:
+def _convert_other(data: bytes, policy: _Policy) -> PreparedImage | Reject:
+    header = guarded(_NOT_DECODABLE, input_header, data)
+    if header is not None:
+        _within_budget(header, policy)
     buffer = np.frombuffer(data, dtype=np.uint8)
-    try:
-        decoded, kinds, blobs = cv2.imdecodeWithMetadata(buffer, cv2.IMREAD_UNCHANGED)
-    except cv2.error as e:  # e.g. a header announcing more pixels than OpenCV's limit
-        return Reject(f"not a decodable image ({str(e).strip().splitlines()[-1]})")
+    decoded, kinds, blobs = guarded(
+        _NOT_DECODABLE, cv2.imdecodeWithMetadata, buffer, cv2.IMREAD_UNCHANGED
+    )
     if decoded is None or decoded.size == 0:
-        return Reject(f"not a decodable image (starts with {data[:8]!r})")
+        return Reject(f"{_NOT_DECODABLE} (starts with {data[:8]!r})")
     pixels = to_uint8(decoded)
-    rgb = None if pixels is None else bgr_any_to_rgb(pixels)
+    rgb = None if pixels is None else guarded(_NOT_DECODABLE, bgr_any_to_rgb, pixels)
     if rgb is None:
         return Reject(f"unsupported pixel layout {decoded.dtype} x {decoded.shape}")
     orientation = NO_ROTATION
     for kind, blob in zip(kinds, blobs, strict=True):
         if kind == cv2.IMAGE_METADATA_EXIF:
-            orientation = tiff_orientation(np.asarray(blob, dtype=np.uint8).tobytes())
-    target = fit_within(rgb.shape[0], rgb.shape[1], max_side)
-    return _finish(rgb, target, orientation, quality, (rgb.shape[0], rgb.shape[1]))
+            exif = np.asarray(blob, dtype=np.uint8).tobytes()
+            orientation = guarded(_NOT_DECODABLE, tiff_orientation, exif)
+    target = fit_within(rgb.shape[0], rgb.shape[1], policy.max_side)
+    full = (rgb.shape[0], rgb.shape[1])
+    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy.quality, full)
 
 
 def _finish(

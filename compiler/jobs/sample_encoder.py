@@ -10,6 +10,10 @@ other fields (formats/SPEC.md sections 2.1 and 4.1); or the field that rejects i
   boxes are scaled with it;
 - a field missing (or `null`) is absent when optional, else it rejects the sample.
 
+Every value from the input goes through `images.guard.guarded` on its way to a member (references
+read, cells parsed, masks measured and shrunk, codecs), so whatever a parser raises on it rejects
+the sample with that field's name and the error's words, and never fails the shard job.
+
 A codec (with its zstd dictionary) is made once per encoder, that is once per shard job. A
 shard job hands the encoder all its rows' values first (`prepare`): each field whose inline
 values go straight to its codec is encoded for the whole shard at once, by its type's
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from fastpack.formats import (
+    DEFAULT_PIXEL_BUDGET,
     IMAGE_TYPE,
     FieldCodec,
     FieldSpec,
@@ -34,7 +39,8 @@ from fastpack.formats import (
     field_type,
 )
 
-from ..images.geometry import MaskError, png_size, scale_boxes, shrink_mask
+from ..images.geometry import png_size, scale_boxes, shrink_mask
+from ..images.guard import guarded_value
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
 from ..sources.sample_fields import FileRef, InvalidValue, MemberRef, unpack_fields
 from .field_values import parse_cell, resolve
@@ -55,12 +61,14 @@ class FieldReject:
 
 
 class Encoded(NamedTuple):
-    """A sample's members (present ones, in schema order), their positions in the schema, and
-    the value of its label field for the index (-1: none)."""
+    """A sample's members (present ones, in schema order), their positions in the schema, the
+    value of its label field for the index (-1: none), and notes on jpeg fields stored
+    otherwise than asked (kept as they were, not transcoded to baseline)."""
 
     members: list[tuple[str, bytes]]
     positions: list[int]
     label: int
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +77,8 @@ class ImageOptions:
     quality: int
     check: Check
     baseline: bool = False
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET
+    strict: bool = False  # a jpeg field's value stored otherwise than asked rejects the sample
 
 
 class _Field(NamedTuple):
@@ -141,7 +151,13 @@ class SampleEncoder:
                 and not isinstance(value, _REFERENCES)
                 and not (cells and isinstance(value, str))
             ]
-            encoded = field.kind.encode_all([value for _, value in inline], field.spec)
+            try:
+                encoded = field.kind.encode_all([value for _, value in inline], field.spec)
+            except MemoryError:
+                raise
+            except Exception:  # a value it cannot take: each says for itself, row by row
+                ready = [False] * len(rows)
+                continue
             compress = None if field.codec.plain else field.codec.compress
             column: list[Prepared] = [None] * len(rows)
             for (k, _), data in zip(inline, encoded, strict=True):
@@ -180,6 +196,7 @@ class SampleEncoder:
         """`encode_row` field by field: references read, cells parsed, images prepared."""
         members: list[tuple[str, bytes]] = []
         positions: list[int] = []
+        notes: tuple[str, ...] = ()
         index_label = -1
         for position, name, spec, codec, direct, _ in self._fields:
             value = values.get(name, _MISSING)
@@ -204,16 +221,17 @@ class SampleEncoder:
                         and not isinstance(value, _REFERENCES)
                         and not (self._text_cells and isinstance(value, str))
                     ):
-                        data = codec.encode(value)
+                        data = guarded_value(codec.encode, value)
                     else:
-                        data = self._member(spec, codec, value, image)
+                        data, note = guarded_value(self._member, spec, codec, value, image)
+                        notes += (f"field {name!r}: {note}",) if note is not None else ()
                 except FieldValueError as e:
                     return FieldReject(name, str(e))
                 if name == self._label:
                     index_label = int(data)
             members.append((name, data))
             positions.append(position)
-        return Encoded(members, positions, index_label)
+        return Encoded(members, positions, index_label, notes)
 
     def _ready_row(self, image: PreparedImage | None, label: int, k: int) -> Encoded:
         """The members of a `ready` row `k` of the last `prepare`."""
@@ -235,9 +253,10 @@ class SampleEncoder:
 
     def _member(
         self, spec: FieldSpec, codec: FieldCodec, value: Any, image: PreparedImage | None
-    ) -> bytes:
+    ) -> tuple[bytes, str | None]:
         """The member bytes of one field's value: references read, cells parsed, images and
-        geometry handled; FieldValueError says why it does not fit."""
+        geometry handled; FieldValueError says why it does not fit. With them, a jpeg field's
+        note (stored otherwise than asked), else None. Called through `guarded_value`."""
         value = resolve(value, self._reader)
         if self._text_cells and isinstance(value, str):
             value = parse_cell(spec, value)
@@ -249,29 +268,35 @@ class SampleEncoder:
             boxes = decode_value(spec, encode_value(spec, value))  # checked, as an array
             sy, sx = (a / b for a, b in zip(image.size, image.upright_size, strict=True))
             value = scale_boxes(boxes, (sy, sx))
-        return codec.encode(value)
+        return codec.encode(value), None
 
-    def _jpeg(self, value: Any) -> bytes:
+    def _jpeg(self, value: Any) -> tuple[bytes, str | None]:
         if not isinstance(value, bytes):
             raise FieldValueError(f"a jpeg value is bytes, found {type(value).__name__}")
         o = self._images
         prepared = prepare_image(
-            value, max_side=o.max_side, quality=o.quality, check=o.check, baseline=o.baseline
+            value,
+            max_side=o.max_side,
+            quality=o.quality,
+            check=o.check,
+            baseline=o.baseline,
+            pixel_budget=o.pixel_budget,
         )
         if isinstance(prepared, Reject):
             raise FieldValueError(prepared.reason)
-        return prepared.data
+        if prepared.note is not None and o.strict:
+            raise FieldValueError(prepared.note)
+        return prepared.data, prepared.note
 
 
 def _fit_mask(value: Any, image: PreparedImage) -> bytes:
-    """The mask PNG, checked against the image's size and shrunk with it."""
+    """The mask PNG, checked against the image's size (from its header, before it is decoded:
+    so within the image's pixel budget) and shrunk with it; a MaskError (a ValueError) becomes
+    the field's reason through `guarded_value`."""
     if not isinstance(value, bytes):
         raise FieldValueError(f"a mask is PNG bytes, found {type(value).__name__}")
-    try:
-        size = png_size(value)
-        if size != image.upright_size:
-            (h, w), (ih, iw) = size, image.upright_size
-            raise FieldValueError(f"mask of {w}x{h} pixels, its image is {iw}x{ih}")
-        return shrink_mask(value, image.size) if image.shrunk else value
-    except MaskError as e:
-        raise FieldValueError(str(e)) from e
+    size = png_size(value)
+    if size != image.upright_size:
+        (h, w), (ih, iw) = size, image.upright_size
+        raise FieldValueError(f"mask of {w}x{h} pixels, its image is {iw}x{ih}")
+    return shrink_mask(value, image.size) if image.shrunk else value

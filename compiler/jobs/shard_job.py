@@ -4,10 +4,16 @@
 The shard and `.idx` are written under temporary names (unique per process, so that a job left
 running by a killed build never shares a file with the job that redoes it), then the shard record
 and index part are saved, then both files are renamed into place.
+
+An input's content never fails a job: the image policy and the sample encoder turn whatever a
+decoder or parser raises into a reject. What does fail it is the machine's, each named: an
+OSError of the build's own files (`OutputError`, naming the shard and the file) and a
+MemoryError while preparing an input (`BuildMemoryError`, naming the input and the budget).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
@@ -20,6 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     DEFAULT_FIELDS,
+    DEFAULT_PIXEL_BUDGET,
+    FastpackError,
     Schema,
     crc32c_extend,
     sample_key,
@@ -28,7 +36,7 @@ from fastpack.formats import (
 )
 
 from ..build_dir import temp_path
-from ..errors import BuildError
+from ..errors import BuildError, BuildMemoryError, OutputError
 from ..images.policy import Check, PreparedImage, Reject, prepare_image
 from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
@@ -61,6 +69,7 @@ class ShardJob:
     # the schema's dictionaries by field, where the job cannot read them from `out`
     dictionaries: Mapping[str, bytes] | None = None
     baseline: bool = False  # progressive JPEGs kept as they are are transcoded to baseline
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET  # samples an input's header may declare
 
 
 class _ChecksumSink(io.RawIOBase):
@@ -82,12 +91,36 @@ class _ChecksumSink(io.RawIOBase):
         return n
 
 
-def _prepare(job: ShardJob, data: bytes | Reject) -> PreparedImage | Reject:
+def _prepare(job: ShardJob, data: bytes | Reject, source: bytes) -> PreparedImage | Reject:
     if isinstance(data, Reject):
         return data
-    return prepare_image(
-        data, max_side=job.max_side, quality=job.quality, check=job.check, baseline=job.baseline
-    )
+    try:
+        return prepare_image(
+            data,
+            max_side=job.max_side,
+            quality=job.quality,
+            check=job.check,
+            baseline=job.baseline,
+            pixel_budget=job.pixel_budget,
+        )
+    except MemoryError as e:
+        raise BuildMemoryError(
+            f"shard {job.shard}: out of memory preparing {source.decode('utf-8', 'replace')} "
+            f"({len(data):,} bytes) within the pixel budget of {job.pixel_budget:,} samples: "
+            "give the build more memory or fewer workers, or a lower --pixel-budget"
+        ) from e
+
+
+def _stored(job: ShardJob, rows: ShardRows, source: str, image: PreparedImage) -> bool:
+    """Note an image stored otherwise than asked (its `note`: kept as it was, not transcoded);
+    under `strict` it is a reject instead. Whether it is stored."""
+    if image.note is None:
+        return True
+    if job.strict:
+        _reject(job, rows, source, image.note, None)
+        return False
+    rows.kept.append((source, image.note))
+    return True
 
 
 def _unreadable(sizes: list[int], packed: list[bytes], k: int) -> str | None:
@@ -146,11 +179,13 @@ def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Pro
                 _reject(job, rows, source_bytes.decode("utf-8", "replace"), unreadable, None)
                 continue
             data = shard.read(reader, k)
-            image = _prepare(job, data)
+            image = _prepare(job, data, source_bytes)
             source = source_bytes.decode("utf-8", "replace")
             progress(1, 0 if isinstance(data, Reject) else len(data))
             if isinstance(image, Reject):
                 _reject(job, rows, source, image.reason, None)
+                continue
+            if not _stored(job, rows, source, image):
                 continue
             payloads = [image.data, str(labels[k]).encode("ascii")]
             key = sample_key(shard.start + k, meta.key_width)
@@ -169,7 +204,12 @@ def _write_field_samples(
     packed = plan.fields(shard.inputs)
     has_image = schema.image_field is not None
     images = ImageOptions(
-        max_side=job.max_side, quality=job.quality, check=job.check, baseline=job.baseline
+        max_side=job.max_side,
+        quality=job.quality,
+        check=job.check,
+        baseline=job.baseline,
+        pixel_budget=job.pixel_budget,
+        strict=job.strict,
     )
     dictionaries = job.dictionaries
     if dictionaries is None:
@@ -188,7 +228,7 @@ def _write_field_samples(
             image, nbytes = None, 0
             if has_image:
                 data = shard.read(reader, k)
-                image = _prepare(job, data)
+                image = _prepare(job, data, source_bytes)
                 nbytes = 0 if isinstance(data, Reject) else len(data)
             progress(1, nbytes)
             if isinstance(image, Reject):
@@ -198,6 +238,9 @@ def _write_field_samples(
             if isinstance(encoded, FieldReject):
                 _reject(job, rows, source, encoded.reason, encoded.field)
                 continue
+            if image is not None and not _stored(job, rows, source, image):
+                continue
+            rows.kept.extend((source, note) for note in encoded.notes)
             key = sample_key(shard.start + k, meta.key_width)
             size = image.size if image is not None else None
             locations, stored = sink.add(key, encoded.members, size)
@@ -208,6 +251,27 @@ def _write_field_samples(
 
 
 def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRecord:
+    """Write shard `job.shard` (module docstring); OutputError where the machine refuses one
+    of the build's files."""
+    try:
+        return _run_shard_job(job, plan, progress)
+    except OSError as e:
+        if isinstance(e, FastpackError):  # a store that stays unavailable: named already
+            raise
+        shard = Path(job.out) / shard_name(job.shard, job.shard_format)
+        raise OutputError(f"shard {job.shard}: {_os_problem(e, shard)}") from e
+
+
+def _os_problem(error: OSError, writing: Path) -> str:
+    """An OSError in words: its file (else the shard `writing`), the system's message and its
+    errno name."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    what = error.strerror or str(error)
+    where = error.filename if error.filename is not None else writing
+    return f"{where}: {what}" + (f" ({name})" if name else "")
+
+
+def _run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRecord:
     out = Path(job.out)
     shard_path = out / shard_name(job.shard, job.shard_format)
     idx_path = out / shard_idx_name(job.shard)
@@ -244,6 +308,7 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
         key_bytes=len(part.key_blob),
         source_bytes=len(part.source_blob),
         rejects=tuple(rows.rejects),
+        kept=tuple(rows.kept),
     )
     save_record(out, record)
     save_part(part_path(out, job.shard), part, names)

@@ -20,6 +20,9 @@ from .index_parts import part_path
 
 # (source, reason, field): `field` None for an image the policy rejects
 RejectLine = tuple[str, str, str | None]
+# (source, note): an input stored otherwise than the options asked (kept as it was where
+# --baseline could not transcode it losslessly), and why
+KeptLine = tuple[str, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +38,7 @@ class ShardRecord:
     source_bytes: int
     rejects: tuple[RejectLine, ...]  # in plan order
     crc32c: int | None = None  # None in records of builds before it was written
+    kept: tuple[KeptLine, ...] = ()  # in plan order; () in records of builds before it
     index_bytes: int | None = None  # of the `.idx`; None in records of builds before it
     index_sha256: str | None = None
 
@@ -74,6 +78,7 @@ def parse_record(text: str, where: str, out: str) -> ShardRecord:
     try:
         data = json.loads(text)
         data["rejects"] = tuple(_reject_line(*line) for line in data["rejects"])
+        data["kept"] = tuple((str(source), str(note)) for source, note in data.get("kept", ()))
         return ShardRecord(**data)
     except (ValueError, KeyError, TypeError) as e:  # not JSON, or not a record's keys
         raise _unreadable(where, out, e) from e

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import ABSENT, IndexPart, MemberLocation
 
-from .shard_record import RejectLine
+from .shard_record import KeptLine, RejectLine
 
 Column = npt.NDArray[Any]
 
@@ -39,6 +39,7 @@ class ShardRows:
     # each sample's fields by schema position, where some sample lacks an optional one
     positions: list[list[int]] = field(default_factory=list)
     rejects: list[RejectLine] = field(default_factory=list)
+    kept: list[KeptLine] = field(default_factory=list)  # stored otherwise than asked, and why
     converted: int = 0
 
     def __len__(self) -> int:

@@ -67,6 +67,12 @@ def write_rejects(out: Path, records: Sequence[ShardRecord]) -> FileInfo | None:
     return FileInfo(name=REJECTS_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
 
 
+def _not_transcoded(records: Sequence[ShardRecord]) -> dict[str, int]:
+    """`stats.not_transcoded`, where some input was kept as it was by `--baseline` (SPEC 2)."""
+    kept = sum(len(r.kept) for r in records)
+    return {"not_transcoded": kept} if kept else {}
+
+
 def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
     out: Path,
     meta: PlanMeta,
@@ -113,6 +119,7 @@ def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
             "rejected": sum(len(r.rejects) for r in records),
             "converted": sum(r.converted for r in records),
             "payload_bytes": sum(r.payload_bytes for r in records),
+            **_not_transcoded(records),
         },
     )
     write_manifest(out / MANIFEST_NAME, manifest)

@@ -197,7 +197,11 @@ def png_header_only(width: int, height: int) -> bytes:
         (jpeg_bytes(64, 80, seed=16)[:300], "corrupt JPEG"),
         (b"\xff\xd8\xff\xe0" + bytes(40), "corrupt JPEG"),
         (png_bytes(seed=17)[:-300], "not a decodable image"),
-        (png_header_only(100_000, 100_000), "not a decodable image"),
+        (
+            png_header_only(100_000, 100_000),
+            "too large: 100000 x 100000 pixels x 3 components = 30,000,000,000 samples, over the "
+            "pixel budget of 268,435,456 (--pixel-budget)",
+        ),
         (b"BM" + b"\xff" * 60, "not a decodable image"),
         (b"II*\x00" + b"\xff" * 100, "not a decodable image"),
     ],
