@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .targets import TARGETS, Context, classify
+from .targets import TARGETS, Context, available, classify
 
 _LENGTH = struct.Struct(">I")
 
@@ -81,8 +81,9 @@ def run_case(message: dict[str, Any], context: Context, address_space_kib: int) 
     return {"kind": kind, "detail": detail[:2000], "seconds": seconds, "peak_kib": max(peak, 0)}
 
 
-def warm_up() -> None:
-    """Decode once through every path, so that the first case's memory is its own."""
+def warm_up(context: Context) -> None:
+    """Decode once through every path, and make the loaders of the state targets (torch's
+    import among them), so that the first case's time and memory are its own."""
     import simplejpeg  # noqa: PLC0415
     from fastpack.reader import RandomResizedCrop  # noqa: PLC0415
 
@@ -90,6 +91,10 @@ def warm_up() -> None:
     data = bytes(simplejpeg.encode_jpeg(image))
     RandomResizedCrop(32)(data, [0.5] * RandomResizedCrop.draws)
     simplejpeg.decode_jpeg(data)
+    if "v1" in context.templates and available("state_map"):
+        from .states import loaders  # noqa: PLC0415 (torch)
+
+        context.made["loaders"] = loaders(context.copy_of("v1", "states"))
 
 
 def main() -> None:
@@ -99,7 +104,7 @@ def main() -> None:
     sys.stdout = sys.stderr
     faulthandler.enable()
     context = Context(Path(config["workdir"]), {k: Path(v) for k, v in config["templates"].items()})
-    warm_up()
+    warm_up(context)
     write_message(answers, {"ready": os.getpid(), "peaks": reset_peak()})
     while (message := read_message(sys.stdin.buffer)) is not None:
         write_message(answers, run_case(message, context, config["address_space_kib"]))

@@ -426,7 +426,23 @@ class StateCase:
     text: str
 
 
+def _valid_edit(base: Mapping[str, Any], schema: StateSchema, rng: Rng) -> JsonEdit | None:
+    """Another valid value of one of the state's number fields (None: it has none)."""
+    fields = [f for f in base if schema.kinds.get(f) in (INT, POSITION, NULLABLE_INT)]
+    if not fields:
+        return None
+    field = fields[int(rng.integers(len(fields)))]
+    top = schema.length if schema.kinds[field] == POSITION else 1000
+    value: int | None = int(rng.integers(0, top + 1))
+    if schema.kinds[field] == NULLABLE_INT and rng.random() < 0.5:
+        value = None
+    return JsonEdit({**base, field: value}, (field,), f"{field} = {value} (was {base[field]})")
+
+
 def mutate_state(base: Mapping[str, Any], schema: StateSchema, rng: Rng) -> StateCase:
-    edit = mutate_json(dict(base), rng)
+    """One edit of a saved state: 1 in 4 a valid value of a number field, which must be
+    accepted; else any JSON edit (`mutate_json`), judged by `must_refuse`."""
+    edit = _valid_edit(base, schema, rng) if rng.random() < 0.25 else None
+    edit = edit or mutate_json(dict(base), rng)
     refuse = must_refuse(schema, base, edit.doc)
     return StateCase(edit.doc, refuse, edit.field, edit.text)

@@ -154,10 +154,14 @@ def run_window_c(payload: Payload, context: Context) -> Result:
 
 
 def _box(payload: Payload, size: tuple[int, int]) -> Box:
+    """The payload's box (fractions of the image) in pixels: at least one pixel each way, and
+    inside the image, as the transforms make their boxes."""
     ft, fl, fh, fw = payload["box"]
     height, width = size
     top, left = ft * height, fl * width
-    return Box(top, left, max(fh * (height - top), 1.0), max(fw * (width - left), 1.0))
+    box_height, box_width = max(fh * (height - top), 1.0), max(fw * (width - left), 1.0)
+    top, left = min(top, height - box_height), min(left, width - box_width)
+    return Box(top, left, box_height, box_width)
 
 
 def _render(payload: Payload, window: bool) -> Result:

@@ -42,6 +42,7 @@ def test_cases_reach_both_outcomes(target: str, fuzz_campaign: CampaignResult) -
     and refuses others (else the oracle above would check little)."""
     if target not in runnable_targets():
         pytest.skip(f"{target}: its C extension is not built here")
-    kinds = fuzz_campaign.tallies[target].kinds
-    assert kinds["ok"] >= 0.02 * fuzz_campaign.tallies[target].cases, kinds
-    assert kinds["refused"] >= 0.02 * fuzz_campaign.tallies[target].cases, kinds
+    tally = fuzz_campaign.tallies[target]
+    least = max(1, 0.02 * tally.cases)
+    assert tally.kinds["ok"] >= least, tally.kinds
+    assert tally.kinds["refused"] >= least, tally.kinds
