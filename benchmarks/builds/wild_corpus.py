@@ -36,7 +36,7 @@ import numpy as np
 import simplejpeg
 
 from benchmarks.builds import _wild_jpeg as wj
-from benchmarks.builds._wild_hostile import BY_NAME, KIND_NAMES, Kind, Sources
+from benchmarks.builds._wild_hostile import BY_NAME, CONFIGS, KIND_NAMES, Kind, Sources
 
 LIST_NAME = "list.csv"
 HOSTILE_NAME = "hostile.jsonl"
@@ -121,7 +121,7 @@ def _write_hostile(root: Path, params: Params, lines: dict[int, str]) -> list[di
                 "line": line,
                 "kind": name,
                 "bytes": None if data is None else len(data),
-                "expected": {c: kind.expected(c).to_json() for c in ("baseline", "default")},
+                "expected": {c: kind.expected(c).to_json() for c in CONFIGS},
             }
         )
     return entries
