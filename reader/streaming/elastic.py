@@ -146,10 +146,14 @@ def length(pieces: Sequence[Piece]) -> int:
     return sum(p.stop - p.start for p in pieces)
 
 
-def take(pieces: Sequence[Piece], start: int, stop: int) -> Pieces:
-    """Positions `[start, stop)` of the sequence `pieces`, wrapping past its end."""
-    total = length(pieces)
-    ends = list(itertools.accumulate(p.stop - p.start for p in pieces))
+def take(
+    pieces: Sequence[Piece], start: int, stop: int, ends: Sequence[int] | None = None
+) -> Pieces:
+    """Positions `[start, stop)` of the sequence `pieces`, wrapping past its end; `ends`, the
+    position after each piece, when the caller takes from the same pieces many times."""
+    if ends is None:
+        ends = list(itertools.accumulate(p.stop - p.start for p in pieces))
+    total = ends[-1] if ends else 0
     taken: Pieces = []
     while start < stop and total:
         base = start - start % total
@@ -190,11 +194,12 @@ def first_layout(total: int, world: int, workers: int, drop_last: bool) -> list[
 def split(pieces: Sequence[Piece], world: int, workers: int, drop_last: bool) -> list[Pieces]:
     """The sequence `pieces` split over `world` ranks of `workers` workers, as an epoch is."""
     total, parts = length(pieces), max(1, workers)
+    ends = list(itertools.accumulate(p.stop - p.start for p in pieces))
     streams = []
     for rank in range(world):
         start, stop = rank_span(total, world, rank, drop_last)
         for worker in range(parts):
-            streams.append(take(pieces, *split_span(start, stop, parts, worker)))
+            streams.append(take(pieces, *split_span(start, stop, parts, worker), ends))
     return streams
 
 
