@@ -8,11 +8,15 @@ RLE counts are decoded as they are. pycocotools is imported on first use (`fastp
 
 A segmentation is checked before pycocotools sees it, as pycocotools passes some malformed input
 without a word (a polygon of an odd number of coordinates, RLE counts that do not cover the
-image); `SegmentationError` says what is wrong.
+image); `SegmentationError` says what is wrong. The size comes from an annotation file, not from
+image bytes: a map over the pixel budget (`fastpack.formats.DEFAULT_PIXEL_BUDGET` samples) is
+refused before anything is allocated, and whatever pycocotools raises on a segmentation is a
+SegmentationError in its words (`guard.describe`), never an error that stops the build.
 """
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -20,8 +24,10 @@ from typing import Any
 import cv2
 import numpy as np
 import numpy.typing as npt
+from fastpack.formats import DEFAULT_PIXEL_BUDGET
 
 from ..errors import BuildError
+from .guard import MACHINE_ERRORS, describe
 
 _MIN_POLYGON = 6  # three points
 _U8_MAX = 255
@@ -54,7 +60,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_polygons(polygons: list[Any]) -> None:
+def _check_polygons(polygons: list[Any], height: int, width: int) -> None:
+    """Each polygon: an even number (>= 6) of finite coordinates, none more than the image's
+    size outside it (pycocotools rasterizes at 5x in 32-bit ints: a coordinate of 1e308 crashes
+    the process, and far-away ones cost memory by the pixel of their edges)."""
     for k, polygon in enumerate(polygons):
         if not isinstance(polygon, list) or not all(_is_number(v) for v in polygon):
             raise SegmentationError(f"polygon {k} is not a list of numbers")
@@ -64,6 +73,14 @@ def _check_polygons(polygons: list[Any]) -> None:
             )
         if not np.isfinite(polygon).all():
             raise SegmentationError(f"polygon {k} has a coordinate that is not finite")
+        xs, ys = np.asarray(polygon[0::2], np.float64), np.asarray(polygon[1::2], np.float64)
+        far = (np.abs(xs - width / 2) > 1.5 * width) | (np.abs(ys - height / 2) > 1.5 * height)
+        if far.any():
+            at = int(np.argmax(far))
+            raise SegmentationError(
+                f"polygon {k} has the point ({xs[at]:g}, {ys[at]:g}), more than the image's "
+                f"size ({width} x {height}) outside it"
+            )
 
 
 def _check_rle(rle: dict[str, Any], height: int, width: int) -> None:
@@ -85,7 +102,7 @@ def _check_rle(rle: dict[str, Any], height: int, width: int) -> None:
 def _instance(masks: Any, segmentation: Any, height: int, width: int) -> npt.NDArray[np.uint8]:
     """One instance's binary mask, (height, width)."""
     if isinstance(segmentation, list):
-        _check_polygons(segmentation)
+        _check_polygons(segmentation, height, width)
         if not segmentation:
             return np.zeros((height, width), np.uint8)
         rle = masks.merge(masks.frPyObjects(segmentation, height, width))
@@ -111,12 +128,28 @@ def _instance(masks: Any, segmentation: Any, height: int, width: int) -> npt.NDA
 
 
 def render_mask(
-    height: int, width: int, instances: Iterable[tuple[int, Any]]
+    height: int,
+    width: int,
+    instances: Iterable[tuple[int, Any]],
+    *,
+    pixel_budget: int = DEFAULT_PIXEL_BUDGET,
 ) -> npt.NDArray[np.uint8] | npt.NDArray[np.uint16]:
     """A (height, width) label map: each `(value, segmentation)` of `instances`, in order, sets
     its pixels to `value` (1 .. 65535); pixels no instance covers are 0. SegmentationError,
     naming the instance (its position in `instances`), for a segmentation that cannot be
-    rendered."""
+    rendered, and for a size over `pixel_budget` (samples of the one-channel map)."""
+    try:
+        size = operator.index(height), operator.index(width)
+    except TypeError:
+        size = (0, 0)
+    if min(size) < 1:
+        raise SegmentationError(f"a mask of {width!r} x {height!r} pixels: sizes are ints >= 1")
+    height, width = size
+    if height * width > pixel_budget:
+        raise SegmentationError(
+            f"a mask of {width} x {height} pixels = {height * width:,} samples, over the pixel "
+            f"budget of {pixel_budget:,}"
+        )
     masks = _mask_module()
     # pycocotools decodes column-major (H, W) arrays: painting their transposes, which are
     # row-major, into a transposed map is about four times faster than painting them as they are
@@ -126,6 +159,10 @@ def render_mask(
             mask = _instance(masks, segmentation, height, width)
         except SegmentationError as e:
             raise SegmentationError(f"instance {k}: {e}", instance=k) from e
+        except MACHINE_ERRORS:
+            raise
+        except Exception as e:  # pycocotools on input it does not expect: the input's fault
+            raise SegmentationError(f"instance {k}: {describe(e)}", instance=k) from e
         if value > _U8_MAX and painted.dtype == np.uint8:
             painted = painted.astype(np.uint16)
         np.copyto(painted, value, where=mask.T.view(bool))

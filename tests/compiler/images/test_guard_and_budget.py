@@ -14,6 +14,7 @@ import simplejpeg
 from fastpack.compiler import PreparedImage, Reject, prepare_image
 from fastpack.compiler.images.guard import InputError, describe, guarded, guarded_value
 from fastpack.compiler.images.input_header import UnreadableHeaderError, input_header
+from fastpack.compiler.images.masks import SegmentationError, render_mask
 from fastpack.formats import FieldValueError, ImageHeader
 
 from tests.compiler._helpers import gray_jpeg
@@ -153,3 +154,26 @@ def test_a_header_that_gives_no_size_is_a_reject(data: bytes, reason: str) -> No
 
 def test_input_header_of_a_png_is_the_formats_reading() -> None:
     assert input_header(OTHER_FORMATS["png"]) == ImageHeader(37, 53, 3, False)
+
+
+def test_a_mask_over_the_budget_or_of_no_size_is_refused_before_it_is_allocated() -> None:
+    pytest.importorskip("pycocotools")
+    square = [[0.0, 0.0, 4.0, 0.0, 4.0, 4.0]]
+    assert render_mask(8, 8, [(1, square)], pixel_budget=64).shape == (8, 8)
+    with pytest.raises(
+        SegmentationError,
+        match=r"^a mask of 100000 x 100000 pixels = 10,000,000,000 samples, over the pixel "
+        r"budget of 268,435,456$",
+    ):
+        render_mask(100_000, 100_000, [(1, square)])
+    with pytest.raises(SegmentationError, match=r"^a mask of 8.5 x 8 pixels: sizes are ints"):
+        render_mask(8, 8.5, [(1, square)])  # type: ignore[arg-type]
+    # pycocotools rasterizes at 5x in 32-bit ints: this polygon ended the process (SIGSEGV)
+    far = [[1e308, 1e308, -1e308, 0.0, 0.0, 5.0]]
+    with pytest.raises(
+        SegmentationError,
+        match=r"^instance 0: polygon 0 has the point \(1e\+308, 1e\+308\), more than the "
+        r"image's size \(8 x 8\) outside it$",
+    ):
+        render_mask(8, 8, [(1, far)])
+    assert render_mask(8, 8, [(1, [[-8.0, -8.0, 16.0, 0.0, 0.0, 16.0]])]).all()  # the edge
