@@ -10,6 +10,7 @@ gets the same number of batches, so no rank waits for a batch another never send
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Protocol
@@ -17,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from ..order.epoch_order import EpochOrder, PermutedOrder
+from ..order.state import epoch_limit
 from ..ranks import resolve_rank
 
 _CHUNK_SAMPLES = 8192  # samples per permutation evaluation (64 KiB of indices)
@@ -110,10 +112,16 @@ class EpochBatchSampler:
 
     def resume_at(self, epoch: int, position: int) -> None:
         """Start the next iteration over epoch `epoch` at `position` of its order (an
-        iteration over another epoch starts at 0, and clears this)."""
-        if not 0 <= position <= len(self.epoch_order):
-            raise ValueError(f"position must be in [0, {len(self.epoch_order)}], got {position}")
-        self._resume = (int(epoch), int(position))
+        iteration over another epoch starts at 0, and clears this). Both are integers (a float
+        or a string is a TypeError, never rounded), `epoch` within what the order's int64
+        arithmetic holds (`order.state.epoch_limit`)."""
+        epoch, position = operator.index(epoch), operator.index(position)
+        length = len(self.epoch_order)
+        if not 0 <= epoch <= epoch_limit(length):
+            raise ValueError(f"epoch must be in [0, {epoch_limit(length)}], got {epoch}")
+        if not 0 <= position <= length:
+            raise ValueError(f"position must be in [0, {length}], got {position}")
+        self._resume = (epoch, position)
 
     def start(self) -> int:
         """Where in the order the current iteration started (or the next one starts, when a
