@@ -11,7 +11,8 @@ Plain JSON values, a few integers and names:
 One segment per layout that has read part of the epoch, in order (`streaming.elastic`); none:
 the epoch has not started. A state resumes with any world size, worker count and batch size;
 `resident_budget` (the first layout's resident bytes per rank) fixes that layout's shard order.
-Torch-free.
+Every field is checked before use (`SCHEMA`, `order.schema`): a `LoaderStateError` names the one
+that is missing, unknown, of another type or out of range. Torch-free.
 """
 
 from __future__ import annotations
