@@ -59,68 +59,118 @@ def _chunks(count: int) -> Iterator[tuple[int, int]]:
 
 def key_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
     """Every key `key_width` ASCII digits, the keys of a shard increasing, all unique (SPEC
-    section 4); `source` names the index."""
-    width, n = manifest.key_width, index.num_samples
+    section 4); `source` names the index. Reads the keys in chunks: memory is one chunk and
+    two numbers per shard (all the keys' numbers only where shards' key ranges overlap)."""
+    width = manifest.key_width
     try:
         blob, offsets = index.string_table("key")
     except FastpackError as e:
         return [f"{type(e).__name__}: {e}"]
-    lengths = np.diff(offsets)
-    wrong = np.flatnonzero(lengths != width)
-    if wrong.size:
-        i = int(wrong[0])
-        return [
-            f"{source}: sample {i} has key {_string(blob, offsets, i)!r} ({int(lengths[i])} "
-            f"bytes), the manifest's key_width is {width}; {wrong.size} key(s) of another width"
-        ]
-    if width > _MAX_DIGITS or width == 0:
+    keys = _Keys(blob, offsets, width, source)
+    firsts: list[int] = []  # the first and last key of each run of rows of one shard
+    lasts: list[int] = []
+    previous: tuple[int, int] | None = None  # (shard, key) of the row before the chunk
+    for start, stop in _chunks(index.num_samples):
+        values, problem = keys.values(start, stop)
+        if problem is not None:
+            return [problem]
+        if values is None:
+            continue  # keys too wide for numbers: their width and digits only
+        shard = np.asarray(index.shard[start:stop]).astype(np.int64)
+        if previous is not None:
+            shard, values = np.r_[previous[0], shard], np.r_[np.uint64(previous[1]), values]
+        same = shard[1:] == shard[:-1]
+        back = np.flatnonzero(same & (values[1:] <= values[:-1]))
+        if back.size:
+            k = int(back[0]) + 1
+            i = start + k - (previous is not None)
+            return [
+                f"{source}: sample {i} has key {int(values[k])} after {int(values[k - 1])} in "
+                f"the same shard {int(shard[k])}; keys increase within a shard"
+            ]
+        run_starts = np.flatnonzero(~same) + 1
+        if previous is None:
+            run_starts = np.r_[0, run_starts]
+        if lasts:
+            lasts[-1] = int(values[run_starts[0] - 1]) if run_starts.size else int(values[-1])
+        firsts += values[run_starts].tolist()
+        lasts += [*values[run_starts[1:] - 1].tolist(), int(values[-1])] if run_starts.size else []
+        previous = int(shard[-1]), int(values[-1])
+    if _disjoint(firsts, lasts):
         return []
-    values = np.empty(n, np.uint64)  # 8 bytes a sample: the keys as numbers
-    for start, stop in _chunks(n):
-        digits = np.asarray(blob[start * width : stop * width]).reshape(stop - start, width)
+    return _repeats(keys, index.num_samples, source)
+
+
+class _Keys:
+    """The keys of an index as numbers, chunk by chunk, checked to be `width` ASCII digits."""
+
+    def __init__(
+        self,
+        blob: npt.NDArray[np.uint8],
+        offsets: npt.NDArray[np.uint64],
+        width: int,
+        source: str,
+    ) -> None:
+        self.blob, self.offsets, self.width, self.source = blob, offsets, width, source
+
+    def values(self, start: int, stop: int) -> tuple[npt.NDArray[np.uint64] | None, str | None]:
+        """The keys of rows `[start, stop)` as numbers (None where `width` is too wide), or the
+        problem of the first that is not `width` digits."""
+        width, offsets = self.width, self.offsets
+        lengths = np.diff(np.asarray(offsets[start : stop + 1]))
+        wrong = np.flatnonzero(lengths != width)
+        if wrong.size:
+            i = start + int(wrong[0])
+            return None, (
+                f"{self.source}: sample {i} has key {_string(self.blob, offsets, i)!r} "
+                f"({int(lengths[i - start])} bytes), the manifest's key_width is {width}"
+            )
+        if width == 0:
+            return None, None
+        begin = int(offsets[start])
+        digits = np.asarray(self.blob[begin : begin + (stop - start) * width])
+        digits = digits.reshape(stop - start, width)
         bad = np.flatnonzero(((digits < _DIGIT_0) | (digits > _DIGIT_9)).any(axis=1))
         if bad.size:
             i = start + int(bad[0])
-            return [
-                f"{source}: sample {i} has key {_string(blob, offsets, i)!r}, expected {width} "
-                "ASCII digits"
-            ]
-        chunk = np.zeros(stop - start, np.uint64)
+            return None, (
+                f"{self.source}: sample {i} has key {_string(self.blob, offsets, i)!r}, expected "
+                f"{width} ASCII digits"
+            )
+        if width > _MAX_DIGITS:
+            return None, None
+        values = np.zeros(stop - start, np.uint64)
         for column in range(width):
-            chunk = chunk * np.uint64(10) + (digits[:, column] - np.uint8(_DIGIT_0))
+            values = values * np.uint64(10) + (digits[:, column] - np.uint8(_DIGIT_0))
+        return values, None
+
+
+def _disjoint(firsts: list[int], lasts: list[int]) -> bool:
+    """Whether the key ranges `[first, last]` of the shards' runs overlap nowhere."""
+    order = np.argsort(np.array(firsts, np.uint64), kind="stable")
+    first, last = np.array(firsts, np.uint64)[order], np.array(lasts, np.uint64)[order]
+    return bool(np.all(first[1:] > last[:-1]))
+
+
+def _repeats(keys: _Keys, n: int, source: str) -> list[str]:
+    """A key held by two samples, found among all the keys' numbers (8 bytes a sample)."""
+    values = np.empty(n, np.uint64)
+    for start, stop in _chunks(n):
+        chunk, _ = keys.values(start, stop)
+        if chunk is None:
+            return []
         values[start:stop] = chunk
-    return _order_problems(values, np.asarray(index.shard), source)
-
-
-def _string(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], i: int) -> str:
-    """String `i` of a packed table, undecodable bytes replaced (for messages)."""
-    return bytes(blob[int(offsets[i]) : int(offsets[i + 1])]).decode("utf-8", "replace")
-
-
-def _order_problems(
-    values: npt.NDArray[np.uint64], shard: npt.NDArray[np.uint32], source: str
-) -> list[str]:
-    """Keys (`values`) that do not increase within a shard, or repeat across shards."""
-    same = shard[1:] == shard[:-1]
-    back = np.flatnonzero(same & (values[1:] <= values[:-1]))
-    if back.size:
-        i = int(back[0]) + 1
-        return [
-            f"{source}: sample {i} has key {int(values[i])} after {int(values[i - 1])} in the "
-            f"same shard {int(shard[i])}; keys increase within a shard"
-        ]
-    starts = np.flatnonzero(np.r_[True, ~same]) if values.size else np.zeros(0, np.intp)
-    ends = np.r_[starts[1:], values.size] - 1
-    first, last = values[starts], values[ends]
-    order = np.argsort(first, kind="stable")
-    if np.all(first[order][1:] > last[order][:-1]):  # disjoint ranges: unique
-        return []
     unique, counts = np.unique(values, return_counts=True)
     if np.all(counts == 1):
         return []
     repeated = int(unique[np.argmax(counts > 1)])
     rows = np.flatnonzero(values == repeated)[:2].tolist()
     return [f"{source}: samples {rows[0]} and {rows[1]} have the same key {repeated}"]
+
+
+def _string(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.uint64], i: int) -> str:
+    """String `i` of a packed table, undecodable bytes replaced (for messages)."""
+    return bytes(blob[int(offsets[i]) : int(offsets[i + 1])]).decode("utf-8", "replace")
 
 
 def label_problems(index: Index, manifest: Manifest, source: str) -> list[str]:

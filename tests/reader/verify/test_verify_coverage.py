@@ -140,7 +140,7 @@ def test_key_width_against_the_keys(built: Path) -> None:
     rewrite(built, key_width=8)
     assert verify_dataset(built).problems == [
         f"{built / 'index.fpx'}: sample 0 has key '000000000' (9 bytes), the manifest's "
-        f"key_width is 8; {SAMPLES} key(s) of another width"
+        "key_width is 8"
     ]
 
 
