@@ -64,7 +64,9 @@ def test_fill_bytes_standalone_markers_and_extraneous_bytes_are_stepped_over() -
     decodes it; simplejpeg refuses it for the warning)."""
     data = jpeg_bytes(40, 56)
     odd = data[:2] + b"\xff\xff\xff\x01" + b"junk" + b"\xff\xfe\x00\x04ab" + data[2:]
-    assert cv2.imdecode(np.frombuffer(odd, np.uint8), cv2.IMREAD_COLOR).shape == (40, 56, 3)
+    decoded = cv2.imdecode(np.frombuffer(odd, np.uint8), cv2.IMREAD_COLOR)
+    assert decoded is not None
+    assert decoded.shape == (40, 56, 3)
     assert jpeg_header(odd) == ImageHeader(40, 56, 3, False)
 
 
@@ -121,6 +123,7 @@ def test_a_png_header_gives_its_size_and_the_channels_opencv_decodes(
     header = png_header(data.tobytes())
     assert header == ImageHeader(9, 13, components, False)
     decoded = cv2.imdecode(data, flag)
+    assert decoded is not None
     assert (decoded.shape[2] if decoded.ndim == 3 else 1) <= header.components
 
 

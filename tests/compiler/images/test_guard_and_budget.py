@@ -119,6 +119,7 @@ def test_other_formats_declare_their_size_before_opencv_decodes_them(name: str) 
     header = input_header(data)
     assert header is not None
     decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    assert decoded is not None
     channels = 1 if decoded.ndim == 2 else decoded.shape[2]
     assert (header.height, header.width) == decoded.shape[:2] == (37, 53)
     assert channels <= header.components

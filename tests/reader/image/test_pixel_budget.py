@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 import pytest
@@ -104,11 +105,12 @@ def test_the_simplejpeg_fallback_checks_the_budget_itself() -> None:
 def test_a_header_claiming_32768_squared_is_refused_by_every_decode() -> None:
     data = huge_claim()
     assert len(data) < 2000
-    for call in (
+    calls: list[Callable[[], object]] = [
         lambda: RandomResizedCrop(224)(data, DRAWS),
         lambda: CenterCrop(224)(data),
         lambda: decode(data),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(PixelBudgetError, match=rf"^{re.escape(OVER_HUGE)}$") as refused:
             call()
         assert isinstance(refused.value, FieldValueError)
@@ -170,8 +172,9 @@ def test_bytes_whose_header_simplejpeg_cannot_name_give_pixels_or_a_field_value_
         simplejpeg.decode_jpeg_header(data)
     previous = use_window_decode(path == "window")
     try:
-        for transform in (RandomResizedCrop(32), CenterCrop(32)):
-            result = outcome(lambda t=transform: t(data, DRAWS if t.draws else None))
+        transforms: list[RandomResizedCrop | CenterCrop] = [RandomResizedCrop(32), CenterCrop(32)]
+        for transform in transforms:
+            result = outcome(partial(transform, data, DRAWS if transform.draws else None))
             if isinstance(result, np.ndarray):
                 assert result.shape == (32, 32, 3)
             else:

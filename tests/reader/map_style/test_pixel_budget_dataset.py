@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -180,7 +181,7 @@ def test_a_header_simplejpeg_cannot_name_gives_pixels_or_a_named_error(
         for transform in (RandomResizedCrop(32), CenterCrop(32), None):
             for fields in (None, ("cls", "jpg")):
                 ds = Dataset(path, transform=transform, fields=fields)
-                result = outcome(lambda ds=ds: ds[1])
+                result = outcome(partial(ds.__getitem__, 1))
                 if isinstance(result, tuple):
                     assert result[0 if fields is None else 1].dtype == np.uint8
                 else:
