@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -401,7 +402,7 @@ def _source(sources: list[str]) -> str:
 
 
 def _run_build(args: argparse.Namespace) -> int:
-    from .compiler import BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
+    from .compiler import BuildError, BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
     from .compiler.build_schema import read_build_schema  # noqa: PLC0415
 
     given = {
@@ -428,11 +429,23 @@ def _run_build(args: argparse.Namespace) -> int:
         node_rank=args.node_rank,
         **{name: value for name, value in given.items() if value is not None},  # else defaults
     )
-    summary = build(
-        _source(args.source), args.out, options, cluster=args.scheduler, staging=args.staging
-    )
+    try:
+        summary = build(
+            _source(args.source), args.out, options, cluster=args.scheduler, staging=args.staging
+        )
+    except OSError as e:  # the machine's (no input's content stops a build): named, no traceback
+        if isinstance(e, FastpackError):
+            raise
+        raise BuildError(f"the build stopped: {_os_error(e)}; finished shards are kept") from e
     print(summary.format())
     return 0
+
+
+def _os_error(error: OSError) -> str:
+    """An OSError in words: its file, the system's message and its errno name."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    where = f"{error.filename}: " if error.filename is not None else ""
+    return f"{where}{error.strerror or error}" + (f" ({name})" if name else "")
 
 
 def _run_info(args: argparse.Namespace) -> int:

@@ -179,3 +179,16 @@ def test_a_full_disk_is_named_with_the_shard_and_a_resume_finishes(tmp_path: Pat
     assert not link.exists()  # the job removed its temporary file
     summary = build(source, out, BuildOptions(workers=1, shard_size=1, resume=True, **QUIET))
     assert (summary.samples, summary.rejected) == (7, 1)
+
+
+def test_the_cli_names_a_system_error_instead_of_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = wild_folder(tmp_path / "src")
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"")
+    assert main(["build", str(source), str(blocker / "out"), "--no-progress"]) == 1
+    assert capsys.readouterr().err == (
+        f"fastpack: error: the build stopped: {blocker / 'out' / '.fastpack-build'}: Not a "
+        "directory (ENOTDIR); finished shards are kept\n"
+    )
