@@ -78,6 +78,9 @@ def run_case(message: dict[str, Any], context: Context, address_space_kib: int) 
     seconds = time.perf_counter() - start
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
     peak = status_kib()["VmHWM"] - before["VmRSS"] if peaks else 0
+    detail = detail.replace(str(context.workdir), "<worker>")  # the same text in any worker
+    for name, path in context.templates.items():
+        detail = detail.replace(str(path), f"<template {name}>")
     return {"kind": kind, "detail": detail[:2000], "seconds": seconds, "peak_kib": max(peak, 0)}
 
 

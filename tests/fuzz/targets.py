@@ -17,7 +17,6 @@ import importlib.util
 import os
 import shutil
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,9 +101,18 @@ def classify(error: BaseException, allowed: tuple[type[BaseException], ...]) -> 
         return "mismatch", str(error)
     if isinstance(error, allowed):
         return "refused", text
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return "traceback", text + where
+    return "traceback", text + _where(error)
+
+
+def _where(error: BaseException) -> str:
+    """` at module:line` of the innermost frame that raised `error` (a module name, so that
+    the text is the same whichever folder the sources were imported from)."""
+    tb = error.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_globals.get('__name__', '?')}:{tb.tb_lineno}"
 
 
 def _claimed_pixels(data: bytes) -> int:
