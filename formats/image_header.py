@@ -12,10 +12,10 @@ decode is checked against before a decoder allocates.
 The pixel budget counts samples: width x height x components, as the header declares them. The
 decoders' memory follows it: libjpeg keeps 2 bytes per sample for the coefficient buffer of a
 whole progressive image, and an RGB output takes 3 bytes per pixel. `DEFAULT_PIXEL_BUDGET`, 2**28
-samples, admits 16384 x 16384 gray or about 89 megapixels of color (9459 x 9459 x 3): every
-camera photo up to that size. Its largest progressive color image costs a full decode 3 bytes per
-sample (768 MiB; gray, 5 bytes: 1.25 GiB), and a decode at a reduced DCT scale the coefficient
-buffer and the scaled output (benchmarks/readers/PIXEL_BUDGET.md has the measured peaks).
+samples, admits 16384 x 16384 gray or about 89 megapixels of color (9459 x 9459 x 3). At it, a
+progressive 4:4:4 image peaks at 0.63 GiB in a crop and 0.87 GiB in a full decode, and a build
+worker converting the largest gray image at 1.4 GiB (benchmarks/readers/PIXEL_BUDGET.md).
+
 Nothing here imports a decoder: the checks run before one is called.
 """
 
