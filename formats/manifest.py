@@ -180,7 +180,7 @@ def _parse_shard(data: Any, where: str) -> ShardInfo:
 
 
 def _optional_sha256(data: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = _optional(data, key, str, None, where)
+    value: str | None = _optional(data, key, str, None, where)
     if value is not None and _SHA256.fullmatch(value) is None:
         raise ManifestError(
             f"{where}: key {key!r} is {value!r:.80}, expected 64 lowercase hex digits"

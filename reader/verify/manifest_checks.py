@@ -184,7 +184,7 @@ def label_problems(index: Index, manifest: Manifest, source: str) -> list[str]:
     lowest = -1 if label_field is None or schema[label_field].optional else 0
     labels = index.label
     for start, stop in _chunks(index.num_samples):
-        chunk = np.asarray(labels[start:stop])
+        chunk: npt.NDArray[np.int64] = np.asarray(labels[start:stop], np.int64)
         bad = np.flatnonzero((chunk < lowest) | (chunk >= len(classes)))
         if bad.size:
             i = start + int(bad[0])

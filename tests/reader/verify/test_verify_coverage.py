@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from fastpack.compiler import BuildOptions, build
@@ -40,7 +41,7 @@ def make(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callable[...
     """Factory: an ImageFolder of 12 JPEGs and one broken file (a reject), built into a
     dataset in tar or TFRecord shards, with a view `train` beside it."""
 
-    def build_one(shard_format: str = "tar") -> Path:
+    def build_one(shard_format: Literal["tar", "tfrecord"] = "tar") -> Path:
         source = make_image_folder(classes=3, per_class=4, name=f"src-{shard_format}")
         (source / "class_01" / "broken.jpg").write_bytes(b"\xff\xd8 not a JPEG")
         out = tmp_path / f"ds-{shard_format}"
