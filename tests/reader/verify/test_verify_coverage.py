@@ -376,3 +376,6 @@ def test_remote_reports_the_same(built: Path, publish: Callable[[Path], str]) ->
         remote = verify_remote(url, chunk_bytes=chunk_bytes)
         assert remote.problems == [p.replace(str(built), url) for p in local.problems]
         assert remote.views_checked == local.views_checked == 1
+    view_url = f"{url}/views/train.fpview"
+    at_url = verify_view(url, [view_url])
+    assert at_url.problems == [local.problems[3].replace(str(built), url)]
