@@ -67,6 +67,8 @@ class _IndexEdits:
 
     def header(self) -> str | None:
         name, at, fmt = _INDEX_HEADER_FIELDS[int(self.rng.integers(len(_INDEX_HEADER_FIELDS)))]
+        if len(self.data) < at + struct.calcsize(fmt):
+            return None
         value = _boundary(self.rng, 8 * struct.calcsize(fmt), self.near)
         struct.pack_into(fmt, self.data, at, value)
         return f"header {name} = {value}"
@@ -116,12 +118,16 @@ class _IndexEdits:
         return f"u64 {value} into the sections at {at}"
 
     def flip(self) -> str | None:
+        if not self.data:
+            return None
         spots = self.rng.integers(0, len(self.data), int(self.rng.integers(1, 9))).tolist()
         for at in spots:
             self.data[at] ^= int(self.rng.integers(1, 256))
         return f"bytes flipped at {sorted(spots)}"
 
     def cut(self) -> str | None:
+        if not self.data:
+            return None
         keep = int(self.rng.integers(0, len(self.data)))
         del self.data[keep:]
         return f"cut to {keep} bytes"
