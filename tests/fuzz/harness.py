@@ -29,7 +29,8 @@ _LENGTH = struct.Struct(">I")
 FAILURES = ("signal", "exit", "hang", "memory", "traceback", "mismatch")
 PASSES = ("ok", "refused", "kept-undecodable")
 _START_TIMEOUT = 120.0  # seconds for a child to import everything and answer
-_STDERR_TAIL = 1500  # characters of a dead child's stderr kept in its outcome
+_STDERR_TAIL = 6000  # characters of a dead child's stderr looked at for its outcome
+_STACK_LINES = ("File ", "Current thread", "Thread 0x", "Extension modules", "<no Python frame>")
 
 
 @dataclass(frozen=True)
@@ -172,9 +173,14 @@ class Worker:
             os.killpg(self.process.pid, signal.SIGKILL)
 
     def _stderr(self) -> str:
+        """The end of the child's stderr: its last words (the C library's or the sanitizer's
+        report, "Fatal Python error"), then the innermost frames of faulthandler's stack."""
         self._log.flush()
         text = (self._folder / "stderr.log").read_bytes().decode("utf-8", "replace")
-        return " | ".join(text[-_STDERR_TAIL:].strip().splitlines()[-12:])
+        lines = [line.strip() for line in text[-_STDERR_TAIL:].splitlines() if line.strip()]
+        frames = [line for line in lines if line.startswith("File ")]
+        words = [line for line in lines if not line.startswith(_STACK_LINES)]
+        return " | ".join(words[-4:] + frames[:4])
 
     def close(self) -> None:
         if self.process is not None:

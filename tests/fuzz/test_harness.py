@@ -25,6 +25,7 @@ def test_a_signal_is_a_failure_and_the_next_case_gets_a_new_child(worker: Worker
     outcome = worker.run("selftest_abort", {})
     assert (outcome.kind, outcome.failed) == ("signal", True)
     assert "SIGABRT" in outcome.detail
+    assert "Fatal Python error: Aborted" in outcome.detail
     assert "in _abort" in outcome.detail  # the child's stack, from faulthandler
     after = worker.run("selftest_sleep", {"seconds": 0})
     assert (after.kind, worker.starts) == ("ok", starts + 1)
