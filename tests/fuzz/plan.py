@@ -33,10 +33,16 @@ WEIGHTS = {  # JPEG decoders get most: their inputs are the wildest
 
 
 def plan(total: int, targets: list[str] | None = None) -> dict[str, int]:
-    """`total` cases shared out over `targets` (default all) by weight, at least 1 each."""
+    """`total` cases shared out over `targets` (default all) by weight, exactly (the largest
+    remainders get the cases that rounding down leaves), at least 1 each."""
     chosen = {t: WEIGHTS[t] for t in (targets or list(WEIGHTS))}
     whole = sum(chosen.values())
-    return {t: max(1, round(total * w / whole)) for t, w in chosen.items()}
+    shares = {t: total * w / whole for t, w in chosen.items()}
+    counts = {t: int(share) for t, share in shares.items()}
+    by_remainder = sorted(chosen, key=lambda t: counts[t] - shares[t])
+    for t in by_remainder[: total - sum(counts.values())]:
+        counts[t] += 1
+    return {t: max(1, n) for t, n in counts.items()}
 
 
 def settings() -> tuple[int, int, int]:

@@ -16,6 +16,7 @@ from .cases import CaseMaker
 from .file_mutators import CONST, INT, POSITION, StateSchema, must_refuse
 from .jpeg_mutator import KINDS, JpegMutator, base_jpegs
 from .jpeg_segments import FRAMES, SOS, parse, serialize
+from .plan import plan
 
 
 @pytest.mark.parametrize("name", sorted(base_jpegs()))
@@ -86,3 +87,10 @@ def test_a_state_verdict_follows_its_schema() -> None:
         assert must_refuse(schema, base, bad) is True, bad
     assert must_refuse(schema, base, {**base, "extra": 1}) is None
     assert must_refuse(schema, base, {**base, "epoch": 2**40}) is None
+
+
+def test_the_plan_shares_out_exactly_the_cases_asked_for() -> None:
+    for total in (1_000, 6_000, 20_000, 100_000):
+        shares = plan(total)
+        assert sum(shares.values()) == total
+        assert shares["window_c"] > shares["state_map"] > 0  # by weight
