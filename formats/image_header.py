@@ -91,12 +91,26 @@ def _frame(view: memoryview, at: int, code: int) -> ImageHeader:
             f"JPEG cut off in its frame header (FF{code:02X} at offset {at}; the data ends at "
             f"byte {len(view)})"
         )
-    return ImageHeader(
-        (view[at + 5] << 8) | view[at + 6],
-        (view[at + 7] << 8) | view[at + 8],
-        view[at + 9],
-        code in _PROGRESSIVE,
+    return _nonempty(
+        ImageHeader(
+            (view[at + 5] << 8) | view[at + 6],
+            (view[at + 7] << 8) | view[at + 8],
+            view[at + 9],
+            code in _PROGRESSIVE,
+        ),
+        f"JPEG frame header (FF{code:02X} at offset {at})",
     )
+
+
+def _nonempty(header: ImageHeader, where: str) -> ImageHeader:
+    """`header`, or ImageHeaderError where it declares no pixels (a height of 0 in a JPEG
+    promises a DNL marker, which libjpeg does not support) or no components."""
+    if header.height == 0 or header.width == 0 or header.components == 0:
+        raise ImageHeaderError(
+            f"{where} declares an empty image: {header.width} x {header.height} pixels x "
+            f"{header.components} components"
+        )
+    return header
 
 
 def jpeg_header(data: Data) -> ImageHeader:
@@ -139,7 +153,8 @@ def png_header(data: Data) -> ImageHeader:
     _, kind, width, height, _, color = _IHDR.unpack_from(head, len(PNG_SIGNATURE))
     if kind != b"IHDR" or color not in _PNG_CHANNELS:
         raise ImageHeaderError(f"not a PNG with a valid IHDR chunk first (found {kind!r})")
-    return ImageHeader(height=height, width=width, components=_PNG_CHANNELS[color])
+    header = ImageHeader(height=height, width=width, components=_PNG_CHANNELS[color])
+    return _nonempty(header, "PNG IHDR chunk")
 
 
 def image_header(data: Data) -> ImageHeader:

@@ -164,3 +164,27 @@ def test_a_budget_is_an_int_of_at_least_one(bad: object) -> None:
     with pytest.raises(ValueError, match=r"^Dataset pixel_budget must be an int >= 1 \(samples\)"):
         check_budget_value(bad, "Dataset pixel_budget")
     assert check_budget_value(1, "x") == 1
+
+
+@pytest.mark.parametrize(("at", "value", "what"), [(5, 0, "8 x 0"), (7, 0, "0 x 8"), (9, 0, "x 0")])
+def test_a_jpeg_frame_of_no_pixels_or_no_components_is_an_image_header_error(
+    at: int, value: int, what: str
+) -> None:
+    data = bytearray(simplejpeg.encode_jpeg(np.zeros((8, 8, 1), np.uint8), 90, "GRAY", "Gray"))
+    sof = data.index(b"\xff\xc0")
+    data[sof + at] = data[sof + at + 1] = value  # height at +5, width at +7 (two bytes each)
+    if at == 9:
+        data[sof + at] = value  # the component count is one byte
+    with pytest.raises(ImageHeaderError, match=rf"FFC0 at offset {sof}\) declares an empty "):
+        jpeg_header(bytes(data))
+    with pytest.raises(ImageHeaderError, match=re.escape(what)):
+        jpeg_header(bytes(data))
+
+
+def test_a_png_of_no_pixels_is_an_image_header_error() -> None:
+    ok, encoded_png = cv2.imencode(".png", np.zeros((4, 4), np.uint8))
+    assert ok
+    data = bytearray(encoded_png.tobytes())
+    data[16:20] = struct.pack(">I", 0)  # the IHDR's width
+    with pytest.raises(ImageHeaderError, match=r"PNG IHDR chunk declares an empty image: 0 x 4"):
+        png_header(bytes(data))

@@ -219,3 +219,14 @@ def test_a_reader_takes_the_transform_budget_or_refuses_a_different_one() -> Non
             resolve_budget(bad, None)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="pixel_budget must be an int >= 1"):
             CenterCrop(8, pixel_budget=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("transform", [CenterCrop(224), RandomResizedCrop(224)])
+def test_a_frame_of_no_pixels_is_refused_as_a_field_value_error(
+    transform: CenterCrop | RandomResizedCrop,
+) -> None:
+    data = bytearray(simplejpeg.encode_jpeg(np.zeros((8, 8, 1), np.uint8), 90, "GRAY", "Gray"))
+    sof = data.index(b"\xff\xc0")
+    data[sof + 7 : sof + 9] = b"\0\0"  # the frame's width
+    with pytest.raises(FieldValueError, match=r"declares an empty image: 0 x 8 pixels"):
+        transform(bytes(data), [0.5] * transform.draws)
