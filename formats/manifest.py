@@ -158,12 +158,43 @@ def _parse_file_info(data: Any, where: str) -> FileInfo:
     )
 
 
+MAX_NAME_BYTES = 1024  # a relative path under the dataset
+MAX_PART_BYTES = 255  # NAME_MAX of the common file systems
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SHOWN = 80  # characters of a refused name quoted in the error
+
+
+def _name_problem(name: str) -> str | None:
+    """What keeps `name` from naming a file under the dataset (SPEC 2), or None."""
+    parts = name.split("/")
+    if not name:
+        return "is empty"
+    if _CONTROL.search(name):
+        return "holds a control character"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"is longer than {MAX_NAME_BYTES} bytes"
+    if any(p in ("", ".", "..") for p in parts):
+        return "is not a relative path of named parts"
+    if any(len(p.encode("utf-8", "surrogatepass")) > MAX_PART_BYTES for p in parts):
+        return f"has a part longer than {MAX_PART_BYTES} bytes"
+    return None
+
+
+def _file_name(name: str, key: str, where: str) -> str:
+    """`name`, or ManifestError where it cannot name a file under the dataset."""
+    problem = _name_problem(name)
+    if problem is not None:
+        shown = name if len(name) <= _SHOWN else name[:_SHOWN] + "..."
+        raise ManifestError(f"{where}: key {key!r} {shown!r} {problem}: not a file name")
+    return name
+
+
 def _parse_shard(data: Any, where: str) -> ShardInfo:
     if not isinstance(data, dict):
         raise ManifestError(f"{where}: expected an object, found {type(data).__name__}")
     parts = {
-        "name": _require(data, "name", str, where),
-        "index_name": _require(data, "index_name", str, where),
+        "name": _file_name(_require(data, "name", str, where), "name", where),
+        "index_name": _file_name(_require(data, "index_name", str, where), "index_name", where),
         "samples": _require(data, "samples", int, where),
         "bytes": _require(data, "bytes", int, where),
         "sha256": _require(data, "sha256", str, where),

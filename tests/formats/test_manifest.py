@@ -268,3 +268,21 @@ def test_bad_dali_index_checksums(changes: dict[str, object], message: str) -> N
     data["shards"][1].update(changes)
     with pytest.raises(ManifestError, match=rf"^m.json: shards\[1\]: .*{message}"):
         manifest_from_text(json.dumps(data), "m.json")
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "problem"),
+    [
+        ("name", "shards/000000\x00.tar", "holds a control character"),
+        ("name", "", "is empty"),
+        ("index_name", "/etc/passwd", "is not a relative path of named parts"),
+        ("name", "shards/../000000.tar", "is not a relative path of named parts"),
+        ("name", "shards/" + "a" * 256, "has a part longer than 255 bytes"),
+        ("index_name", "a/" * 600, "is longer than 1024 bytes"),
+    ],
+)
+def test_a_shard_name_that_cannot_name_a_file_is_refused(key: str, name: str, problem: str) -> None:
+    data = json.loads(_manifest().to_json())
+    data["shards"][1][key] = name
+    with pytest.raises(ManifestError, match=rf"^m.json: shards\[1\]: key '{key}' .*{problem}"):
+        manifest_from_text(json.dumps(data), "m.json")
