@@ -52,6 +52,7 @@ from .members import (
     Rows,
     absent_problems,
     bounds_problem,
+    build_pixel_budget,
     dictionary_problems,
     key_of,
     present,
@@ -211,7 +212,13 @@ def verify_dataset(
     )
     for problem in problems:
         report.add(problem)
-    checks = MemberChecks(files.manifest.schema, dictionaries, decode, records=files.records)
+    checks = MemberChecks(
+        files.manifest.schema,
+        dictionaries,
+        decode,
+        records=files.records,
+        pixel_budget=build_pixel_budget(files.manifest),
+    )
     shards: Iterable[int] = range(len(files.manifest.shards))
     if progress:
         shards = tqdm(shards, desc="verify", unit="shard")

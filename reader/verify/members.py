@@ -17,12 +17,16 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     ABSENT,
+    DEFAULT_PIXEL_BUDGET,
     FastpackError,
     FieldCodec,
     FieldSpec,
     FieldValueError,
     Index,
+    Manifest,
+    ManifestError,
     Schema,
+    check_budget_value,
     field_type,
 )
 
@@ -151,6 +155,16 @@ def dictionary_problems(
     return good, problems
 
 
+def build_pixel_budget(manifest: Manifest) -> int:
+    """The pixel budget a dataset was built with: its manifest's `build.pixel_budget`, recorded
+    where it is not the default (SPEC 2), or the default."""
+    value = manifest.build.get("pixel_budget", DEFAULT_PIXEL_BUDGET)
+    try:
+        return check_budget_value(value, "the manifest's build.pixel_budget")
+    except ValueError as e:
+        raise ManifestError(str(e)) from e
+
+
 class MemberChecks:
     """The checks of one member's bytes under `schema`: its CRC-32 against the index, a label
     member against the index's label, a zstd frame decompressed, and with `decode` its value
@@ -159,7 +173,9 @@ class MemberChecks:
 
     `dictionaries` holds the checked dictionaries (`dictionary_problems`); a field whose
     dictionary is missing or damaged gets the CRC and label checks only. `records`: the shards
-    are TFRecord files, whose label members are varints. Holds zstd contexts: one per thread."""
+    are TFRecord files, whose label members are varints; `pixel_budget`: the one the dataset was
+    built with (`build_pixel_budget`), which images are decoded under. Holds zstd contexts: one
+    per thread."""
 
     def __init__(
         self,
@@ -168,9 +184,11 @@ class MemberChecks:
         decode: bool,
         *,
         records: bool = False,
+        pixel_budget: int = DEFAULT_PIXEL_BUDGET,
     ) -> None:
         self.schema = schema
         self.decode = decode
+        self.pixel_budget = pixel_budget
         label = schema.label_field
         self._codecs = {
             s.name: FieldCodec(s, dictionaries.get(s.name), varint=records and s.name == label)
@@ -210,7 +228,7 @@ class MemberChecks:
         spec = codec.spec
         kind = field_type(spec.type)
         if kind.image:  # decoded to pixels by the reader's decoder of the type
-            self._check_image(spec, image_reader(spec.type).check(plain), p.row)
+            self._check_image(spec, image_reader(spec.type).check(plain, self.pixel_budget), p.row)
         else:  # decoded, then the type's checks: the schema's shape, dtype, integer class ids
             kind.check_value(codec.decode_plain(plain), spec)
 

@@ -50,6 +50,7 @@ from .members import (
     Rows,
     absent_problems,
     bounds_problem,
+    build_pixel_budget,
     dictionary_problems,
     shard_payloads,
 )
@@ -95,7 +96,13 @@ def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, key
         )
         for problem in problems:
             report.add(problem)
-        checks = MemberChecks(files.manifest.schema, dictionaries, decode, records=files.records)
+        checks = MemberChecks(
+            files.manifest.schema,
+            dictionaries,
+            decode,
+            records=files.records,
+            pixel_budget=build_pixel_budget(files.manifest),
+        )
         total = sum(s.bytes for s in files.manifest.shards)
         bar = tqdm(total=total, desc="verify", unit="B", unit_scale=True, disable=not progress)
         with bar:
