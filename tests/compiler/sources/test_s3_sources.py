@@ -259,6 +259,7 @@ def test_a_list_on_s3_builds_the_same_bytes_as_the_local_list(
     assert remote == local  # shards, their DALI indexes and the index
     for manifest in manifests:
         del manifest["build"]["shard_size"]
+        del manifest["sha256"]  # of the text, which differs by the shard size
     assert manifests[0] == manifests[1]
     samples = read_dataset(tmp_path / "remote")
     assert [s.source for s in samples][9] == f"s3://{bucket}/images/cat/09.jpg"
