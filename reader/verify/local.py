@@ -52,9 +52,8 @@ from .members import (
     Rows,
     absent_problems,
     bounds_problem,
-    build_pixel_budget,
-    dictionary_problems,
     key_of,
+    member_checks,
     present,
     shard_payloads,
 )
@@ -205,20 +204,15 @@ def verify_dataset(
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
     _check_rejects(report, files.root / REJECTS_NAME, files.manifest)
     _check_views(report, files.root, files.manifest)
-    dictionaries, problems = dictionary_problems(
-        files.manifest.schema,
+    checks, problems = member_checks(
+        files.manifest,
         lambda name: (files.root / name).read_bytes(),
         lambda name: str(files.root / name),
+        decode,
+        records=files.records,
     )
     for problem in problems:
         report.add(problem)
-    checks = MemberChecks(
-        files.manifest.schema,
-        dictionaries,
-        decode,
-        records=files.records,
-        pixel_budget=build_pixel_budget(files.manifest),
-    )
     shards: Iterable[int] = range(len(files.manifest.shards))
     if progress:
         shards = tqdm(shards, desc="verify", unit="shard")

@@ -165,6 +165,27 @@ def build_pixel_budget(manifest: Manifest) -> int:
         raise ManifestError(str(e)) from e
 
 
+def member_checks(
+    manifest: Manifest,
+    read: Callable[[str], bytes],
+    name_of: Callable[[str], str],
+    decode: bool,
+    *,
+    records: bool,
+) -> tuple[MemberChecks, list[str]]:
+    """The member checks of a dataset (its schema, its dictionaries as `read` gives them by
+    name, the pixel budget it was built with) and the problems of its dictionaries."""
+    dictionaries, problems = dictionary_problems(manifest.schema, read, name_of)
+    checks = MemberChecks(
+        manifest.schema,
+        dictionaries,
+        decode,
+        records=records,
+        pixel_budget=build_pixel_budget(manifest),
+    )
+    return checks, problems
+
+
 class MemberChecks:
     """The checks of one member's bytes under `schema`: its CRC-32 against the index, a label
     member against the index's label, a zstd frame decompressed, and with `decode` its value

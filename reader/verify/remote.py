@@ -50,8 +50,7 @@ from .members import (
     Rows,
     absent_problems,
     bounds_problem,
-    build_pixel_budget,
-    dictionary_problems,
+    member_checks,
     shard_payloads,
 )
 from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
@@ -91,18 +90,11 @@ def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, key
         for problem in _rejects_problems(location, files.manifest):
             report.add(problem)
         _check_views(report, location, files.manifest)
-        dictionaries, problems = dictionary_problems(
-            files.manifest.schema, location.read_bytes, location.url_of
+        checks, problems = member_checks(
+            files.manifest, location.read_bytes, location.url_of, decode, records=files.records
         )
         for problem in problems:
             report.add(problem)
-        checks = MemberChecks(
-            files.manifest.schema,
-            dictionaries,
-            decode,
-            records=files.records,
-            pixel_budget=build_pixel_budget(files.manifest),
-        )
         total = sum(s.bytes for s in files.manifest.shards)
         bar = tqdm(total=total, desc="verify", unit="B", unit_scale=True, disable=not progress)
         with bar:
