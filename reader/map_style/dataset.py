@@ -14,6 +14,7 @@ The image and label pair takes the fast path of `(images, labels)` batches; any 
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -55,6 +56,7 @@ from ..image.guard import named_decode_error
 from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
+from ..order.schema import INT64_MAX
 from ..shard_files import IoChoice, IoMethod, resolve_io
 from ..stats.recorder import records_batches
 from ..views import ViewSpec, open_view
@@ -204,10 +206,12 @@ class Dataset(ClosesOnExit):
         )
 
     def set_epoch(self, epoch: int) -> None:
-        """Select the random draws of epoch `epoch` (see the class docstring)."""
-        if epoch < 0:
-            raise ValueError(f"epoch must be >= 0, got {epoch}")
-        self.epoch = int(epoch)
+        """Select the random draws of epoch `epoch` (see the class docstring): an integer in
+        [0, 2**63 - 1], the int64 the draws are keyed by."""
+        value = operator.index(epoch)  # an integer: a TypeError for a float or a string
+        if not 0 <= value <= INT64_MAX:
+            raise ValueError(f"epoch must be >= 0 and at most 2**63 - 1, got {epoch}")
+        self.epoch = value
 
     def _opened(self) -> _Opened:
         if self._state is None:

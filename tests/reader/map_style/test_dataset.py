@@ -100,6 +100,10 @@ def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path: Path) -> N
         Dataset(path, seed=-1)
     with pytest.raises(ValueError, match="epoch must be >= 0"):
         Dataset(path).set_epoch(-2)
+    with pytest.raises(ValueError, match=rf"at most 2\*\*63 - 1, got {2**64}"):
+        Dataset(path).set_epoch(2**64)
+    with pytest.raises(TypeError):
+        Dataset(path).set_epoch(0.5)  # type: ignore[arg-type]
     with pytest.raises(DatasetNotFoundError, match="nowhere: dataset directory not found"):
         Dataset(tmp_path / "nowhere")
 
