@@ -4,25 +4,29 @@ lossless progressive-to-baseline transcoder (`fastpack build --baseline`). Both 
 libjpeg-turbo 2.1.3 or later (earlier releases crash in the crop, skip and fast-upsampling paths
 they use; the sources refuse to compile against them). Where they do not build (no compiler, no
 headers, an older libjpeg-turbo) the install goes on without them: fastpack decodes with
-simplejpeg and `--baseline` is refused. Everything else is configured in pyproject.toml."""
+simplejpeg and `--baseline` is refused. What the two do alike (the version check, libjpeg's
+errors, the memory and scan limits) is csrc/jpeg_limits.h, which both include; `depends` also
+ships it in the source distribution. Everything else is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
+
+def extension(name: str, source: str) -> Extension:
+    """One of the two extensions: its one source file, the shared header, libjpeg."""
+    return Extension(
+        name,
+        sources=[source],
+        include_dirs=["csrc"],
+        depends=["csrc/jpeg_limits.h"],
+        libraries=["jpeg"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    )
+
+
 setup(
     ext_modules=[
-        Extension(
-            "fastpack.reader.image._jpeg_crop",
-            sources=["reader/image/_jpeg_crop.c"],
-            libraries=["jpeg"],
-            extra_compile_args=["-O2", "-std=c99"],
-            optional=True,
-        ),
-        Extension(
-            "fastpack.compiler.images._jpeg_baseline",
-            sources=["compiler/images/_jpeg_baseline.c"],
-            libraries=["jpeg"],
-            extra_compile_args=["-O2", "-std=c99"],
-            optional=True,
-        ),
+        extension("fastpack.reader.image._jpeg_crop", "reader/image/_jpeg_crop.c"),
+        extension("fastpack.compiler.images._jpeg_baseline", "compiler/images/_jpeg_baseline.c"),
     ]
 )

@@ -1,7 +1,7 @@
 """JPEGs written byte by byte, for the tests of the C extensions' limits: grey images whose
 coefficients are all zero (so any size costs a few bits per block), with any progressive scan
 script, a DC coefficient that decoders accept and encoders refuse, and tools to cut scans out of
-a real progressive file."""
+a real progressive file (an EOI between scans, a scan dropped)."""
 
 from __future__ import annotations
 
@@ -157,6 +157,18 @@ def split_scans(data: bytes) -> tuple[bytes, list[bytes], bytes]:
     if not pieces:
         raise ValueError("no scan")
     return data[:head_end], pieces, data[start:]
+
+
+def first_scans(data: bytes, count: int) -> bytes:
+    """`data` with only its first `count` scans, then EOI: an end marker between scans."""
+    head, scans, _ = split_scans(data)
+    return head + b"".join(scans[:count]) + EOI
+
+
+def without_scan(data: bytes, index: int) -> bytes:
+    """`data` without its scan number `index` (from 0): the file still walks."""
+    head, scans, tail = split_scans(data)
+    return head + b"".join(scans[:index] + scans[index + 1 :]) + tail
 
 
 def _entropy_end(data: bytes, pos: int) -> int:

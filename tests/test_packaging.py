@@ -1,5 +1,6 @@
-"""The wheel holds every package folder, data file and entry point; `import fastpack` stays cheap;
-the README's test command is the one CI runs."""
+"""The source distribution holds the C sources and the header they share, and the wheel built from
+it every package folder, data file, entry point and (where they build) both C extensions;
+`import fastpack` stays cheap; the README's test command is the one CI runs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -23,6 +25,11 @@ PACKAGE_DIRS = {
     "formats": "fastpack/formats",
     "storage": "fastpack/storage",
 }
+# What a checkout holds besides the packages that a build reads: csrc/ is the C extensions' shared
+# header (setup.py's include_dirs).
+PACKAGING_FILES = ("pyproject.toml", "setup.py", "README.md")
+PACKAGING_FOLDERS = (*PACKAGE_DIRS, "csrc")
+C_SOURCES = ("reader/image/_jpeg_crop.c", "compiler/images/_jpeg_baseline.c")
 README_TEST_COMMAND = (
     'pip install torch==2.13.0 && pip install -e ".[torch,dali,test]" && pytest -q'
 )
@@ -38,42 +45,40 @@ def source_files(suffixes: tuple[str, ...]) -> dict[str, Path]:
     return found
 
 
-def build_wheel(tmp: Path, env: dict[str, str] | None = None) -> Path:
-    """Build the wheel from a copy of the project's packaging inputs into `tmp`."""
+def build_dists(tmp: Path, env: dict[str, str] | None = None) -> tuple[Path, Path]:
+    """Build the source distribution from a copy of the project's packaging inputs, then the
+    wheel from that source distribution (as pip does from an sdist), into `tmp`: their paths."""
     src = tmp / "src"
     src.mkdir(parents=True)
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in PACKAGING_FILES:
         shutil.copy(ROOT / name, src / name)
-    for folder in PACKAGE_DIRS:
+    for folder in PACKAGING_FOLDERS:
         shutil.copytree(
             ROOT / folder,
             src / folder,
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"),
         )
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--wheel",
-            "--no-isolation",
-            "--outdir",
-            str(tmp),
-            str(src),
-        ],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp), str(src)],
         capture_output=True,
         text=True,
         check=False,
         env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (path,) = tmp.glob("fastpack-*.whl")
-    return path
+    (sdist,) = tmp.glob("fastpack-*.tar.gz")
+    (wheel,) = tmp.glob("fastpack-*.whl")
+    return sdist, wheel
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    return zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("wheel")))
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return build_dists(tmp_path_factory.mktemp("dists"))
+
+
+@pytest.fixture(scope="module")
+def wheel(dists: tuple[Path, Path]) -> zipfile.ZipFile:
+    return zipfile.ZipFile(dists[1])
 
 
 def window_decoder_files(names: list[str]) -> list[str]:
@@ -93,7 +98,29 @@ def build_tools_present() -> bool:
     return Path("/usr/include/jpeglib.h").exists() and shutil.which("cc") is not None
 
 
+def quoted_includes(source: Path) -> list[str]:
+    """The headers a C source includes with quotes (its own, not the system's)."""
+    found = []
+    for line in source.read_text("utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["#include"] and len(words) > 1 and words[1].startswith('"'):
+            found.append(words[1].strip('"'))
+    return found
+
+
+def test_the_sdist_carries_the_c_sources_and_the_header_they_share(
+    dists: tuple[Path, Path],
+) -> None:
+    with tarfile.open(dists[0]) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    headers = {f"csrc/{h}" for c in C_SOURCES for h in quoted_includes(ROOT / c)}
+    assert headers == {"csrc/jpeg_limits.h"}
+    missing = sorted({*C_SOURCES, *headers, *PACKAGING_FILES} - names)
+    assert missing == [], f"files left out of the source distribution: {missing}"
+
+
 def test_the_wheel_carries_the_c_extensions_where_they_build(wheel: zipfile.ZipFile) -> None:
+    """Built from the source distribution: its C sources and header are enough to compile."""
     if not build_tools_present() and os.environ.get("FASTPACK_REQUIRE_WINDOW_DECODER") != "1":
         pytest.skip("no C compiler or libjpeg-turbo headers here: the wheel is built without it")
     assert len(window_decoder_files(wheel.namelist())) == 1
@@ -104,7 +131,7 @@ def test_without_a_compiler_the_wheel_builds_and_decodes_with_simplejpeg(
     tmp_path: Path,
 ) -> None:
     env = {**os.environ, "CC": str(tmp_path / "no-such-compiler")}
-    path = build_wheel(tmp_path / "build", env)
+    _, path = build_dists(tmp_path / "build", env)
     assert window_decoder_files(zipfile.ZipFile(path).namelist()) == []
     assert transcoder_files(zipfile.ZipFile(path).namelist()) == []
     target = tmp_path / "site"

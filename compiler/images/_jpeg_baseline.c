@@ -31,103 +31,17 @@
 
 #include <limits.h>
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
-
-#include <jerror.h>
-
-#ifndef LIBJPEG_TURBO_VERSION_NUMBER
-#error "needs libjpeg-turbo's jpeglib.h"
-#endif
-/* libjpeg-turbo 2.1.3 fixed the last known crash in the decoder paths fastpack uses (merged
- * upsampling with jpeg_crop_scanline; earlier releases fixed jpeg_skip_scanlines with merged
- * upsampling and progressive files). Both extensions require it, so that an older library
- * builds neither (setup.py marks them optional) and fastpack decodes with simplejpeg. */
-#if LIBJPEG_TURBO_VERSION_NUMBER < 2001003
-#error "needs libjpeg-turbo 2.1.3 or later"
-#endif
+/* libjpeg, the version it needs, the limits, ErrorManager, require_complete */
+#include "jpeg_limits.h"
 
 #define MAX_MARKER_BYTES 0xFFFF /* a whole segment's payload */
-#define DEFAULT_MAX_MEMORY (1L << 30)
-#define DEFAULT_MAX_SCANS 500
 #define FIRST_OUTPUT_BYTES 16384
-#define MESSAGE_BYTES 256 /* more than libjpeg's JMSG_LENGTH_MAX */
 
 static PyObject *IncompleteProgressiveError;
-
-typedef struct {
-    struct jpeg_error_mgr pub;
-    jmp_buf escape;
-    int incomplete; /* the failure is an incomplete progressive file */
-    char message[MESSAGE_BYTES];
-} ErrorManager;
-
-static void raise_error(j_common_ptr cinfo) {
-    ErrorManager *err = (ErrorManager *)cinfo->err;
-    if (err->pub.msg_code == JERR_NO_BACKING_STORE) /* what libjpeg does past the limit */
-        snprintf(err->message, sizeof(err->message),
-                 "the image's coefficients need more than the memory limit of %ld bytes "
-                 "(max_memory)",
-                 cinfo->mem->max_memory_to_use);
-    else
-        (*cinfo->err->format_message)(cinfo, err->message);
-    longjmp(err->escape, 1);
-}
-
-/* An error of this extension's own, with a printf-style message. */
-static void fail(j_common_ptr cinfo, const char *format, ...) {
-    ErrorManager *err = (ErrorManager *)cinfo->err;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(err->message, sizeof(err->message), format, args);
-    va_end(args);
-    longjmp(err->escape, 1);
-}
-
-/* Warnings are errors (a damaged file is not stored as if it were whole); trace messages are
- * ignored. */
-static void on_message(j_common_ptr cinfo, int level) {
-    if (level < 0) raise_error(cinfo);
-}
-
-typedef struct {
-    struct jpeg_progress_mgr pub;
-    int max_scans;
-} ScanLimit;
-
-/* libjpeg calls this between chunks of input; a new scan is counted at its SOS. */
-static void limit_scans(j_common_ptr cinfo) {
-    ScanLimit *limit = (ScanLimit *)cinfo->progress;
-    if (cinfo->is_decompressor &&
-        ((j_decompress_ptr)cinfo)->input_scan_number > limit->max_scans)
-        fail(cinfo, "the JPEG has more than %d scans (max_scans)", limit->max_scans);
-}
-
-/* Once all input is read: every coefficient of every component of a progressive file was sent
- * and refined to its last bit (coef_bits 0; -1 is never sent, n > 0 is n low bits missing). */
-static void require_complete(j_decompress_ptr cinfo) {
-    if (!cinfo->progressive_mode || cinfo->coef_bits == NULL) return;
-    for (int c = 0; c < cinfo->num_components; c++) {
-        for (int k = 0; k < DCTSIZE2; k++) {
-            int missing = cinfo->coef_bits[c][k];
-            if (missing == 0) continue;
-            ((ErrorManager *)cinfo->err)->incomplete = 1;
-            if (missing < 0)
-                fail((j_common_ptr)cinfo,
-                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
-                     "%d of %d was never sent",
-                     k, c + 1, cinfo->num_components);
-            fail((j_common_ptr)cinfo,
-                 "incomplete progressive JPEG: coefficient %d (zigzag order) of component %d "
-                 "of %d was never refined: its last %d bit(s) are missing",
-                 k, c + 1, cinfo->num_components, missing);
-        }
-    }
-}
 
 /* The output: one buffer from malloc that the Job owns (libjpeg only writes into it), grown
  * by doubling up to `limit` bytes. */
@@ -202,10 +116,7 @@ static void run(Job *job) {
     /* volatile: read after a longjmp */
     volatile int src_created = 0, dst_created = 0;
 
-    src.err = dst.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = raise_error;
-    err.pub.emit_message = on_message;
-    err.incomplete = 0;
+    src.err = dst.err = use_errors(&err);
     if (setjmp(err.escape)) {
         job->failed = 1;
         job->incomplete = err.incomplete;
@@ -218,11 +129,8 @@ static void run(Job *job) {
     src_created = 1;
     jpeg_create_compress(&dst);
     dst_created = 1;
-    src.mem->max_memory_to_use = job->max_memory;
+    use_limits(&src, &limit, job->max_memory, job->max_scans);
     dst.mem->max_memory_to_use = job->max_memory;
-    limit.max_scans = job->max_scans;
-    limit.pub.progress_monitor = limit_scans;
-    src.progress = &limit.pub;
 
     jpeg_mem_src(&src, job->data, (unsigned long)job->size);
     jpeg_save_markers(&src, JPEG_COM, MAX_MARKER_BYTES);

@@ -28,25 +28,11 @@
 
 #include <limits.h>
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <jpeglib.h>
-
-#include <jerror.h>
-
-#ifndef LIBJPEG_TURBO_VERSION_NUMBER
-#error "needs libjpeg-turbo's jpeglib.h (jpeg_crop_scanline, jpeg_skip_scanlines)"
-#endif
-/* libjpeg-turbo 2.1.3 fixed the last known crash in the paths used here: merged (fast)
- * upsampling of a 4:2:0 image with jpeg_crop_scanline; earlier releases fixed
- * jpeg_skip_scanlines with merged upsampling and with progressive files. Both extensions
- * require it, so that an older library builds neither (setup.py marks them optional) and
- * fastpack decodes with simplejpeg. */
-#if LIBJPEG_TURBO_VERSION_NUMBER < 2001003
-#error "needs libjpeg-turbo 2.1.3 or later"
-#endif
+/* libjpeg, the version it needs, the limits, ErrorManager, require_complete */
+#include "jpeg_limits.h"
 
 #define MAX_SHIFT 3
 #define MIN_COLUMNS 32
@@ -54,76 +40,6 @@
 /* Window coordinates, in pixels: far above JPEG's 65535, low enough that top + height and
  * left + width fit in a long anywhere. */
 #define MAX_COORDINATE ((1L << 30) - 1)
-#define DEFAULT_MAX_MEMORY (1L << 30)
-#define DEFAULT_MAX_SCANS 500
-#define MESSAGE_BYTES 256 /* more than libjpeg's JMSG_LENGTH_MAX */
-
-typedef struct {
-    struct jpeg_error_mgr pub;
-    jmp_buf escape;
-    char message[MESSAGE_BYTES];
-} ErrorManager;
-
-static void raise_error(j_common_ptr cinfo) {
-    ErrorManager *err = (ErrorManager *)cinfo->err;
-    if (err->pub.msg_code == JERR_NO_BACKING_STORE) /* what libjpeg does past the limit */
-        snprintf(err->message, sizeof(err->message),
-                 "the image's coefficients need more than the memory limit of %ld bytes "
-                 "(max_memory)",
-                 cinfo->mem->max_memory_to_use);
-    else
-        (*cinfo->err->format_message)(cinfo, err->message);
-    longjmp(err->escape, 1);
-}
-
-/* An error of this extension's own, with a printf-style message. */
-static void fail(j_common_ptr cinfo, const char *format, ...) {
-    ErrorManager *err = (ErrorManager *)cinfo->err;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(err->message, sizeof(err->message), format, args);
-    va_end(args);
-    longjmp(err->escape, 1);
-}
-
-/* Warnings (corrupt data that libjpeg would paper over) are errors, as in simplejpeg's strict
- * mode; trace messages are ignored. */
-static void on_message(j_common_ptr cinfo, int level) {
-    if (level < 0) raise_error(cinfo);
-}
-
-typedef struct {
-    struct jpeg_progress_mgr pub;
-    int max_scans;
-} ScanLimit;
-
-/* libjpeg calls this between chunks of input; a new scan is counted at its SOS. */
-static void limit_scans(j_common_ptr cinfo) {
-    ScanLimit *limit = (ScanLimit *)cinfo->progress;
-    if (((j_decompress_ptr)cinfo)->input_scan_number > limit->max_scans)
-        fail(cinfo, "the JPEG has more than %d scans (max_scans)", limit->max_scans);
-}
-
-/* Once all input is read: every coefficient of every component of a progressive file was sent
- * and refined to its last bit (coef_bits 0; -1 is never sent, n > 0 is n low bits missing). */
-static void require_complete(j_decompress_ptr cinfo) {
-    if (!cinfo->progressive_mode || cinfo->coef_bits == NULL) return;
-    for (int c = 0; c < cinfo->num_components; c++) {
-        for (int k = 0; k < DCTSIZE2; k++) {
-            int missing = cinfo->coef_bits[c][k];
-            if (missing < 0)
-                fail((j_common_ptr)cinfo,
-                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
-                     "%d of %d was never sent",
-                     k, c + 1, cinfo->num_components);
-            if (missing > 0)
-                fail((j_common_ptr)cinfo,
-                     "incomplete progressive JPEG: coefficient %d (zigzag order) of component "
-                     "%d of %d was never refined: its last %d bit(s) are missing",
-                     k, c + 1, cinfo->num_components, missing);
-        }
-    }
-}
 
 typedef struct {
     /* in */
@@ -153,9 +69,7 @@ static void run(Job *job) {
     /* volatile: read after a longjmp */
     volatile int created = 0;
 
-    cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = raise_error;
-    err.pub.emit_message = on_message;
+    cinfo.err = use_errors(&err);
     if (setjmp(err.escape)) {
         job->failed = 1;
         memcpy(job->message, err.message, sizeof(job->message));
@@ -164,10 +78,7 @@ static void run(Job *job) {
     }
     jpeg_create_decompress(&cinfo);
     created = 1;
-    cinfo.mem->max_memory_to_use = job->max_memory;
-    limit.max_scans = job->max_scans;
-    limit.pub.progress_monitor = limit_scans;
-    cinfo.progress = &limit.pub;
+    use_limits(&cinfo, &limit, job->max_memory, job->max_scans);
     jpeg_mem_src(&cinfo, job->data, (unsigned long)job->size);
     jpeg_read_header(&cinfo, TRUE);
     cinfo.out_color_space = JCS_RGB;

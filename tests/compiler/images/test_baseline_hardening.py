@@ -6,7 +6,6 @@ differ from the original's."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +14,15 @@ from fastpack.compiler.errors import BuildError
 from fastpack.compiler.images import TranscodeNotLosslessError, baseline, to_baseline_lossless
 from fastpack.formats.errors import FastpackError
 
-from tests.crafted_jpeg import EOI, complete_script, dc_out_of_range, progressive_grey, split_scans
+from tests._child import assert_refused_in_a_child, run_python
+from tests.crafted_jpeg import (
+    complete_script,
+    dc_out_of_range,
+    first_scans,
+    progressive_grey,
+    split_scans,
+    without_scan,
+)
 
 from ._progressive import encode, load_transcoder, textured
 
@@ -35,9 +42,7 @@ def transcode_in_a_child(data: bytes) -> subprocess.CompletedProcess[bytes]:
         "except ValueError as e:\n"
         "    print('ValueError:', e)\n"
     )
-    return subprocess.run(
-        [sys.executable, "-c", code], input=data, capture_output=True, timeout=60, check=False
-    )
+    return run_python(code, data)
 
 
 @pytest.mark.parametrize("markers", [0, 40_000], ids=["small-output", "grown-output"])
@@ -91,26 +96,16 @@ def test_the_coefficients_memory_is_limited_before_it_is_allocated() -> None:
 
 def test_a_huge_progressive_header_is_refused_before_its_memory_is_touched() -> None:
     """32768 x 32768 grey in a 2 MB file: 2 GiB of coefficients, over the 1 GiB default."""
-    code = (
-        "import resource, sys\n"
-        "from fastpack.compiler.images import _jpeg_baseline\n"
-        "data = sys.stdin.buffer.read()\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "try:\n"
-        "    _jpeg_baseline.to_baseline(data)\n"
-        "except ValueError as e:\n"
-        "    print(e)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    assert_refused_in_a_child(
+        "from fastpack.compiler.images import _jpeg_baseline",
+        "_jpeg_baseline.to_baseline(data)",
+        progressive_grey(32768, 32768, complete_script(2)),
+        message=(
+            "the image's coefficients need more than the memory limit of 1073741824 bytes "
+            "(max_memory)"
+        ),
+        grown_kib_below=64 * 1024,
     )
-    data = progressive_grey(32768, 32768, complete_script(2))
-    child = subprocess.run(
-        [sys.executable, "-c", code], input=data, capture_output=True, timeout=60, check=True
-    )
-    message, grown_kib = child.stdout.decode().splitlines()
-    assert message == (
-        "the image's coefficients need more than the memory limit of 1073741824 bytes (max_memory)"
-    )
-    assert int(grown_kib) < 64 * 1024
 
 
 def test_the_output_obeys_the_memory_limit() -> None:
@@ -156,17 +151,6 @@ def test_limits_out_of_range_are_value_errors(keyword: str, value: int, message:
         extension.to_baseline(PROGRESSIVE, **{keyword: value})
     with pytest.raises(TypeError):
         extension.to_baseline(PROGRESSIVE, **{keyword: 1.5})
-
-
-def first_scans(data: bytes, count: int) -> bytes:
-    """`data` with only its first `count` scans, then EOI: an end marker between scans."""
-    head, scans, _ = split_scans(data)
-    return head + b"".join(scans[:count]) + EOI
-
-
-def without_scan(data: bytes, index: int) -> bytes:
-    head, scans, tail = split_scans(data)
-    return head + b"".join(scans[:index] + scans[index + 1 :]) + tail
 
 
 def max_difference(a: bytes, b: bytes) -> int:

@@ -5,7 +5,6 @@ the crop transforms give the same output with it and with simplejpeg alone."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -21,13 +20,9 @@ from fastpack.reader.image.decode import DecodeOptions, decode_scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-if os.environ.get("FASTPACK_REQUIRE_WINDOW_DECODER") == "1":  # CI: missing is a failure
-    extension = importlib.import_module("fastpack.reader.image._jpeg_crop")
-else:
-    extension = pytest.importorskip(
-        "fastpack.reader.image._jpeg_crop",
-        reason="the window decoder is not built here (no compiler or libjpeg-turbo headers)",
-    )
+from ._window import assert_same_crops, load_window_decoder
+
+extension = load_window_decoder()
 
 SAMPLINGS = {
     "4:2:0": cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420,
@@ -205,12 +200,7 @@ def test_crops_are_identical_with_and_without_the_window_decoder(
     rng = np.random.default_rng(7)
     for jpeg in photos():
         for transform in transforms:
-            for _ in range(6):
-                draws = list(rng.random(transform.draws)) if transform.draws else None
-                crop_decode.use_window_decode(False)
-                expected = transform(jpeg, draws).copy()
-                crop_decode.use_window_decode(True)
-                np.testing.assert_array_equal(transform(jpeg, draws), expected)
+            assert_same_crops(transform, jpeg, rng, 6)
 
 
 def test_bad_data_is_a_value_error_naming_what_is_wrong() -> None:

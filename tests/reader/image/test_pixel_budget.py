@@ -37,6 +37,7 @@ from tests.reader.image._hostile import (
     unnamed_sampling,
     with_frame_size,
 )
+from tests.reader.image._window import outcome, window_decode
 
 DRAWS = [0.5] * RandomResizedCrop.draws
 OVER_HUGE = (
@@ -170,8 +171,7 @@ def test_bytes_whose_header_simplejpeg_cannot_name_give_pixels_or_a_field_value_
     data = unnamed_sampling()
     with pytest.raises(KeyError):
         simplejpeg.decode_jpeg_header(data)
-    previous = use_window_decode(path == "window")
-    try:
+    with window_decode(path == "window"):
         transforms: list[RandomResizedCrop | CenterCrop] = [RandomResizedCrop(32), CenterCrop(32)]
         for transform in transforms:
             result = outcome(partial(transform, data, DRAWS if transform.draws else None))
@@ -182,16 +182,6 @@ def test_bytes_whose_header_simplejpeg_cannot_name_give_pixels_or_a_field_value_
         if path == "simplejpeg":  # libjpeg refuses what simplejpeg decodes from them
             with pytest.raises(ImageDecodeError, match=r"^Corrupt JPEG data"):
                 CenterCrop(32)(data)
-    finally:
-        use_window_decode(previous)
-
-
-def outcome(call: Callable[[], object]) -> object:
-    """What `call` returns, or the exception it raises."""
-    try:
-        return call()
-    except Exception as e:
-        return e
 
 
 def test_the_guard_names_what_a_decoder_raised_that_is_not_a_value_error() -> None:

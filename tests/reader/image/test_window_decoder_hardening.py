@@ -5,11 +5,7 @@ pixels), and window coordinates of any size are checked before any arithmetic on
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import cv2
@@ -18,15 +14,12 @@ import pytest
 import simplejpeg
 from fastpack.reader.image import CenterCrop, RandomResizedCrop, Transform, crop_decode
 
-from tests.crafted_jpeg import EOI, complete_script, progressive_grey, split_scans
+from tests._child import assert_refused_in_a_child
+from tests.crafted_jpeg import complete_script, first_scans, progressive_grey, without_scan
 
-if os.environ.get("FASTPACK_REQUIRE_WINDOW_DECODER") == "1":  # CI: missing is a failure
-    extension = importlib.import_module("fastpack.reader.image._jpeg_crop")
-else:
-    extension = pytest.importorskip(
-        "fastpack.reader.image._jpeg_crop",
-        reason="the window decoder is not built here (no compiler or libjpeg-turbo headers)",
-    )
+from ._window import assert_same_crops, load_window_decoder
+
+extension = load_window_decoder()
 
 
 def photo(height: int, width: int) -> bytes:
@@ -43,16 +36,6 @@ def photo(height: int, width: int) -> bytes:
 
 
 PHOTO = photo(240, 320)
-
-
-def first_scans(data: bytes, count: int) -> bytes:
-    head, scans, _ = split_scans(data)
-    return head + b"".join(scans[:count]) + EOI
-
-
-def without_scan(data: bytes, index: int) -> bytes:
-    head, scans, tail = split_scans(data)
-    return head + b"".join(scans[:index] + scans[index + 1 :]) + tail
 
 
 NEVER_REFINED = "was never refined: its last 1 bit(s) are missing"
@@ -127,12 +110,7 @@ def test_crops_of_incomplete_files_are_those_of_the_whole_decode(name: str) -> N
     ]
     rng = np.random.default_rng(11)
     for transform in transforms:
-        for _ in range(5):
-            draws = list(rng.random(transform.draws)) if transform.draws else None
-            crop_decode.use_window_decode(False)
-            expected = transform(data, draws).copy()
-            crop_decode.use_window_decode(True)
-            np.testing.assert_array_equal(transform(data, draws), expected)
+        assert_same_crops(transform, data, rng, 5)
 
 
 def test_the_coefficients_memory_is_limited_before_it_is_allocated() -> None:
@@ -150,28 +128,18 @@ def test_the_coefficients_memory_is_limited_before_it_is_allocated() -> None:
 
 def test_a_huge_progressive_header_is_refused_before_its_memory_is_touched() -> None:
     """32768 x 32768 grey in a 2 MB file: 2 GiB of coefficients, over the 1 GiB default."""
-    code = (
-        "import resource, sys\n"
+    assert_refused_in_a_child(
         "import numpy as np\n"
         "from fastpack.reader.image import _jpeg_crop\n"
-        "data = sys.stdin.buffer.read()\n"
-        "buffer = np.empty(100_000, np.uint8)\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "try:\n"
-        "    _jpeg_crop.decode_window(data, 3, 0, 0, 8, 8, buffer)\n"
-        "except ValueError as e:\n"
-        "    print(e)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+        "buffer = np.empty(100_000, np.uint8)",
+        "_jpeg_crop.decode_window(data, 3, 0, 0, 8, 8, buffer)",
+        progressive_grey(32768, 32768, complete_script(2)),
+        message=(
+            "the image's coefficients need more than the memory limit of 1073741824 bytes "
+            "(max_memory)"
+        ),
+        grown_kib_below=64 * 1024,
     )
-    data = progressive_grey(32768, 32768, complete_script(2))
-    child = subprocess.run(
-        [sys.executable, "-c", code], input=data, capture_output=True, timeout=60, check=True
-    )
-    message, grown_kib = child.stdout.decode().splitlines()
-    assert message == (
-        "the image's coefficients need more than the memory limit of 1073741824 bytes (max_memory)"
-    )
-    assert int(grown_kib) < 64 * 1024
 
 
 def test_more_than_500_scans_are_refused() -> None:

@@ -6,7 +6,6 @@ JPEG has a frame header simplejpeg's header reader cannot name."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from fastpack.formats import (
     ShardFormatError,
 )
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, verify_dataset
-from fastpack.reader.image.crop_decode import use_window_decode
 
 from tests.reader.image._hostile import (
     HUGE,
@@ -31,6 +29,7 @@ from tests.reader.image._hostile import (
     progressive_jpeg,
     run_measured,
 )
+from tests.reader.image._window import outcome, window_decode
 
 OVER = (
     f"{HUGE} x {HUGE} pixels x 3 components = 3,221,225,472 samples, over the pixel budget of "
@@ -176,8 +175,7 @@ def test_a_header_simplejpeg_cannot_name_gives_pixels_or_a_named_error(
     with_unnamed_sampling(path, 1)
     with pytest.raises(KeyError):
         simplejpeg.decode_jpeg_header(bytes(Dataset(path).read_bytes(1)))
-    previous = use_window_decode(window)
-    try:
+    with window_decode(window):
         for transform in (RandomResizedCrop(32), CenterCrop(32), None):
             for fields in (None, ("cls", "jpg")):
                 ds = Dataset(path, transform=transform, fields=fields)
@@ -189,13 +187,3 @@ def test_a_header_simplejpeg_cannot_name_gives_pixels_or_a_named_error(
                     assert re.match(rf"^{named(path, 1)} does not decode: ", str(result)), result
         with pytest.raises(ShardFormatError, match=rf"^{named(path, 1)} does not decode: "):
             Dataset(path)[1]  # the full decode: simplejpeg, which refuses it
-    finally:
-        use_window_decode(previous)
-
-
-def outcome(call: Callable[[], object]) -> object:
-    """What `call` returns, or the exception it raises."""
-    try:
-        return call()
-    except Exception as e:
-        return e
