@@ -24,9 +24,7 @@ from fastpack.formats import (
     FieldValueError,
     Index,
     Manifest,
-    ManifestError,
     Schema,
-    check_budget_value,
     field_type,
 )
 
@@ -155,16 +153,6 @@ def dictionary_problems(
     return good, problems
 
 
-def build_pixel_budget(manifest: Manifest) -> int:
-    """The pixel budget a dataset was built with: its manifest's `build.pixel_budget`, recorded
-    where it is not the default (SPEC 2), or the default."""
-    value = manifest.build.get("pixel_budget", DEFAULT_PIXEL_BUDGET)
-    try:
-        return check_budget_value(value, "the manifest's build.pixel_budget")
-    except ValueError as e:
-        raise ManifestError(str(e)) from e
-
-
 def member_checks(
     manifest: Manifest,
     read: Callable[[str], bytes],
@@ -174,14 +162,15 @@ def member_checks(
     records: bool,
 ) -> tuple[MemberChecks, list[str]]:
     """The member checks of a dataset (its schema, its dictionaries as `read` gives them by
-    name, the pixel budget it was built with) and the problems of its dictionaries."""
+    name) and the problems of its dictionaries. Images are decoded under the default pixel
+    budget, as a reader decodes them, whatever budget the build took: a dataset built with a
+    larger one reports its larger images as over the budget instead of decoding them."""
     dictionaries, problems = dictionary_problems(manifest.schema, read, name_of)
     checks = MemberChecks(
         manifest.schema,
         dictionaries,
         decode,
         records=records,
-        pixel_budget=build_pixel_budget(manifest),
     )
     return checks, problems
 
@@ -194,9 +183,8 @@ class MemberChecks:
 
     `dictionaries` holds the checked dictionaries (`dictionary_problems`); a field whose
     dictionary is missing or damaged gets the CRC and label checks only. `records`: the shards
-    are TFRecord files, whose label members are varints; `pixel_budget`: the one the dataset was
-    built with (`build_pixel_budget`), which images are decoded under. Holds zstd contexts: one
-    per thread."""
+    are TFRecord files, whose label members are varints; images are decoded under `pixel_budget`.
+    Holds zstd contexts: one per thread."""
 
     def __init__(
         self,
