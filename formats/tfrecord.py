@@ -19,7 +19,7 @@ import google_crc32c
 
 from .errors import ChecksumMismatchError, FieldValueError, ShardFormatError, TruncatedFileError
 from .example import EncodedExample, Value, encode_example, varint
-from .field_codec import PNG_SIGNATURE
+from .image_header import ImageHeaderError, jpeg_header, png_header
 from .schema import Schema
 from .tar_shard import MemberLocation, check_key
 
@@ -68,30 +68,16 @@ def feature_name(schema: Schema, field: str) -> str:
     return FIELD_PREFIX + field
 
 
-_PNG_SIZE_END = 24  # a PNG's width and height end at byte 24 (its IHDR chunk's first 8 bytes)
-
-
 def image_size(data: bytes, image_type: str) -> tuple[int, int]:
-    """`(height, width)` from an image's header: a JPEG's frame header or a PNG's IHDR;
-    FieldValueError for bytes that do not start like one."""
+    """`(height, width)` from an image's header: a JPEG's frame header or a PNG's IHDR, read
+    from the bytes alone (`image_header`); FieldValueError for bytes that do not start like one
+    or declare no pixels."""
     if image_type == "png":
-        if (
-            len(data) < _PNG_SIZE_END
-            or not data.startswith(PNG_SIGNATURE)
-            or data[12:16] != b"IHDR"
-        ):
-            raise FieldValueError(
-                f"not a PNG with its IHDR chunk first ({len(data)} bytes, starting {data[:16]!r})"
-            )
-        width, height = struct.unpack_from(">II", data, 16)
-        return height, width
-    import simplejpeg  # noqa: PLC0415 - only when the caller does not know the size
-
+        return png_header(data).size
     try:
-        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
-    except ValueError as e:
+        return jpeg_header(data).size
+    except ImageHeaderError as e:
         raise FieldValueError(f"not a JPEG whose header reads ({e})") from e
-    return height, width
 
 
 def _label(key: str, field: str, data: bytes) -> int:

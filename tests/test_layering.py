@@ -255,3 +255,14 @@ def test_only_the_dask_runner_imports_distributed() -> None:
             if any(n == "distributed" or n.startswith(("distributed.", "dask")) for n in names):
                 importers.add(str(path.relative_to(ROOT)))
     assert importers == {"compiler/cluster/dask_runner.py"}
+
+
+def test_formats_imports_no_image_library() -> None:
+    """The format reads image headers from the bytes (formats/image_header.py); decoding to
+    pixels, with simplejpeg or OpenCV, belongs to the compiler and the reader."""
+    importers = set()
+    for path in modules("formats"):
+        names = imported_names(path.read_text("utf-8"), module_name(path), False)
+        if any(n.split(".")[0] in ("simplejpeg", "cv2", "PIL") for n in names):
+            importers.add(str(path.relative_to(ROOT)))
+    assert importers == set()

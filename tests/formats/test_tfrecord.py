@@ -778,3 +778,15 @@ def test_tensorflow_frames_records_as_write_file_does(tensorflow: dict[str, Any]
     out = io.BytesIO()
     write_file(out, FRAMES)
     assert tensorflow["paths"]["frames"].read_bytes() == out.getvalue()
+
+
+def test_image_size_reads_a_frame_that_simplejpeg_cannot_name() -> None:
+    """Sampling factors libjpeg-turbo has no name for (luma 1x4) made simplejpeg's header
+    reader raise KeyError; the size comes from the frame header itself."""
+    data = bytearray(jpeg_bytes(16, 24))
+    sof = data.index(b"\xff\xc0")
+    data[sof + 11] = 0x14  # the first component's sampling factors: 1x4
+    assert image_size(bytes(data), "jpeg") == (16, 24)
+    data[sof + 7 : sof + 9] = b"\0\0"
+    with pytest.raises(FieldValueError, match=r"not a JPEG whose header reads .*empty image"):
+        image_size(bytes(data), "jpeg")
