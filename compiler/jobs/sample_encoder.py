@@ -80,6 +80,17 @@ class ImageOptions:
     pixel_budget: int = DEFAULT_PIXEL_BUDGET
     strict: bool = False  # a jpeg field's value stored otherwise than asked rejects the sample
 
+    def prepare(self, data: bytes) -> PreparedImage | Reject:
+        """`prepare_image` of `data` under these options."""
+        return prepare_image(
+            data,
+            max_side=self.max_side,
+            quality=self.quality,
+            check=self.check,
+            baseline=self.baseline,
+            pixel_budget=self.pixel_budget,
+        )
+
 
 class _Field(NamedTuple):
     """A field as the encoder walks it: `direct` when an inline value goes straight to its
@@ -273,18 +284,10 @@ class SampleEncoder:
     def _jpeg(self, value: Any) -> tuple[bytes, str | None]:
         if not isinstance(value, bytes):
             raise FieldValueError(f"a jpeg value is bytes, found {type(value).__name__}")
-        o = self._images
-        prepared = prepare_image(
-            value,
-            max_side=o.max_side,
-            quality=o.quality,
-            check=o.check,
-            baseline=o.baseline,
-            pixel_budget=o.pixel_budget,
-        )
+        prepared = self._images.prepare(value)
         if isinstance(prepared, Reject):
             raise FieldValueError(prepared.reason)
-        if prepared.note is not None and o.strict:
+        if prepared.note is not None and self._images.strict:
             raise FieldValueError(prepared.note)
         return prepared.data, prepared.note
 

@@ -37,7 +37,7 @@ from fastpack.formats import (
 
 from ..build_dir import temp_path
 from ..errors import BuildError, BuildMemoryError, OutputError
-from ..images.policy import Check, PreparedImage, Reject, prepare_image
+from ..images.policy import Check, PreparedImage, Reject
 from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
 from .dictionaries import load_dictionaries
@@ -91,18 +91,24 @@ class _ChecksumSink(io.RawIOBase):
         return n
 
 
-def _prepare(job: ShardJob, data: bytes | Reject, source: bytes) -> PreparedImage | Reject:
+def _image_options(job: ShardJob) -> ImageOptions:
+    return ImageOptions(
+        max_side=job.max_side,
+        quality=job.quality,
+        check=job.check,
+        baseline=job.baseline,
+        pixel_budget=job.pixel_budget,
+        strict=job.strict,
+    )
+
+
+def _prepare(
+    job: ShardJob, images: ImageOptions, data: bytes | Reject, source: bytes
+) -> PreparedImage | Reject:
     if isinstance(data, Reject):
         return data
     try:
-        return prepare_image(
-            data,
-            max_side=job.max_side,
-            quality=job.quality,
-            check=job.check,
-            baseline=job.baseline,
-            pixel_budget=job.pixel_budget,
-        )
+        return images.prepare(data)
     except MemoryError as e:
         raise BuildMemoryError(
             f"shard {job.shard}: out of memory preparing {source.decode('utf-8', 'replace')} "
@@ -169,7 +175,7 @@ def _inputs(job: ShardJob, plan: PlanRows) -> _Inputs:
 def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Progress) -> ShardRows:
     """The samples of an image + class plan (V1_SCHEMA): no per-sample work for fields."""
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
-    labels = shard.labels
+    labels, images = shard.labels, _image_options(job)
     packed = plan.fields(shard.inputs)  # empty unless a scan rejected whole rows
     with InputReader(meta) as reader:
         for k, source_bytes in enumerate(shard.sources):
@@ -179,7 +185,7 @@ def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Pro
                 _reject(job, rows, source_bytes.decode("utf-8", "replace"), unreadable, None)
                 continue
             data = shard.read(reader, k)
-            image = _prepare(job, data, source_bytes)
+            image = _prepare(job, images, data, source_bytes)
             source = source_bytes.decode("utf-8", "replace")
             progress(1, 0 if isinstance(data, Reject) else len(data))
             if isinstance(image, Reject):
@@ -203,14 +209,7 @@ def _write_field_samples(
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     packed = plan.fields(shard.inputs)
     has_image = schema.image_field is not None
-    images = ImageOptions(
-        max_side=job.max_side,
-        quality=job.quality,
-        check=job.check,
-        baseline=job.baseline,
-        pixel_budget=job.pixel_budget,
-        strict=job.strict,
-    )
+    images = _image_options(job)
     dictionaries = job.dictionaries
     if dictionaries is None:
         dictionaries = load_dictionaries(Path(job.out), schema)
@@ -228,7 +227,7 @@ def _write_field_samples(
             image, nbytes = None, 0
             if has_image:
                 data = shard.read(reader, k)
-                image = _prepare(job, data, source_bytes)
+                image = _prepare(job, images, data, source_bytes)
                 nbytes = 0 if isinstance(data, Reject) else len(data)
             progress(1, nbytes)
             if isinstance(image, Reject):
