@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from fastpack.formats import FastpackError, FieldValueError
 
-from .decode import DecodeOptions, Image, JpegData, decode, jpeg_size
+from .decode import DecodeOptions, Image, JpegData, decode_checked, jpeg_size
 
 Allocate = Callable[[tuple[int, ...]], Image]
 DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
@@ -43,7 +43,7 @@ def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options
     images = allocate((len(payloads), height, width, 3))
     for k, data in enumerate(payloads):
         with _named(error, k):
-            decode(data, options, out=images[k])
+            decode_checked(data, options, images[k])  # its header checked above
     return images
 
 

@@ -79,6 +79,12 @@ def decode(
     """Full-size RGB decode, into `out` when given (it must have the image's shape); the
     header is checked against `options.pixel_budget` first."""
     budgeted_jpeg(data, options.pixel_budget)
+    return decode_checked(data, options, out)
+
+
+def decode_checked(data: JpegData, options: DecodeOptions, out: Image | None = None) -> Image:
+    """`decode` of a JPEG whose header the caller has checked against `options.pixel_budget`
+    already (`jpeg_size`), so that it is read once."""
     image: Image = guarded(
         simplejpeg.decode_jpeg,
         data,
