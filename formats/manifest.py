@@ -329,12 +329,17 @@ def manifest_from_text(text: str | bytes, source: str) -> Manifest:
             gc.enable()
 
 
-def check_manifest_text(text: bytes, source: str) -> Manifest:
-    """The manifest in `text`, checked to cover every byte of it (SPEC section 2): the SHA-256 it
-    records (if it records one) is that of its content, and `text` is the canonical text of what
-    it holds (no other whitespace, escape, key or number form). `ChecksumMismatchError` or
-    `ManifestError` naming `source` and where the bytes differ otherwise."""
-    manifest = manifest_from_text(text, source)
+def check_manifest_text(text: bytes, source: str, manifest: Manifest | None = None) -> Manifest:
+    """The manifest in `text` (`manifest`, where it is already parsed from `text`), checked to
+    cover every byte of it (SPEC section 2): the SHA-256 it records (if it records one) is that
+    of its content, and `text` is the canonical text of what it holds (no other whitespace,
+    escape, key or number form). `ChecksumMismatchError` or `ManifestError` naming `source` and
+    where the bytes differ otherwise."""
+    if manifest is None:
+        manifest = manifest_from_text(text, source)
+    canonical = manifest.to_json().encode("utf-8")
+    if text == canonical:  # the canonical text records the SHA-256 of its own content
+        return manifest
     if manifest.checksum:
         recorded = json.loads(text)["sha256"]
         if (digest := content_sha256(manifest)) != recorded:
@@ -342,11 +347,8 @@ def check_manifest_text(text: bytes, source: str) -> Manifest:
                 f"{source}: its content's sha256 is {digest}, it records {recorded}: the file "
                 "is damaged"
             )
-    canonical = manifest.to_json().encode("utf-8")
-    if text != canonical:
-        difference = first_difference(text, canonical)
-        raise ManifestError(f"{source}: not the canonical text of what it holds; {difference}")
-    return manifest
+    difference = first_difference(text, canonical)
+    raise ManifestError(f"{source}: not the canonical text of what it holds; {difference}")
 
 
 def first_difference(found: bytes, expected: bytes) -> str:
