@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -117,16 +117,13 @@ def _prepare(
         ) from e
 
 
-def _stored(job: ShardJob, rows: ShardRows, source: str, image: PreparedImage) -> bool:
+def _note_kept(job: ShardJob, rows: ShardRows, source: str, image: PreparedImage) -> None:
     """Note an image stored otherwise than asked (its `note`: kept as it was, not transcoded);
-    under `strict` it is a reject instead. Whether it is stored."""
-    if image.note is None:
-        return True
-    if job.strict:
-        _reject(job, rows, source, image.note, None)
-        return False
-    rows.kept.append((source, image.note))
-    return True
+    under `strict` it is a reject, which stops the build."""
+    if image.note is not None:
+        if job.strict:
+            _stop(source, image.note, None)
+        rows.kept.append((source, image.note))
 
 
 def _unreadable(sizes: list[int], packed: list[bytes], k: int) -> str | None:
@@ -138,10 +135,15 @@ def _unreadable(sizes: list[int], packed: list[bytes], k: int) -> str | None:
     return value.reason if isinstance(value, InvalidValue) else None
 
 
+def _stop(source: str, reason: str, name: str | None) -> NoReturn:
+    """The error of a strict build at a reject."""
+    where = f"{source}: field {name!r}" if name is not None else source
+    raise BuildError(f"{where}: {reason} (a strict build stops at a reject)")
+
+
 def _reject(job: ShardJob, rows: ShardRows, source: str, reason: str, name: str | None) -> None:
     if job.strict:
-        where = f"{source}: field {name!r}" if name is not None else source
-        raise BuildError(f"{where}: {reason} (a strict build stops at a reject)")
+        _stop(source, reason, name)
     rows.rejects.append((source, reason, name))
 
 
@@ -191,8 +193,7 @@ def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Pro
             if isinstance(image, Reject):
                 _reject(job, rows, source, image.reason, None)
                 continue
-            if not _stored(job, rows, source, image):
-                continue
+            _note_kept(job, rows, source, image)
             payloads = [image.data, str(labels[k]).encode("ascii")]
             key = sample_key(shard.start + k, meta.key_width)
             members = list(zip(DEFAULT_FIELDS, payloads, strict=True))
@@ -237,8 +238,8 @@ def _write_field_samples(
             if isinstance(encoded, FieldReject):
                 _reject(job, rows, source, encoded.reason, encoded.field)
                 continue
-            if image is not None and not _stored(job, rows, source, image):
-                continue
+            if image is not None:
+                _note_kept(job, rows, source, image)
             rows.kept.extend((source, note) for note in encoded.notes)
             key = sample_key(shard.start + k, meta.key_width)
             size = image.size if image is not None else None
