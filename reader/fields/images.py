@@ -10,14 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import cv2
-import numpy as np
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, ImageHeaderError, field_type
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, field_type
 
-from ..image.decode import DecodeOptions, decode, decode_png
-from ..image.guard import budgeted_jpeg, budgeted_png, guarded
+from ..image.decode import DecodeOptions, decode, decode_png, decode_png_bgr
+from ..image.guard import budgeted_jpeg, guarded
 
 AnyArray = npt.NDArray[Any]
 Payload = bytes | memoryview
@@ -48,10 +46,6 @@ def _decode_jpeg(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> 
     return decode(data, DecodeOptions(pixel_budget=pixel_budget))
 
 
-def _decode_png(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> AnyArray:
-    return decode_png(data, pixel_budget)
-
-
 def _check_jpeg(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> tuple[int, int]:
     header = budgeted_jpeg(data, pixel_budget)
     guarded(simplejpeg.decode_jpeg, data, colorspace="RGB", strict=True)
@@ -59,16 +53,13 @@ def _check_jpeg(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> t
 
 
 def _check_png(data: Payload, pixel_budget: int = DEFAULT_PIXEL_BUDGET, /) -> tuple[int, int]:
-    budgeted_png(data, pixel_budget)
-    image = guarded(cv2.imdecode, np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if image is None:
-        raise ImageHeaderError("not a PNG that OpenCV decodes")
+    image = decode_png_bgr(data, pixel_budget)  # the colour order does not matter here
     return int(image.shape[0]), int(image.shape[1])
 
 
 IMAGE_READERS: dict[str, ImageReader] = {
     "jpeg": ImageReader(decode=_decode_jpeg, check=_check_jpeg, channels=(3,)),
-    "png": ImageReader(decode=_decode_png, check=_check_png, channels=()),
+    "png": ImageReader(decode=decode_png, check=_check_png, channels=()),
 }
 
 

@@ -55,13 +55,22 @@ class DecodeOptions:
 def decode_png(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> npt.NDArray[np.generic]:
     """A PNG as stored: HxW (grey) or HxWxC (RGB, RGBA), 8 or 16 bits per channel; its header
     checked against `pixel_budget` first."""
+    image = decode_png_bgr(data, pixel_budget)
+    if image.ndim == _COLOR_NDIM and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
+        code = cv2.COLOR_BGR2RGB if image.shape[2] == _BGR else cv2.COLOR_BGRA2RGBA
+        image = cv2.cvtColor(image, code)
+    decoded: npt.NDArray[np.generic] = image
+    return decoded
+
+
+def decode_png_bgr(
+    data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET
+) -> npt.NDArray[np.generic]:
+    """`decode_png` as OpenCV gives it, colour images in BGR(A) order."""
     budgeted_png(data, pixel_budget)
     image = guarded(cv2.imdecode, np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ImageHeaderError("not a PNG that OpenCV decodes")
-    if image.ndim == _COLOR_NDIM and image.shape[2] in (3, 4):  # OpenCV's BGR(A) order
-        code = cv2.COLOR_BGR2RGB if image.shape[2] == _BGR else cv2.COLOR_BGRA2RGBA
-        image = cv2.cvtColor(image, code)
     decoded: npt.NDArray[np.generic] = image
     return decoded
 
