@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 from fastpack.formats import FastpackError
 
 
@@ -31,3 +33,12 @@ class WorkerDiedError(BuildError):
 class BuildMemoryError(BuildError, MemoryError):
     """A shard job ran out of memory preparing an input within the pixel budget: the message
     names the input and the budget."""
+
+
+def os_error_words(error: OSError, file: object = None) -> str:
+    """An OSError in words: its file (else `file`, where given), the system's message and its
+    errno name."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    where = error.filename if error.filename is not None else file
+    said = f"{error.strerror or error}" + (f" ({name})" if name else "")
+    return f"{where}: {said}" if where is not None else said

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -404,6 +403,7 @@ def _source(sources: list[str]) -> str:
 def _run_build(args: argparse.Namespace) -> int:
     from .compiler import BuildError, BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
     from .compiler.build_schema import read_build_schema  # noqa: PLC0415
+    from .compiler.errors import os_error_words  # noqa: PLC0415
 
     given = {
         "shard_size": args.shard_size,
@@ -436,16 +436,9 @@ def _run_build(args: argparse.Namespace) -> int:
     except OSError as e:  # the machine's (no input's content stops a build): named, no traceback
         if isinstance(e, FastpackError):
             raise
-        raise BuildError(f"the build stopped: {_os_error(e)}; finished shards are kept") from e
+        raise BuildError(f"the build stopped: {os_error_words(e)}; finished shards are kept") from e
     print(summary.format())
     return 0
-
-
-def _os_error(error: OSError) -> str:
-    """An OSError in words: its file, the system's message and its errno name."""
-    name = errno.errorcode.get(error.errno or 0, "")
-    where = f"{error.filename}: " if error.filename is not None else ""
-    return f"{where}{error.strerror or error}" + (f" ({name})" if name else "")
 
 
 def _run_info(args: argparse.Namespace) -> int:

@@ -13,7 +13,6 @@ MemoryError while preparing an input (`BuildMemoryError`, naming the input and t
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import os
@@ -36,7 +35,7 @@ from fastpack.formats import (
 )
 
 from ..build_dir import temp_path
-from ..errors import BuildError, BuildMemoryError, OutputError
+from ..errors import BuildError, BuildMemoryError, OutputError, os_error_words
 from ..images.policy import Check, PreparedImage, Reject
 from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
@@ -259,16 +258,7 @@ def run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRec
         if isinstance(e, FastpackError):  # a store that stays unavailable: named already
             raise
         shard = Path(job.out) / shard_name(job.shard, job.shard_format)
-        raise OutputError(f"shard {job.shard}: {_os_problem(e, shard)}") from e
-
-
-def _os_problem(error: OSError, writing: Path) -> str:
-    """An OSError in words: its file (else the shard `writing`), the system's message and its
-    errno name."""
-    name = errno.errorcode.get(error.errno or 0, "")
-    what = error.strerror or str(error)
-    where = error.filename if error.filename is not None else writing
-    return f"{where}: {what}" + (f" ({name})" if name else "")
+        raise OutputError(f"shard {job.shard}: {os_error_words(e, shard)}") from e
 
 
 def _run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRecord:
