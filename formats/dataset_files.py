@@ -13,13 +13,16 @@ from .manifest import Manifest, read_manifest
 
 
 class DatasetFiles:
-    """Opens `fastpack.json` and memory-maps `index.fpx`; O(1) in the number of samples."""
+    """Opens `fastpack.json` (unless given its `manifest`, already read) and memory-maps
+    `index.fpx`; O(1) in the number of samples."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], manifest: Manifest | None = None) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
             raise DatasetNotFoundError(f"{self.root}: dataset directory not found")
-        self.manifest: Manifest = read_manifest(self.root / MANIFEST_NAME)
+        if manifest is None:
+            manifest = read_manifest(self.root / MANIFEST_NAME)
+        self.manifest: Manifest = manifest
         self.index = Index(self.root / INDEX_NAME, self.manifest.schema.names)
         m, ix = self.manifest, self.index
         if (ix.num_samples, ix.num_shards) != (m.num_samples, len(m.shards)):

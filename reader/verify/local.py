@@ -35,6 +35,7 @@ from fastpack.formats import (
     Manifest,
     MemberLocation,
     file_sha256_crc32c,
+    manifest_from_text,
     parse_record_index,
     parse_wds_index,
 )
@@ -174,10 +175,11 @@ class Names:
 
 
 def manifest_problems(manifest: Manifest, index: Index, text: bytes, names: Names) -> list[str]:
-    """The manifest's own checks (manifest_checks.py): its bytes `text`, its shard names, and
-    its keys, classes and stats against the index; `names` name the files in problems."""
+    """The manifest's own checks (manifest_checks.py): its bytes `text` (which `manifest` is
+    parsed from), its shard names, and its keys, classes and stats against the index; `names`
+    name the files in problems."""
     return [
-        *manifest_text_problems(text, names.manifest),
+        *manifest_text_problems(text, names.manifest, manifest),
         *name_problems(manifest, names.manifest),
         *key_problems(index, manifest, names.index),
         *label_problems(index, manifest, names.index),
@@ -192,8 +194,7 @@ def verify_dataset(
     every member (JPEGs strictly)."""
     report = VerifyReport(path=Path(path))
     try:
-        files = DatasetFiles(path)
-        text = (files.root / MANIFEST_NAME).read_bytes()
+        files, text = _open(Path(path))
     except (FastpackError, OSError) as e:
         report.add_error(e)
         return report
@@ -219,6 +220,17 @@ def verify_dataset(
     for shard in shards:
         _check_shard(report, files, shard, shard_rows(files.index, shard, ordered), checks)
     return report
+
+
+def _open(root: Path) -> tuple[DatasetFiles, bytes]:
+    """The dataset at `root` and its manifest's bytes, read once for both."""
+    path = root / MANIFEST_NAME
+    try:
+        text = path.read_bytes()
+    except OSError:
+        DatasetFiles(root)  # raises what a reader is told (no directory, no manifest)
+        raise
+    return DatasetFiles(root, manifest_from_text(text, str(path))), text
 
 
 def _check_rejects(report: VerifyReport, path: Path, manifest: Manifest) -> None:

@@ -28,11 +28,12 @@ _MAX_DIGITS = 19  # the longest key that fits a u64
 _DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
 
 
-def manifest_text_problems(text: bytes, source: str) -> list[str]:
-    """The manifest's bytes: the SHA-256 it records of its content, and that they are the
-    canonical text of what they hold (SPEC section 2)."""
+def manifest_text_problems(text: bytes, source: str, manifest: Manifest | None = None) -> list[str]:
+    """The manifest's bytes (`manifest`, where it is already parsed from them): the SHA-256 it
+    records of its content, and that they are the canonical text of what they hold (SPEC
+    section 2)."""
     try:
-        check_manifest_text(text, source)
+        check_manifest_text(text, source, manifest)
     except FastpackError as e:
         return [f"{type(e).__name__}: {e}"]
     return []

@@ -1,7 +1,8 @@
 """`verify_remote`: the checks of `verify_dataset` on a dataset at a URL, its shards streamed.
 
-The manifest and the binary index are downloaded into a temporary directory (`fastpack-verify-*`
-under the system's temporary directory, deleted on return), where the index is memory-mapped.
+The manifest is read into memory, once, and the binary index downloaded into a temporary
+directory (`fastpack-verify-*` under the system's temporary directory, deleted on return), where
+the index is memory-mapped.
 Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SHA-256 is
 computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
 is written to disk, and a shard being checked holds about one chunk plus one payload in memory
@@ -78,12 +79,12 @@ def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, key
     location = Location(url, storage_options, retry)
     report = VerifyReport(path=url)
     with tempfile.TemporaryDirectory(prefix="fastpack-verify-") as tmp:
-        files = _open_index(report, location, Path(tmp), chunk_bytes)
-        if files is None:
+        opened = _open_index(report, location, Path(tmp), chunk_bytes)
+        if opened is None:
             return report
+        files, text = opened
         index_url = location.url_of(INDEX_NAME)
         names = Names(location.url_of(MANIFEST_NAME), index_url)
-        text = (Path(tmp) / MANIFEST_NAME).read_bytes()
         for problem in manifest_problems(files.manifest, files.index, text, names):
             report.add(problem)
         ordered = check_shard_column(report, files.index, files.manifest, index_url)
@@ -141,14 +142,14 @@ def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -
 
 def _open_index(
     report: VerifyReport, location: Location, tmp: Path, chunk_bytes: int
-) -> DatasetFiles | None:
-    """The manifest and index, downloaded into `tmp` and opened; None (and the problem) when
-    either is missing or unreadable. The index's size and SHA-256 are checked too."""
+) -> tuple[DatasetFiles, bytes] | None:
+    """The dataset, its index downloaded into `tmp`, and the manifest's bytes; None (and the
+    problem) when either is missing or unreadable. The index's size and SHA-256 are checked
+    too."""
     index_url = location.url_of(INDEX_NAME)
     try:
         text = read_manifest_bytes(location, location.retry)
         manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
-        (tmp / MANIFEST_NAME).write_bytes(text)
         size = location.size(INDEX_NAME)
         if size is None:
             report.add(f"{index_url}: not found")
@@ -158,7 +159,7 @@ def _open_index(
             for chunk in location.iter_chunks(INDEX_NAME, size, chunk_bytes):
                 digest.update(chunk)
                 f.write(chunk)
-        files = DatasetFiles(tmp)
+        files = DatasetFiles(tmp, manifest)
     except (FastpackError, OSError) as e:
         report.add(f"{type(e).__name__}: {e}".replace(str(tmp), location.url))
         return None
@@ -170,7 +171,7 @@ def _open_index(
             f"{index_url}: sha256 {digest.hexdigest()}, the manifest records "
             f"{manifest.index.sha256}"
         )
-    return files
+    return files, text
 
 
 class _Stream:
