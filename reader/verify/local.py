@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -294,7 +294,12 @@ def _check_shard(
     if not _check_file(report, path, info.bytes, info.sha256, info.crc32c):
         return
     report.shards_checked += 1
-    idx_lines = _check_dali_index(report, files, shard, rows)
+    idx_path = files.shard_index_path(shard)
+    idx_problems, idx_lines = dali_index_problems(
+        str(idx_path), idx_path.read_bytes, files, shard, rows
+    )
+    for problem in idx_problems:
+        report.add(problem)
     name, index = str(path), files.index
     for line in absent_problems(name, index, files.manifest.schema, rows):
         report.add(line)
@@ -319,41 +324,34 @@ def _check_shard(
             view.release()
 
 
-def _check_dali_index(
-    report: VerifyReport, files: DatasetFiles, shard: int, rows: Rows
-) -> list[tuple[int, int]] | None:
-    """Check a shard's DALI index against its size and SHA-256 where the manifest records them,
-    then a tar shard's wds2idx index against the index and its text; return a record shard's
-    tfrecord2idx lines (their text checked), to be checked against its records. None once
-    checked, or unreadable."""
-    idx_path, info = files.shard_index_path(shard), files.manifest.shards[shard]
+def dali_index_problems(
+    where: str, read: Callable[[], bytes], files: DatasetFiles, shard: int, rows: Rows
+) -> tuple[list[str], list[tuple[int, int]] | None]:
+    """Shard `shard`'s DALI index (its bytes as `read` gives them, `where` naming it): its size
+    and SHA-256 where the manifest records them, a tar shard's wds2idx index against the index
+    and its text; and a record shard's tfrecord2idx lines (their text checked), to be checked
+    against its records (None for a tar shard, or an unreadable index)."""
+    info, problems = files.manifest.shards[shard], []
     try:
-        data = idx_path.read_bytes()
+        data = read()
         if info.index_bytes is not None and info.index_sha256 is not None:
-            problem = checksum_problem(str(idx_path), data, info.index_bytes, info.index_sha256)
-            if problem is not None:
-                report.add(problem)
+            problem = checksum_problem(where, data, info.index_bytes, info.index_sha256)
+            problems += [problem] if problem is not None else []
         text = data.decode("ascii")
         if files.records:
-            lines = parse_record_index(text, str(idx_path))
-            if (problem := record_text_problem(str(idx_path), data, lines)) is not None:
-                report.add(problem)
-            return lines
-        samples = parse_wds_index(text, str(idx_path))
+            lines = parse_record_index(text, where)
+            problem = record_text_problem(where, data, lines)
+            return [*problems, problem] if problem is not None else problems, lines
+        samples = parse_wds_index(text, where)
     except UnicodeDecodeError as e:
-        report.add(f"{idx_path}: not ASCII text ({e})")
-        return None
+        return [*problems, f"{where}: not ASCII text ({e})"], None
     except (FastpackError, OSError) as e:
-        report.add_error(e)
-        return None
-    fields = files.manifest.fields
-    for line in wds_index_problems(
-        str(idx_path), samples, files.index, fields, rows=rows, shard=shard
-    ):
-        report.add(line)
-    if (problem := wds_text_problem(str(idx_path), data, samples)) is not None:
-        report.add(problem)
-    return None
+        return [*problems, f"{type(e).__name__}: {e}"], None
+    problems += wds_index_problems(
+        where, samples, files.index, files.manifest.fields, rows=rows, shard=shard
+    )
+    problem = wds_text_problem(where, data, samples)
+    return [*problems, problem] if problem is not None else problems, None
 
 
 def _check_records(  # noqa: PLR0913 (one shard: its rows, bytes and DALI index lines)

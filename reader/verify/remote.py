@@ -31,8 +31,6 @@ from fastpack.formats import (
     TruncatedFileError,
     crc32c_extend,
     manifest_from_text,
-    parse_record_index,
-    parse_wds_index,
 )
 from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
@@ -42,9 +40,9 @@ from .local import (
     Names,
     VerifyReport,
     check_shard_column,
+    dali_index_problems,
     manifest_problems,
     shard_rows,
-    wds_index_problems,
 )
 from .members import (
     MemberChecks,
@@ -55,7 +53,7 @@ from .members import (
     shard_payloads,
 )
 from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
-from .side_files import checksum_problem, record_text_problem, rejects_problems, wds_text_problem
+from .side_files import rejects_problems
 from .views import file_view_name, view_problems
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
@@ -285,7 +283,14 @@ class _RemoteShard:
             report.add(f"{self.url}: not found")
             return
         report.shards_checked += 1
-        idx_problems = self._dali_index_problems()
+        name = self.info.index_name
+        idx_problems, self.idx_lines = dali_index_problems(
+            self.location.url_of(name),
+            lambda: self.location.read_bytes(name),
+            self.files,
+            self.shard,
+            self.rows,
+        )
         index, schema = self.files.index, self.files.manifest.schema
         absent = absent_problems(self.url, index, schema, self.rows)
         digest, crc = hashlib.sha256(), [0]
@@ -314,34 +319,6 @@ class _RemoteShard:
             report.add(error)
         elif size:
             report.samples_checked += len(self.rows)
-
-    def _dali_index_problems(self) -> list[str]:
-        """A tar shard's DALI index against the index; a record shard's is read into
-        `idx_lines`, to be checked against the records as they are found."""
-        name, info = self.info.index_name, self.info
-        url = self.location.url_of(name)
-        problems = []
-        try:
-            data = self.location.read_bytes(name)
-            if info.index_bytes is not None and info.index_sha256 is not None:
-                problem = checksum_problem(url, data, info.index_bytes, info.index_sha256)
-                problems += [problem] if problem is not None else []
-            text = data.decode("ascii")
-            if self.files.records:
-                self.idx_lines = parse_record_index(text, url)
-                problem = record_text_problem(url, data, self.idx_lines)
-                return [*problems, problem] if problem is not None else problems
-            samples = parse_wds_index(text, url)
-        except UnicodeDecodeError as e:
-            return [*problems, f"{url}: not ASCII text ({e})"]
-        except (FastpackError, OSError) as e:
-            return [*problems, f"{type(e).__name__}: {e}"]
-        fields, index = self.files.manifest.fields, self.files.index
-        problems += wds_index_problems(
-            url, samples, index, fields, rows=self.rows, shard=self.shard
-        )
-        problem = wds_text_problem(url, data, samples)
-        return [*problems, problem] if problem is not None else problems
 
     def _payload_problems(
         self, size: int, checks: MemberChecks, chunk_bytes: int, seen: Callable[[bytes], None]
