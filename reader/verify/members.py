@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     ABSENT,
-    DEFAULT_PIXEL_BUDGET,
     FastpackError,
     FieldCodec,
     FieldSpec,
@@ -166,13 +165,7 @@ def member_checks(
     budget, as a reader decodes them, whatever budget the build took: a dataset built with a
     larger one reports its larger images as over the budget instead of decoding them."""
     dictionaries, problems = dictionary_problems(manifest.schema, read, name_of)
-    checks = MemberChecks(
-        manifest.schema,
-        dictionaries,
-        decode,
-        records=records,
-    )
-    return checks, problems
+    return MemberChecks(manifest.schema, dictionaries, decode, records=records), problems
 
 
 class MemberChecks:
@@ -183,8 +176,8 @@ class MemberChecks:
 
     `dictionaries` holds the checked dictionaries (`dictionary_problems`); a field whose
     dictionary is missing or damaged gets the CRC and label checks only. `records`: the shards
-    are TFRecord files, whose label members are varints; images are decoded under `pixel_budget`.
-    Holds zstd contexts: one per thread."""
+    are TFRecord files, whose label members are varints. Images are decoded under the default
+    pixel budget. Holds zstd contexts: one per thread."""
 
     def __init__(
         self,
@@ -193,11 +186,9 @@ class MemberChecks:
         decode: bool,
         *,
         records: bool = False,
-        pixel_budget: int = DEFAULT_PIXEL_BUDGET,
     ) -> None:
         self.schema = schema
         self.decode = decode
-        self.pixel_budget = pixel_budget
         label = schema.label_field
         self._codecs = {
             s.name: FieldCodec(s, dictionaries.get(s.name), varint=records and s.name == label)
@@ -237,7 +228,7 @@ class MemberChecks:
         spec = codec.spec
         kind = field_type(spec.type)
         if kind.image:  # decoded to pixels by the reader's decoder of the type
-            self._check_image(spec, image_reader(spec.type).check(plain, self.pixel_budget), p.row)
+            self._check_image(spec, image_reader(spec.type).check(plain), p.row)
         else:  # decoded, then the type's checks: the schema's shape, dtype, integer class ids
             kind.check_value(codec.decode_plain(plain), spec)
 
