@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import google_crc32c
@@ -14,12 +15,18 @@ import numpy as np
 _CHUNK = 8 << 20
 
 
+def _chunks(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The bytes of a file, in 8 MiB chunks."""
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            yield chunk
+
+
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """Hex SHA-256 of a file, read in 8 MiB chunks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
+    for chunk in _chunks(path):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -32,17 +39,15 @@ def crc32c_extend(crc: int, data: Any) -> int:
 def file_crc32c(path: str | os.PathLike[str]) -> int:
     """CRC-32C of a file, read in 8 MiB chunks."""
     crc = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            crc = crc32c_extend(crc, chunk)
+    for chunk in _chunks(path):
+        crc = crc32c_extend(crc, chunk)
     return crc
 
 
 def file_sha256_crc32c(path: str | os.PathLike[str]) -> tuple[str, int]:
     """Hex SHA-256 and CRC-32C of a file, in one pass of 8 MiB chunks."""
     digest, crc = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-            crc = crc32c_extend(crc, chunk)
+    for chunk in _chunks(path):
+        digest.update(chunk)
+        crc = crc32c_extend(crc, chunk)
     return digest.hexdigest(), crc
