@@ -4,7 +4,7 @@
  * - they require libjpeg-turbo 2.1.3 or later;
  * - libjpeg's errors and warnings end the call with libjpeg's message (ErrorManager);
  * - the memory libjpeg may use (max_memory) and the number of scans it reads (max_scans) are
- *   limited, with the same defaults;
+ *   limited, with the same defaults, and given from Python the same way (parse_limits);
  * - a progressive file with a coefficient never sent, or never refined to its last bit, is
  *   refused once all its input is read (require_complete).
  *
@@ -14,6 +14,7 @@
 #ifndef FASTPACK_JPEG_LIMITS_H
 #define FASTPACK_JPEG_LIMITS_H
 
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,6 +107,33 @@ static void use_limits(j_decompress_ptr cinfo, ScanLimit *limit, long max_memory
     limit->max_scans = max_scans;
     limit->pub.progress_monitor = limit_scans;
     cinfo->progress = &limit->pub;
+}
+
+/* `value` (a Python int) as a long in [low, high]; else -1 with ValueError (TypeError for what
+ * is not an int). */
+static int bounded_long(PyObject *value, const char *name, long low, long high, long *out) {
+    int overflow;
+    long number = PyLong_AsLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (overflow != 0 || number < low || number > high) {
+        PyErr_Format(PyExc_ValueError, "%s must be %ld to %ld, got %S", name, low, high, value);
+        return -1;
+    }
+    *out = number;
+    return 0;
+}
+
+/* The keyword arguments max_memory and max_scans (NULL where not given: the defaults),
+ * checked; -1 with the exception set. */
+static int parse_limits(PyObject *max_memory, PyObject *max_scans, long *memory, int *scans) {
+    long value = DEFAULT_MAX_SCANS;
+    *memory = DEFAULT_MAX_MEMORY;
+    if (max_memory != NULL && bounded_long(max_memory, "max_memory", 1, LONG_MAX, memory) < 0)
+        return -1;
+    if (max_scans != NULL && bounded_long(max_scans, "max_scans", 1, INT_MAX, &value) < 0)
+        return -1;
+    *scans = (int)value;
+    return 0;
 }
 
 /* Once all input is read: every coefficient of every component of a progressive file was sent

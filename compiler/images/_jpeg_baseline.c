@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libjpeg, the version it needs, the limits, ErrorManager, require_complete */
+/* libjpeg, the version it needs, the limits and parse_limits, ErrorManager, require_complete */
 #include "jpeg_limits.h"
 
 #define MAX_MARKER_BYTES 0xFFFF /* a whole segment's payload */
@@ -158,20 +158,6 @@ static void run(Job *job) {
     jpeg_destroy_decompress(&src);
 }
 
-/* `value` (a Python int) as a long in [low, high]; else -1 with ValueError (TypeError for what
- * is not an int). */
-static int bounded_long(PyObject *value, const char *name, long low, long high, long *out) {
-    int overflow;
-    long number = PyLong_AsLongAndOverflow(value, &overflow);
-    if (number == -1 && PyErr_Occurred()) return -1;
-    if (overflow != 0 || number < low || number > high) {
-        PyErr_Format(PyExc_ValueError, "%s must be %ld to %ld, got %S", name, low, high, value);
-        return -1;
-    }
-    *out = number;
-    return 0;
-}
-
 PyDoc_STRVAR(to_baseline_doc,
 "to_baseline(data, *, max_memory=DEFAULT_MAX_MEMORY, max_scans=DEFAULT_MAX_SCANS)\n"
 "\n"
@@ -194,19 +180,13 @@ static PyObject *to_baseline(PyObject *module, PyObject *args, PyObject *kwargs)
                                      &max_scans))
         return NULL;
     PyObject *result = NULL;
-    long memory = DEFAULT_MAX_MEMORY, scans = DEFAULT_MAX_SCANS;
-    if (max_memory != NULL && bounded_long(max_memory, "max_memory", 1, LONG_MAX, &memory) < 0)
-        goto done;
-    if (max_scans != NULL && bounded_long(max_scans, "max_scans", 1, INT_MAX, &scans) < 0)
-        goto done;
+    if (parse_limits(max_memory, max_scans, &job.max_memory, &job.max_scans) < 0) goto done;
     if (data.len == 0) {
         PyErr_SetString(PyExc_ValueError, "empty data: not a JPEG");
         goto done;
     }
     job.data = data.buf;
     job.size = (size_t)data.len;
-    job.max_memory = memory;
-    job.max_scans = (int)scans;
     Py_BEGIN_ALLOW_THREADS run(&job);
     Py_END_ALLOW_THREADS
     if (job.failed)

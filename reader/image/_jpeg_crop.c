@@ -31,7 +31,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* libjpeg, the version it needs, the limits, ErrorManager, require_complete */
+/* libjpeg, the version it needs, the limits and parse_limits, ErrorManager, require_complete,
+ * bounded_long */
 #include "jpeg_limits.h"
 
 #define MAX_SHIFT 3
@@ -143,18 +144,6 @@ static int as_long(PyObject *value, long *out, int *overflow) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* `value` as a long in [low, high]; else -1 with ValueError (TypeError for what is not an
- * int). */
-static int bounded_long(PyObject *value, const char *name, long low, long high, long *out) {
-    int overflow;
-    if (as_long(value, out, &overflow) < 0) return -1;
-    if (overflow != 0 || *out < low || *out > high) {
-        PyErr_Format(PyExc_ValueError, "%s must be %ld to %ld, got %S", name, low, high, value);
-        return -1;
-    }
-    return 0;
-}
-
 /* The window and the limits from Python, checked; -1 with the exception set. */
 static int parse_job(Job *job, PyObject *shift, PyObject *top, PyObject *left, PyObject *height,
                      PyObject *width, PyObject *max_memory, PyObject *max_scans) {
@@ -176,15 +165,7 @@ static int parse_job(Job *job, PyObject *shift, PyObject *top, PyObject *left, P
     if (bounded_long(height, "height", 1, MAX_COORDINATE, &job->height) < 0 ||
         bounded_long(width, "width", 1, MAX_COORDINATE, &job->width) < 0)
         return -1;
-    job->max_memory = DEFAULT_MAX_MEMORY;
-    if (max_memory != NULL &&
-        bounded_long(max_memory, "max_memory", 1, LONG_MAX, &job->max_memory) < 0)
-        return -1;
-    value = DEFAULT_MAX_SCANS;
-    if (max_scans != NULL && bounded_long(max_scans, "max_scans", 1, INT_MAX, &value) < 0)
-        return -1;
-    job->max_scans = (int)value;
-    return 0;
+    return parse_limits(max_memory, max_scans, &job->max_memory, &job->max_scans);
 }
 
 PyDoc_STRVAR(decode_window_doc,
