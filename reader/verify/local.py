@@ -251,16 +251,26 @@ def _check_views(report: VerifyReport, root: Path, manifest: Manifest) -> None:
     folder = root / VIEWS_DIR
     if not folder.is_dir():
         return
-    for path in sorted(folder.iterdir()):
-        name = file_view_name(path.name)
-        if name is None or not path.is_file():
-            continue
+    views = (
+        (name, str(path), path.read_bytes)
+        for path in sorted(folder.iterdir())
+        if (name := file_view_name(path.name)) is not None and path.is_file()
+    )
+    check_views(report, manifest, views)
+
+
+def check_views(
+    report: VerifyReport, manifest: Manifest, views: Iterable[tuple[str, str, Callable[[], bytes]]]
+) -> None:
+    """The view files beside the dataset, each given as its view name, what names its file and
+    a reader of its bytes."""
+    for name, where, read in views:
         try:
-            data = path.read_bytes()
-        except OSError as e:
-            report.add(f"{path}: unreadable ({type(e).__name__}: {e})")
+            data = read()
+        except (FastpackError, OSError) as e:
+            report.add(f"{where}: unreadable ({type(e).__name__}: {e})")
             continue
-        for problem in view_problems(str(path), data, manifest, name):
+        for problem in view_problems(where, data, manifest, name):
             report.add(problem)
         report.views_checked += 1
 

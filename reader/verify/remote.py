@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from .local import (
     Names,
     VerifyReport,
     check_shard_column,
+    check_views,
     dali_index_problems,
     manifest_problems,
     shard_rows,
@@ -54,7 +56,7 @@ from .members import (
 )
 from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
 from .side_files import rejects_problems
-from .views import file_view_name, view_problems
+from .views import file_view_name
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 
@@ -122,20 +124,13 @@ def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -
         files = sorted(name for name, _ in location.walk(VIEWS_DIR))
     except (FastpackError, OSError, ValueError):
         return  # no views folder
+    views = []
     for file in files:
         folder, _, base = file.rpartition("/")
         name = file_view_name(base)
-        if name is None or folder != VIEWS_DIR:
-            continue
-        url = location.url_of(file)
-        try:
-            data = location.read_bytes(file)
-        except (FastpackError, OSError) as e:
-            report.add(f"{url}: unreadable ({type(e).__name__}: {e})")
-            continue
-        for problem in view_problems(url, data, manifest, name):
-            report.add(problem)
-        report.views_checked += 1
+        if name is not None and folder == VIEWS_DIR:
+            views.append((name, location.url_of(file), partial(location.read_bytes, file)))
+    check_views(report, manifest, views)
 
 
 def _open_index(
