@@ -308,8 +308,8 @@ def _check_shard(
     idx_problems, idx_lines = dali_index_problems(
         str(idx_path), idx_path.read_bytes, files, shard, rows
     )
-    for problem in idx_problems:
-        report.add(problem)
+    for line in idx_problems:
+        report.add(line)
     name, index = str(path), files.index
     for line in absent_problems(name, index, files.manifest.schema, rows):
         report.add(line)
