@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-
-from fastpack.formats import FastpackError, FieldValueError
+import functools
+from collections.abc import Callable, Sequence
 
 from .decode import DecodeOptions, Image, JpegData, decode_checked, jpeg_size
+from .guard import naming
 
 Allocate = Callable[[tuple[int, ...]], Image]
 DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
@@ -30,7 +29,7 @@ def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options
     or is over the budget."""
     sizes = []
     for k, data in enumerate(payloads):
-        with _named(error, k):
+        with naming(functools.partial(error, k)):
             sizes.append(jpeg_size(data, options.pixel_budget))
     if any(s != sizes[0] for s in sizes):
         k = next(k for k, s in enumerate(sizes) if s != sizes[0])
@@ -42,20 +41,6 @@ def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options
     height, width = sizes[0] if sizes else (0, 0)
     images = allocate((len(payloads), height, width, 3))
     for k, data in enumerate(payloads):
-        with _named(error, k):
+        with naming(functools.partial(error, k)):
             decode_checked(data, options, images[k])  # its header checked above
     return images
-
-
-@contextmanager
-def _named(error: DecodeError, k: int) -> Iterator[None]:
-    """A decoder's ValueError (its FieldValueError included, which does not name the sample)
-    raised as `error(k, e)`; other FastpackErrors as they are."""
-    try:
-        yield
-    except FieldValueError as e:
-        raise error(k, e) from e
-    except FastpackError:
-        raise
-    except ValueError as e:
-        raise error(k, e) from e

@@ -15,7 +15,8 @@ Only a MemoryError passes as it is: that is the machine's, not the bytes'.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
 from fastpack.formats import (
@@ -77,3 +78,21 @@ def named_decode_error(name: str, error: Exception) -> FastpackError:
     if isinstance(error, PixelBudgetError):
         return PixelBudgetError(f"{name}: {error}")
     return ShardFormatError(f"{name} does not decode: {error}")
+
+
+def needs_name(error: ValueError) -> bool:
+    """Whether a decode's ValueError is to be raised again naming the sample: a FieldValueError
+    (the decoders' and the headers', which do not know the sample) or a ValueError from outside
+    fastpack; any other FastpackError names what it is about already."""
+    return isinstance(error, FieldValueError) or not isinstance(error, FastpackError)
+
+
+@contextmanager
+def naming(error: Callable[[ValueError], Exception]) -> Iterator[None]:
+    """A ValueError that `needs_name` raised as `error(e)`; anything else as it is."""
+    try:
+        yield
+    except ValueError as e:
+        if not needs_name(e):
+            raise
+        raise error(e) from e

@@ -18,7 +18,6 @@ import operator
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from fastpack.formats import (
     CorruptIndexError,
     DatasetFiles,
     FastpackError,
-    FieldValueError,
     Manifest,
     OffsetOutOfRangeError,
     manifest_digest,
@@ -52,7 +50,7 @@ from ..image.batch import decode_same_size
 from ..image.budget import resolve_budget, transform_budget
 from ..image.decode import DecodeOptions, Image, decode, jpeg_size
 from ..image.draws import sample_draws
-from ..image.guard import named_decode_error
+from ..image.guard import named_decode_error, naming, needs_name
 from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
@@ -332,7 +330,7 @@ class Dataset(ClosesOnExit):
         data = self._payload(state, i)
         label = state.labels[i]
         try:
-            with self._decode_errors(state, i):
+            with naming(functools.partial(self._decode_error, state, i)):
                 if self.transform is None:
                     image = decode(data, DecodeOptions(pixel_budget=self.pixel_budget))
                 else:
@@ -371,15 +369,13 @@ class Dataset(ClosesOnExit):
         draws = self._draws(rows, epoch)
         try:
             for k, data in enumerate(self._payloads(state, rows)):
-                try:  # `_decode_errors` inline: a context manager per sample costs more
+                try:  # `naming` inline: a context manager per sample costs more
                     if self._check_before_transform:
                         jpeg_size(data, self.pixel_budget)
                     transform(data, draws[k], images[k])
-                except FieldValueError as e:  # the decoders' errors, which do not name it
-                    raise self._decode_error(state, rows[k], e) from e
-                except FastpackError:
-                    raise
                 except ValueError as e:
+                    if not needs_name(e):
+                        raise
                     raise self._decode_error(state, rows[k], e) from e
                 state.shards.release()  # keep shard pages out of this process's PSS
         finally:
@@ -515,18 +511,6 @@ class Dataset(ClosesOnExit):
         finally:
             state.release(len(rows))
         return assemble_columns(decoder.layout, columns, rows, str(self.path), self.pad_value)
-
-    @contextmanager
-    def _decode_errors(self, state: _Opened, i: int) -> Iterator[None]:
-        """Turn a decoder's ValueError into an error that names the sample."""
-        try:
-            yield
-        except FieldValueError as e:  # the decoders' errors, which do not name it
-            raise self._decode_error(state, i, e) from e
-        except FastpackError:
-            raise
-        except ValueError as e:
-            raise self._decode_error(state, i, e) from e
 
     def _decode_error(self, state: _Opened, i: int, error: ValueError) -> FastpackError:
         """A decoder's ValueError as an error that names the sample: a PixelBudgetError stays

@@ -15,14 +15,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError, FieldValueError
+from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError
 
 from ..errors import MissingFieldError
 from ..fields import BatchLayout, SampleDecoder, assemble_columns
 from ..fields.sample import Payload, PayloadOf
 from ..image.batch import decode_same_size
 from ..image.decode import Image, decode
-from ..image.guard import named_decode_error
+from ..image.guard import named_decode_error, needs_name
 from ..image.transforms import Transform
 from ..shard_files import ShardFile
 from ..stats.counts import READ_COUNTS
@@ -85,11 +85,9 @@ class WindowReader:
                 image = decode(data)
             else:
                 image = self.transform(data, window.draws[k], out)
-        except FieldValueError as e:  # the decoders' errors, which do not name the sample
-            raise self._decode_error(window.ids[k], e) from e
-        except FastpackError:
-            raise
         except ValueError as e:
+            if not needs_name(e):
+                raise
             raise self._decode_error(window.ids[k], e) from e
         window.files[k].release()
         return image
