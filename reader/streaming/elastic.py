@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -392,13 +393,7 @@ def resumed_parts(  # noqa: PLR0913 (keyword-only: what a resumed epoch is re-pl
     less its first `skip` samples: runs of the windows of the first layout's streams, whose
     plans `plan_of` makes."""
     first = progress.segments[0]
-    plans: dict[Stream, StreamPlan] = {}
-
-    def plan(of: Stream) -> StreamPlan:
-        if of not in plans:
-            plans[of] = plan_of(of)
-        return plans[of]
-
+    plan = functools.cache(plan_of)  # each first-layout stream's plan, made once
     streams = resumed_streams(
         total,
         progress.segments,
