@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -25,6 +26,7 @@ from .guard import budgeted_jpeg, budgeted_png, guarded
 
 JpegData = bytes | bytearray | memoryview
 Image = npt.NDArray[np.uint8]
+Pixels = npt.NDArray[np.integer[Any] | np.floating[Any]]  # a PNG's, 8 or 16 bits
 
 MAX_SHIFT = 3  # decode scales 1, 1/2, 1/4, 1/8
 _COLOR_NDIM = 3  # height, width, channels
@@ -63,15 +65,13 @@ def decode_png(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> npt.
     return decoded
 
 
-def decode_png_bgr(
-    data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET
-) -> npt.NDArray[np.generic]:
+def decode_png_bgr(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> Pixels:
     """`decode_png` as OpenCV gives it, colour images in BGR(A) order."""
     budgeted_png(data, pixel_budget)
     image = guarded(cv2.imdecode, np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ImageHeaderError("not a PNG that OpenCV decodes")
-    decoded: npt.NDArray[np.generic] = image
+    decoded: Pixels = image
     return decoded
 
 
