@@ -1,8 +1,8 @@
 """`verify_remote`: the checks of `verify_dataset` on a dataset at a URL, its shards streamed.
 
-The manifest is read into memory, once, and the binary index downloaded into a temporary
-directory (`fastpack-verify-*` under the system's temporary directory, deleted on return), where
-the index is memory-mapped.
+The manifest and the binary index are downloaded into a temporary directory (`fastpack-verify-*`
+under the system's temporary directory, deleted on return), where the index is memory-mapped; the
+manifest is parsed once, from the bytes read.
 Each shard is read once, front to back, in ranged reads of `chunk_bytes`: its SHA-256 is
 computed as it streams and each payload is checked as soon as its bytes have arrived. No shard
 is written to disk, and a shard being checked holds about one chunk plus one payload in memory
@@ -136,13 +136,14 @@ def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -
 def _open_index(
     report: VerifyReport, location: Location, tmp: Path, chunk_bytes: int
 ) -> tuple[DatasetFiles, bytes] | None:
-    """The dataset, its index downloaded into `tmp`, and the manifest's bytes; None (and the
-    problem) when either is missing or unreadable. The index's size and SHA-256 are checked
+    """The dataset, its manifest and index downloaded into `tmp`, and the manifest's bytes; None
+    (and the problem) when either is missing or unreadable. The index's size and SHA-256 are checked
     too."""
     index_url = location.url_of(INDEX_NAME)
     try:
         text = read_manifest_bytes(location, location.retry)
         manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+        (tmp / MANIFEST_NAME).write_bytes(text)  # the dataset's files side by side, as on disk
         size = location.size(INDEX_NAME)
         if size is None:
             report.add(f"{index_url}: not found")
