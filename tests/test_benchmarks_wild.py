@@ -154,8 +154,10 @@ def _session(tmp_path: Path) -> Session:
     params = _params(300, _STABLE_KINDS, 0.1)
     corpus = tmp_path / "corpus"
     wild_corpus.make_corpus(corpus, params, processes=1)
-    args = argparse.Namespace(work=tmp_path, kill_at=0.5, keep=True, rss_budget_mib=2048.0)
-    builds = Builds(workers=2, shard_size="96KiB", timeout=300.0, interval=0.05)
+    # small shards, killed at a fifth of them: the shards of so small a build are written in a
+    # burst, and the runner's poll must see the target before the burst ends
+    args = argparse.Namespace(work=tmp_path, kill_at=0.2, keep=True, rss_budget_mib=2048.0)
+    builds = Builds(workers=2, shard_size="32KiB", timeout=300.0, interval=0.05)
     return Session(args, builds, corpus, check.list_inputs(corpus, wild_corpus.LIST_NAME))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.builds._scale_memory import MemoryWatch
 from benchmarks.builds._scale_run import by_role, parse_summary
 
-_POLL_S = 0.05
+_POLL_S = 0.01
 _TAIL_LINES = 6
 _GONE_WAIT_S = 30.0
 
