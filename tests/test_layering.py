@@ -1,7 +1,17 @@
 """The import rules of the layout: compiler/ and reader/ never import each other; storage/ imports
 neither (only formats/, for its errors); formats/ imports none of them, nor torch, DALI,
 multiprocessing or the network; none imports the CLI layer. Inside compiler/ and reader/ the
-concept folders import each other without a cycle, and the torch loader does not import DALI."""
+concept folders import each other without a cycle, and the torch loader does not import DALI.
+
+No two modules of a part import each other, directly or through others (`module_graph`): every
+import counts, at the top of a file, inside a function or under `if TYPE_CHECKING:`. An import of
+`a.b.c` is an edge to the module `a.b.c` and to each of the packages `a.b` and `a` whose
+`__init__` Python runs for it; `from a.b import c` is `a.b.c` when that is a module, else
+`a.b`'s `__init__`. The packages above the importing module itself are the exception: Python has
+started them before the module runs, so the edges it makes implicitly to them are not counted (they
+would tie every `__init__` that re-exports a name into a circle with its children). A name the
+module imports explicitly from one of them (`from .. import Schema`) does count: it reads that
+`__init__` half run, which is a circle as soon as the `__init__` imports the module."""
 
 from __future__ import annotations
 
@@ -266,3 +276,157 @@ def test_formats_imports_no_image_library() -> None:
         if any(n.split(".")[0] in ("simplejpeg", "cv2", "PIL") for n in names):
             importers.add(str(path.relative_to(ROOT)))
     assert importers == set()
+
+
+def module_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the modules of `sources` it imports (the rule in this file's docstring).
+
+    `sources` maps each module's dotted name to its text and whether it is a package `__init__`.
+    """
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        own = module if is_package else module.rpartition(".")[0]
+        graph[module] = set()
+        for imported in imported_names(source, module, is_package):
+            name = imported
+            while name and name not in sources:
+                name = name.rpartition(".")[0]  # `a.b.Name` -> the module `a.b`
+            if not name:
+                continue  # outside the part
+            graph[module].add(name)
+            package = name.rpartition(".")[0]
+            while package:
+                if package in sources and not (own == package or own.startswith(package + ".")):
+                    graph[module].add(package)
+                package = package.rpartition(".")[0]
+        graph[module].discard(module)
+    return graph
+
+
+def part_sources(part: str) -> dict[str, tuple[str, bool]]:
+    return {
+        module_name(path): (path.read_text("utf-8"), path.stem == "__init__")
+        for path in modules(part)
+    }
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of `graph` with more than one node, each sorted: the
+    sets of modules that import each other, directly or through the others of the set."""
+    reach: dict[str, set[str]] = {}
+    for start in graph:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        reach[start] = seen
+    found = {
+        tuple(sorted({start} | {n for n in reach[start] if start in reach.get(n, ())}))
+        for start in graph
+    }
+    return sorted(list(c) for c in found if len(c) > 1)
+
+
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_modules_of_a_part_import_without_a_circle(part: str) -> None:
+    sources = part_sources(part)
+    graph = module_graph(sources)
+    assert sum(len(targets) for targets in graph.values()) >= len(graph) // 2  # edges were found
+    assert circles(graph) == [], "modules that import each other, directly or through others"
+
+
+def test_module_graph_reads_a_real_part() -> None:
+    graph = module_graph(part_sources("reader"))
+    assert "fastpack.reader.map_style.dataset" in graph["fastpack.reader.map_style"]
+    # `from ...formats import X` leaves the part: no edge.
+    assert not any(n.startswith("fastpack.formats") for n in graph["fastpack.reader.map_style"])
+
+
+def _planted(files: dict[str, str]) -> dict[str, tuple[str, bool]]:
+    """Sources of a made-up reader/ for `module_graph`: {"p/__init__.py": "...", "p/q.py": "..."}
+    (paths under reader/)."""
+    sources = {"fastpack.reader": ("", True)}
+    for file, source in files.items():
+        path = ROOT / "reader" / file
+        sources[module_name(path)] = (source, path.stem == "__init__")
+    return sources
+
+
+@pytest.mark.parametrize(
+    ("sources", "circle"),
+    [
+        pytest.param(
+            _planted(
+                {"a.py": "from .b import B", "b.py": "def f() -> None:\n    from .a import A\n"}
+            ),
+            ["fastpack.reader.a", "fastpack.reader.b"],
+            id="function-level import",
+        ),
+        pytest.param(
+            _planted(
+                {
+                    "a.py": "from . import b",
+                    "b.py": "import fastpack.reader.c",
+                    "c.py": "from .a import A",
+                }
+            ),
+            ["fastpack.reader.a", "fastpack.reader.b", "fastpack.reader.c"],
+            id="through a third module",
+        ),
+        pytest.param(
+            _planted(
+                {
+                    "a/__init__.py": "from .x import X",
+                    "a/x.py": "from fastpack.reader.b.y import Y",
+                    "b/__init__.py": "from ..a.x import X",
+                    "b/y.py": "",
+                }
+            ),
+            ["fastpack.reader.a", "fastpack.reader.a.x", "fastpack.reader.b"],
+            id="through the __init__ of the imported package",
+        ),
+        pytest.param(
+            _planted({"p/__init__.py": "from .q import Q", "p/q.py": "from . import Name"}),
+            ["fastpack.reader.p", "fastpack.reader.p.q"],
+            id="a name read from the module's own package",
+        ),
+        pytest.param(
+            _planted(
+                {
+                    "a.py": "import typing\nif typing.TYPE_CHECKING:\n    from .b import B\n",
+                    "b.py": "from .a import A",
+                }
+            ),
+            ["fastpack.reader.a", "fastpack.reader.b"],
+            id="type-checking import",
+        ),
+    ],
+)
+def test_circle_finder_catches_a_planted_circle(
+    sources: dict[str, tuple[str, bool]], circle: list[str]
+) -> None:
+    assert circles(module_graph(sources)) == [circle]
+
+
+def test_a_package_and_its_children_are_no_circle() -> None:
+    """A child's import of a sibling runs its own package's `__init__` (already started): no
+    edge back, so an `__init__` that re-exports its children is no circle."""
+    sources = _planted(
+        {
+            "p/__init__.py": "from .q import Q\nfrom .r import R",
+            "p/q.py": "from .r import R",
+            "p/r.py": "from fastpack.reader.p.s import S",
+            "p/s.py": "",
+        }
+    )
+    graph = module_graph(sources)
+    assert graph["fastpack.reader.p.q"] == {"fastpack.reader.p.r"}
+    assert circles(graph) == []
+
+
+def test_circles_lists_each_strongly_connected_set_once() -> None:
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"c"}, "e": {"a"}}
+    assert circles(graph) == [["a", "b"], ["c", "d"]]
