@@ -26,6 +26,7 @@ from .example import Feature, encode_example, parse_example
 from .example import Kind as FeatureKind
 from .field_codec import FieldCodec, decode_value, encode_value, train_dictionary
 from .field_types import (
+    NDARRAY_DTYPES,
     FieldTypeDef,
     field_type,
     field_type_names,
@@ -79,7 +80,6 @@ from .schema import (
     IMAGE_TYPE,
     LABEL_TYPE,
     MAX_FIELD_NAME,
-    NDARRAY_DTYPES,
     V1_SCHEMA,
     ZSTD_SUFFIX,
     Dictionary,

@@ -15,12 +15,10 @@ import zstandard
 from .errors import FieldValueError
 from .example import decode_varint
 from .example import varint as encode_varint
-from .field_types import JPEG_SIGNATURE, PNG_SIGNATURE, field_type
+from .field_types import field_type
 from .schema import LABEL_TYPE, FieldSpec
 
 __all__ = [
-    "JPEG_SIGNATURE",
-    "PNG_SIGNATURE",
     "ZSTD_MAGIC",
     "FieldCodec",
     "decode_value",

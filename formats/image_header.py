@@ -25,12 +25,13 @@ import struct
 from typing import NamedTuple
 
 from .errors import FieldValueError
-from .field_types import PNG_SIGNATURE
 
 DEFAULT_PIXEL_BUDGET = 1 << 28  # samples: width x height x components
-JPEG_SOI = b"\xff\xd8"
-# Photos have tens of segments before the frame header; a crafted file of millions of tiny ones
-# must not take seconds to walk (compiler/images/jpeg_structure.py has the same bound).
+JPEG_SIGNATURE = b"\xff\xd8"  # SOI, the first marker of every JPEG
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Photos have tens of segments (a progressive one with its tables, an ICC profile in 64 KiB
+# pieces); a crafted file of millions of tiny ones must not take seconds to walk. The header
+# reader here and the compiler's structure check (compiler/images/jpeg_structure.py) stop at it.
 MAX_SEGMENTS = 10_000
 
 _MARKER = 0xFF
@@ -117,7 +118,7 @@ def jpeg_header(data: Data) -> ImageHeader:
     """The frame header of a JPEG (module docstring); ImageHeaderError where there is none
     before the first scan, the end of the data, or MAX_SEGMENTS segments."""
     view = memoryview(data).cast("B")
-    if bytes(view[:2]) != JPEG_SOI:
+    if bytes(view[:2]) != JPEG_SIGNATURE:
         raise ImageHeaderError(f"not a JPEG: it starts with {bytes(view[:4])!r}, not FF D8")
     pos, end = 2, len(view)
     for _ in range(MAX_SEGMENTS):
@@ -159,7 +160,7 @@ def png_header(data: Data) -> ImageHeader:
 
 def image_header(data: Data) -> ImageHeader:
     """The header of a JPEG or a PNG, by its signature; ImageHeaderError for anything else."""
-    if bytes(memoryview(data)[:2]) == JPEG_SOI:
+    if bytes(memoryview(data)[:2]) == JPEG_SIGNATURE:
         return jpeg_header(data)
     return png_header(data)
 

@@ -7,16 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from . import field_types
 from .errors import ManifestError
-from .field_types import field_type, field_type_names
+from .field_types import NDARRAY_DTYPES, field_type, field_type_names
 
 # a field type's name: one of the registry's (formats/field_types/), the built-in ones below
 FieldType = str
 Geometry = Literal["mask", "boxes"]
 FIELD_TYPES: tuple[FieldType, ...] = field_type_names()  # the built-in types
 GEOMETRIES: tuple[Geometry, ...] = get_args(Geometry)
-NDARRAY_DTYPES = field_types.NDARRAY_DTYPES  # the dtypes an ndarray field may declare
 COMPRESSIBLE: tuple[FieldType, ...] = tuple(t for t in FIELD_TYPES if field_type(t).compressible)
 ZSTD_SUFFIX = ".zst"
 DICTIONARY_DIR = "dicts"

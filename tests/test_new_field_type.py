@@ -30,6 +30,7 @@ from fastpack.formats import (
     register_field_type,
     unregister_field_type,
 )
+from fastpack.formats.field_types import Spec
 from fastpack.formats.schema import Zstd
 from fastpack.reader import Dataset
 from fastpack.reader.verify import verify_dataset
@@ -42,7 +43,7 @@ _COLOUR = re.compile(r"#[0-9a-f]{6}")
 # -- the new type's module -------------------------------------------------------------------
 
 
-def _encode(value: Any, spec: FieldSpec) -> bytes:
+def _encode(value: Any, spec: Spec) -> bytes:
     """`#RRGGBB` text (any case) or an int 0xRRGGBB: the member is `#rrggbb`, 7 ASCII bytes."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = f"#{int(value):06x}"
@@ -53,7 +54,7 @@ def _encode(value: Any, spec: FieldSpec) -> bytes:
     return value.strip().lower().encode("ascii")
 
 
-def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+def _encode_column(values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
     out: list[bytes | FieldValueError] = []
     for value in values:
         try:
@@ -63,7 +64,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
     return out
 
 
-def _decode(data: bytes, spec: FieldSpec) -> Any:
+def _decode(data: bytes, spec: Spec) -> Any:
     if not _COLOUR.fullmatch(data.decode("ascii")):
         raise ValueError(f"not #rrggbb: {data[:16]!r}")
     return np.int64(int(data[1:], 16))

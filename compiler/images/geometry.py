@@ -16,8 +16,8 @@ from typing import Any
 import cv2
 import numpy as np
 import numpy.typing as npt
+from fastpack.formats.image_header import PNG_SIGNATURE
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _IHDR = struct.Struct(">4s4sIIBBBBB")  # length, type, width, height, depth, color, ...
 _GRAY, _RGB, _PALETTE, _GRAY_ALPHA, _RGBA = 0, 2, 3, 4, 6
 _CHANNELS = {_GRAY: 1, _RGB: 3, _PALETTE: 1, _GRAY_ALPHA: 2, _RGBA: 4}

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from fastpack.formats import FastpackError
+from fastpack.formats.image_header import JPEG_SIGNATURE, MAX_SEGMENTS
 
 _EOI, _SOS, _TEM = 0xD9, 0xDA, 0x01
 _DHT, _DAC, _DQT, _DNL, _DRI, _COM = 0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xFE
@@ -28,9 +29,6 @@ _BETWEEN_SCANS = _TABLES | {_SOS, _DNL}
 _SCAN_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
 _FILLS = re.compile(rb"\xff+")
 _MAX_COMPONENTS, _MAX_SCAN_COMPONENTS = 4, 4
-# Photos have tens of segments (a progressive one with its tables, an ICC profile in 64 KiB
-# pieces); a crafted file of millions of tiny ones would take seconds to walk.
-MAX_SEGMENTS = 10_000
 _PRECISIONS = frozenset({8, 12, 16})  # 16: lossless (SOF3) only, as libjpeg-turbo reads
 _LENGTH_BYTES = 2  # a segment's big-endian length, which counts these two bytes
 # length, precision, height, width, component count; then 3 bytes per component
@@ -140,7 +138,7 @@ def _next_marker(data: bytes, pos: int) -> tuple[int, int]:
 
 def _read_header(data: bytes) -> tuple[JpegFrame, int]:
     """Walk the segments from SOI to the first SOS: `(frame, offset of the first SOS marker)`."""
-    if not data.startswith(b"\xff\xd8"):
+    if not data.startswith(JPEG_SIGNATURE):
         raise JpegStructureError(f"no SOI marker: the file starts with {data[:4]!r}")
     frame, pos = None, 2
     for _ in range(MAX_SEGMENTS):

@@ -10,13 +10,13 @@ verify (`check_value`) and the DALI reader (`dali`). A new type is a module that
 from __future__ import annotations
 
 from ..errors import ManifestError
-from ._base import Batch, Dali, FieldTypeDef
+from ._base import Batch, Dali, FieldTypeDef, Spec
 from .class_ import CLASS
 from .class_ids import CLASS_IDS
-from .jpeg import JPEG, JPEG_SIGNATURE
+from .jpeg import JPEG
 from .json_ import JSON
 from .ndarray import NDARRAY, NDARRAY_DTYPES
-from .png import PNG, PNG_SIGNATURE
+from .png import PNG
 from .raw import RAW
 from .text import TEXT
 
@@ -56,17 +56,16 @@ __all__ = [
     "CLASS",
     "CLASS_IDS",
     "JPEG",
-    "JPEG_SIGNATURE",
     "JSON",
     "NDARRAY",
     "NDARRAY_DTYPES",
     "PNG",
-    "PNG_SIGNATURE",
     "RAW",
     "TEXT",
     "Batch",
     "Dali",
     "FieldTypeDef",
+    "Spec",
     "field_type",
     "field_type_names",
     "register_field_type",

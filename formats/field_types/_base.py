@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from ..errors import FieldValueError
-
-if TYPE_CHECKING:
-    from ..schema import FieldSpec
 
 # How a reader batches a field's values (reader/fields/layout.py gives each its column kinds):
 # `image`: decoded pixels, stacked or decoded in place; `scalar`: one int64 per sample;
@@ -22,12 +19,31 @@ Batch = Literal["image", "scalar", "shaped", "ragged", "object"]
 # the index's label.
 Dali = Literal["bytes", "class"]
 
-Encode = Callable[[Any, "FieldSpec"], bytes]
-Decode = Callable[[bytes, "FieldSpec"], Any]
-EncodeColumn = Callable[[Sequence[Any], "FieldSpec"], list["bytes | FieldValueError"]]
+
+class Spec(Protocol):
+    """What a field type reads of the field it encodes: the schema's entry for it
+    (`formats.schema.FieldSpec`, which the registry's users pass) or anything with these
+    attributes. A type module needs no more of the schema, so the schema can ask the registry
+    about types without the two importing each other."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def dtype(self) -> str | None: ...
+    @property
+    def shape(self) -> tuple[int | None, ...] | None: ...
+    @property
+    def geometry(self) -> str | None: ...
 
 
-def _bytes_value(data: bytes, spec: FieldSpec) -> Any:
+Encode = Callable[[Any, Spec], bytes]
+Decode = Callable[[bytes, Spec], Any]
+EncodeColumn = Callable[[Sequence[Any], Spec], list["bytes | FieldValueError"]]
+
+
+def _bytes_value(data: bytes, spec: Spec) -> Any:
     return data
 
 
@@ -63,7 +79,7 @@ class FieldTypeDef:
     decode: Decode = _bytes_value
     encode_column: EncodeColumn | None = None
     parse_cell: Callable[[str], Any] = _as_written
-    verify: Callable[[Any, FieldSpec], None] | None = None
+    verify: Callable[[Any, Spec], None] | None = None
     compressible: bool = False
     classes: bool = False
     shaped: bool = False
@@ -76,13 +92,13 @@ class FieldTypeDef:
     blank_value: bool = False
     extension: str | None = None
 
-    def encode_all(self, values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+    def encode_all(self, values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
         """Each value's member bytes, or the FieldValueError that says why it does not fit."""
         if self.encode_column is not None:
             return self.encode_column(values, spec)
         return encode_each(self.encode, values, spec)
 
-    def check_value(self, value: Any, spec: FieldSpec) -> None:
+    def check_value(self, value: Any, spec: Spec) -> None:
         """Raise FieldValueError unless a decoded member's `value` is what `spec` says."""
         if self.verify is not None:
             self.verify(value, spec)
@@ -90,9 +106,7 @@ class FieldTypeDef:
             self.encode(value, spec)
 
 
-def encode_each(
-    encode: Encode, values: Sequence[Any], spec: FieldSpec
-) -> list[bytes | FieldValueError]:
+def encode_each(encode: Encode, values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
     """`encode` of each value alone, a value that does not fit giving its FieldValueError: a
     column's slow path, where its fast path does not apply."""
     out: list[bytes | FieldValueError] = []
@@ -104,7 +118,7 @@ def encode_each(
     return out
 
 
-def as_bytes(value: Any, spec: FieldSpec) -> bytes:
+def as_bytes(value: Any, spec: Spec) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     raise FieldValueError(f"a {spec.type} value is bytes, found {type(value).__name__}")

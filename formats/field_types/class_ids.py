@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef, encode_each, integer
+from ._base import FieldTypeDef, Spec, encode_each, integer
 from .json_ import encode_json
-
-if TYPE_CHECKING:
-    from ..schema import FieldSpec
 
 
 def class_ids(value: Any) -> list[int]:
@@ -29,7 +26,7 @@ def class_ids(value: Any) -> list[int]:
     return [integer(v, f"class id {k}") for k, v in enumerate(value)]
 
 
-def _encode(value: Any, spec: FieldSpec) -> bytes:
+def _encode(value: Any, spec: Spec) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         value = json.loads(encode_json(value, spec))
     return ("[" + ",".join(map(str, class_ids(value))) + "]").encode("ascii")  # JSON, no spaces
@@ -39,7 +36,7 @@ def _plain(value: Any) -> bool:
     return type(value) is list and all(type(v) is int for v in value)
 
 
-def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+def _encode_column(values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
     """Lists of ints (a list file's or a JSON source's values) written in one pass: Python's
     `str` of a list of ints is its JSON with ", " between items."""
     if all(map(_plain, values)):
@@ -47,7 +44,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
     return encode_each(_encode, values, spec)
 
 
-def _decode(data: bytes, spec: FieldSpec) -> Any:
+def _decode(data: bytes, spec: Spec) -> Any:
     ids = json.loads(data)
     if not isinstance(ids, list):
         raise TypeError(f"a JSON list, found {ids!r:.80}")

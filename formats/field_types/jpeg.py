@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from ..image_header import JPEG_SIGNATURE
 from ._base import FieldTypeDef
 from .images import image_encoder
-
-JPEG_SIGNATURE = b"\xff\xd8"
 
 JPEG = FieldTypeDef(
     name="jpeg",

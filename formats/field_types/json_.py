@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef
+from ._base import FieldTypeDef, Spec
 from .text import utf8
-
-if TYPE_CHECKING:
-    from ..schema import FieldSpec
 
 # made once: json.dumps with options other than the defaults makes a new encoder each call
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def encode_json(value: Any, spec: FieldSpec) -> bytes:
+def encode_json(value: Any, spec: Spec) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = utf8(value)
         try:
@@ -45,7 +42,7 @@ def _c_encoder() -> Callable[[Any], str]:
     return lambda value: "".join(encoder(value, 0))
 
 
-def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+def _encode_column(values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
     encode = _c_encoder()
     out: list[bytes | FieldValueError] = []
     for value in values:
@@ -64,7 +61,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
     return out
 
 
-def _decode(data: bytes, spec: FieldSpec) -> Any:
+def _decode(data: bytes, spec: Spec) -> Any:
     return json.loads(data)
 
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import io
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef
-
-if TYPE_CHECKING:
-    from ..schema import FieldSpec
+from ._base import FieldTypeDef, Spec
 
 # the dtypes an ndarray field may declare: numeric, little-endian or single-byte, no objects
 NDARRAY_DTYPES = (
@@ -22,7 +19,7 @@ NDARRAY_DTYPES = (
 )  # fmt: skip
 
 
-def _check_shape(shape: tuple[int, ...], spec: FieldSpec) -> None:
+def _check_shape(shape: tuple[int, ...], spec: Spec) -> None:
     expected = spec.shape
     if expected is None:
         return
@@ -46,7 +43,7 @@ def _cast(array: npt.NDArray[Any], target: np.dtype[Any]) -> npt.NDArray[Any]:
     return cast
 
 
-def as_array(value: Any, spec: FieldSpec) -> npt.NDArray[Any]:
+def as_array(value: Any, spec: Spec) -> npt.NDArray[Any]:
     """`value` (an array, nested lists, `.npy` bytes) as the array the field stores."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         array = load_npy(bytes(value))
@@ -80,15 +77,15 @@ def load_npy(data: bytes) -> npt.NDArray[Any]:
         raise FieldValueError(f"not an .npy array ({e})") from e
 
 
-def _encode(value: Any, spec: FieldSpec) -> bytes:
+def _encode(value: Any, spec: Spec) -> bytes:
     return save_npy(as_array(value, spec))
 
 
-def _decode(data: bytes, spec: FieldSpec) -> Any:
+def _decode(data: bytes, spec: Spec) -> Any:
     return load_npy(data)
 
 
-def _verify(value: Any, spec: FieldSpec) -> None:
+def _verify(value: Any, spec: Spec) -> None:
     if spec.dtype is not None and value.dtype != spec.dtype:
         raise FieldValueError(f"array of dtype {value.dtype}, the schema says {spec.dtype}")
     as_array(value, spec)  # the schema's shape, finite boxes

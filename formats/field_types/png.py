@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from ..image_header import PNG_SIGNATURE
 from ._base import FieldTypeDef
 from .images import image_encoder
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 PNG = FieldTypeDef(
     name="png",

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import FieldValueError
-from ._base import FieldTypeDef, encode_each
-
-if TYPE_CHECKING:
-    from ..schema import FieldSpec
+from ._base import FieldTypeDef, Spec, encode_each
 
 
 def utf8(value: Any) -> bytes:
@@ -29,11 +26,11 @@ def utf8(value: Any) -> bytes:
     raise FieldValueError(f"text is a string, found {type(value).__name__}")
 
 
-def _encode(value: Any, spec: FieldSpec) -> bytes:
+def _encode(value: Any, spec: Spec) -> bytes:
     return utf8(value)
 
 
-def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | FieldValueError]:
+def _encode_column(values: Sequence[Any], spec: Spec) -> list[bytes | FieldValueError]:
     if all(type(v) is str for v in values):
         try:
             return [v.encode("utf-8") for v in values]
@@ -42,7 +39,7 @@ def _encode_column(values: Sequence[Any], spec: FieldSpec) -> list[bytes | Field
     return encode_each(lambda value, _spec: utf8(value), values, spec)
 
 
-def _decode(data: bytes, spec: FieldSpec) -> Any:
+def _decode(data: bytes, spec: Spec) -> Any:
     return data.decode("utf-8")
 
 

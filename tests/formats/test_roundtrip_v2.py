@@ -20,8 +20,9 @@ from fastpack.formats import (
     Zstd,
     train_dictionary,
 )
-from fastpack.formats.field_codec import PNG_SIGNATURE
-from fastpack.formats.schema import COMPRESSIBLE, FIELD_TYPES, NDARRAY_DTYPES, ZSTD_SUFFIX
+from fastpack.formats.field_types import NDARRAY_DTYPES
+from fastpack.formats.image_header import PNG_SIGNATURE
+from fastpack.formats.schema import COMPRESSIBLE, FIELD_TYPES, ZSTD_SUFFIX
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp

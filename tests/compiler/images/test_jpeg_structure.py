@@ -219,7 +219,7 @@ def test_damaged_jpeg_raises_only_the_named_error(changes: list[tuple[int, int]]
 
 
 def test_a_bounded_number_of_segments() -> None:
-    from fastpack.compiler.images.jpeg_structure import MAX_SEGMENTS  # noqa: PLC0415
+    from fastpack.formats.image_header import MAX_SEGMENTS  # noqa: PLC0415
 
     comments = segment(0xFE, b"")
     many_before = BASELINE[:2] + comments * (MAX_SEGMENTS + 1) + BASELINE[2:]
