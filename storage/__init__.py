@@ -3,6 +3,7 @@ directory; the one place that talks to file systems and object stores. Both the 
 the reader use it; it uses neither."""
 
 from .cache_dir import CACHE_ENV, default_cache_dir
+from .download import Expected, Transfer
 from .errors import FetchError, MissingDependencyError
 from .location import Location
 from .retry import RetryPolicy
@@ -10,10 +11,12 @@ from .urls import is_url
 
 __all__ = [
     "CACHE_ENV",
+    "Expected",
     "FetchError",
     "Location",
     "MissingDependencyError",
     "RetryPolicy",
+    "Transfer",
     "default_cache_dir",
     "is_url",
 ]

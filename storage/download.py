@@ -19,6 +19,8 @@ from .counts import IO_COUNTS
 from .object_reads import RangeChunks
 from .retry import RetryPolicy, log, retry_call
 
+DEFAULT_PART_BYTES = 32 * 2**20
+
 
 class IncompleteReadError(OSError):
     """A ranged GET returned fewer bytes than asked for (a cut connection, a shorter object)."""
@@ -39,13 +41,43 @@ def byte_ranges(size: int, part_bytes: int) -> list[tuple[int, int]]:
     return [(start, min(start + part_bytes, size)) for start in range(0, size, part_bytes)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Expected:
+    """What a downloaded object must be: `size` bytes, with the CRC-32C `crc32c` where one is
+    recorded (a fifth of SHA-256's CPU), else the SHA-256 `sha256` (hex)."""
+
+    size: int
+    sha256: str
+    crc32c: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transfer:
+    """How an object is downloaded: in ranged GETs of `part_bytes` (an object of at most
+    `part_bytes` is one GET), `threads` of them at once, each retried by `retry` (None: the
+    location's policy, or the default one); `bulk` where many such downloads follow (a
+    dataset's shards), through `Location.bulk_reads`."""
+
+    retry: RetryPolicy | None = None
+    part_bytes: int = DEFAULT_PART_BYTES
+    threads: int = 4
+    bulk: bool = False
+
+
 @dataclass(frozen=True)
-class _Target:
-    """One object being fetched into the open file `fd`."""
+class RemoteObject:
+    """The object at `path` as `reads` names it; `url` names it in messages."""
 
     reads: RangeChunks
     path: str
     url: str
+
+
+@dataclass(frozen=True)
+class _Target:
+    """One object being fetched into the open file `fd`."""
+
+    source: RemoteObject
     fd: int
 
 
@@ -113,25 +145,19 @@ class InOrderDigest:
 def _fetch_range(target: _Target, start: int, end: int, digest: InOrderDigest) -> None:
     """Bytes `[start, end)` written at their offset and handed to `digest` as they arrive."""
     offset = start
-    for buffer in target.reads.chunks(target.path, start, end):
+    for buffer in target.source.reads.chunks(target.source.path, start, end):
         os.pwrite(target.fd, buffer, offset)
         IO_COUNTS.fetched(len(buffer))
         digest.add(offset, buffer)
         offset += len(buffer)
     if offset != end:
         raise IncompleteReadError(
-            f"{target.url}: bytes [{start}, {end}) came back as {offset - start} bytes"
+            f"{target.source.url}: bytes [{start}, {end}) came back as {offset - start} bytes"
         )
 
 
-def _fetch_into(  # noqa: PLR0913 (keyword-only: the transfer settings of download)
-    target: _Target,
-    size: int,
-    make: Callable[[], _Hash],
-    *,
-    part_bytes: int,
-    threads: int,
-    retry: RetryPolicy,
+def _fetch_into(
+    target: _Target, size: int, make: Callable[[], _Hash], transfer: Transfer, retry: RetryPolicy
 ) -> str:
     """Every range of the object into its file, each range retried on its own; the digest
     (`make`'s) of the bytes written."""
@@ -140,48 +166,43 @@ def _fetch_into(  # noqa: PLR0913 (keyword-only: the transfer settings of downlo
     def fetch(span: tuple[int, int]) -> None:
         retry_call(
             lambda: _fetch_range(target, *span, digest),
-            target.url,
+            target.source.url,
             retry,
             permanent=(FileNotFoundError, PermissionError),
         )
 
-    spans = byte_ranges(size, part_bytes)
-    if len(spans) <= 1 or threads <= 1:
+    spans = byte_ranges(size, transfer.part_bytes)
+    if len(spans) <= 1 or transfer.threads <= 1:
         for span in spans:
             fetch(span)
     else:
-        with ThreadPoolExecutor(min(threads, len(spans))) as pool:
+        with ThreadPoolExecutor(min(transfer.threads, len(spans))) as pool:
             for _ in pool.map(fetch, spans):
                 pass
     return digest.hexdigest(size)
 
 
-def download(  # noqa: PLR0913 (keyword-only: one object's expected size, digests and transfer settings)
-    reads: RangeChunks,
-    path: str,
+def download(
+    source: RemoteObject,
     dest: Path,
-    *,
-    url: str,
-    size: int,
-    sha256: str,
-    retry: RetryPolicy,
-    part_bytes: int,
-    threads: int,
+    expected: Expected,
+    transfer: Transfer = Transfer(),
     tmp: Path | None = None,
-    crc32c: int | None = None,
 ) -> None:
-    """Fetch `size` bytes of `path` into `dest`, which appears only once its checksum matches:
-    the CRC-32C where the manifest records one (a fifth of SHA-256's CPU), else the SHA-256.
+    """Fetch `source` into `dest`, which appears only once it is `expected`'s size and checksum.
 
     Transport failures and short reads are retried per range (then `FetchError`); a checksum
     mismatch downloads the whole object again, up to `retry.attempts` times in all (then
     `ChecksumMismatchError` naming the URL and both checksums). `tmp` is the unfinished file
-    (by default a private name beside `dest`); it has its full size from the start."""
+    (by default a private name beside `dest`); it has its full size from the start.
+    (`transfer.bulk` was the caller's to act on, in choosing `source.reads`.)"""
     tmp = tmp or temp_name(dest)
-    kind, expected, make = (
-        ("sha256", sha256, hashlib.sha256)
-        if crc32c is None
-        else ("crc32c", f"{crc32c:08x}", Crc32c)
+    retry = transfer.retry or RetryPolicy()
+    url, size = source.url, expected.size
+    kind, want, make = (
+        ("sha256", expected.sha256, hashlib.sha256)
+        if expected.crc32c is None
+        else ("crc32c", f"{expected.crc32c:08x}", Crc32c)
     )
     found = ""
     try:
@@ -189,24 +210,21 @@ def download(  # noqa: PLR0913 (keyword-only: one object's expected size, digest
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 os.ftruncate(fd, size)
-                target = _Target(reads, path, url, fd)
-                found = _fetch_into(
-                    target, size, make, part_bytes=part_bytes, threads=threads, retry=retry
-                )
+                found = _fetch_into(_Target(source, fd), size, make, transfer, retry)
             except FileNotFoundError as e:
                 raise DatasetNotFoundError(f"{url}: not found ({e})") from e
             finally:
                 os.close(fd)
-            if found == expected:
+            if found == want:
                 os.replace(tmp, dest)
                 return
             if attempt + 1 < retry.attempts:
                 IO_COUNTS.retried()
-                log.warning("%s: %s %s, expected %s; downloading again", url, kind, found, expected)
+                log.warning("%s: %s %s, expected %s; downloading again", url, kind, found, want)
                 time.sleep(retry.wait(attempt))
     finally:
         tmp.unlink(missing_ok=True)
     raise ChecksumMismatchError(
-        f"{url}: {kind} of its {size} bytes is {found}, the manifest records {expected} "
+        f"{url}: {kind} of its {size} bytes is {found}, the manifest records {want} "
         f"({retry.attempts} downloads)"
     )

@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +20,7 @@ from fastpack.formats import DatasetNotFoundError
 
 from . import listing
 from .counts import IO_COUNTS
-from .download import IncompleteReadError, download
+from .download import Expected, IncompleteReadError, RemoteObject, Transfer, download
 from .object_reads import (
     FsspecReads,
     ObstoreS3Reads,
@@ -32,7 +33,6 @@ from .stream import ChunkStream
 from .urls import S3_PROTOCOLS, filesystem, is_url
 
 T = TypeVar("T")
-DEFAULT_PART_BYTES = 32 * 2**20
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 _PERMANENT = (FileNotFoundError, PermissionError)
 
@@ -209,37 +209,21 @@ class Location:
             None,
         )
 
-    def download(  # noqa: PLR0913 (public API: keyword options with defaults)
+    def download(
         self,
         name: str,
         dest: Path,
+        expected: Expected,
+        transfer: Transfer | None = None,
         *,
-        size: int,
-        sha256: str,
-        retry: RetryPolicy | None = None,
-        part_bytes: int = DEFAULT_PART_BYTES,
-        threads: int = 4,
         tmp: Path | None = None,
-        bulk: bool = False,
-        crc32c: int | None = None,
     ) -> None:
-        """Fetch `name` whole into `dest`, checked against `size` and `crc32c` where given, else
-        `sha256`; `bulk` where many such downloads follow (a dataset's shards): through
-        `bulk_reads`."""
-        reads = self.bulk_reads() if bulk else FsspecReads(self.fs)
-        download(
-            reads,
-            self.path(name),
-            dest,
-            url=self.url_of(name),
-            size=size,
-            sha256=sha256,
-            retry=retry or self.retry,
-            part_bytes=part_bytes,
-            threads=threads,
-            tmp=tmp,
-            crc32c=crc32c,
-        )
+        """Fetch `name` whole into `dest`, checked against `expected` (see `download.download`),
+        with the location's retry policy unless `transfer` names one."""
+        transfer = transfer or Transfer()
+        reads = self.bulk_reads() if transfer.bulk else FsspecReads(self.fs)
+        source = RemoteObject(reads, self.path(name), self.url_of(name))
+        download(source, dest, expected, replace(transfer, retry=transfer.retry or self.retry), tmp)
 
 
 def _remove(fs: Any, path: str) -> None:

@@ -30,7 +30,7 @@ import torch
 from fastpack.formats import INDEX_NAME, MANIFEST_NAME
 from fastpack.reader import StreamingDataset
 from fastpack.reader.remote import IndexRows, read_remote_manifest
-from fastpack.storage import Location, RetryPolicy, download
+from fastpack.storage import Expected, Location, RetryPolicy, download
 from torch.utils.data import DataLoader
 
 BATCH = 64
@@ -67,7 +67,9 @@ def count_fetches() -> None:
 
     def counted_fetch(target: Any, start: int, end: int, digest: Any) -> None:
         fetch_range(target, start, end, digest)
-        _add("index_bytes" if target.url.endswith(INDEX_NAME) else "shard_bytes", end - start)
+        _add(
+            "index_bytes" if target.source.url.endswith(INDEX_NAME) else "shard_bytes", end - start
+        )
 
     setup: Callable[..., None] = IndexRows.__init__
     ensure: Callable[[IndexRows, int], None] = IndexRows.ensure
@@ -129,7 +131,9 @@ def run_whole_index(args: argparse.Namespace, options: dict[str, Any]) -> dict[s
     location = Location(args.url, options)
     manifest = read_remote_manifest(args.url, options)
     index = manifest.index
-    location.download(INDEX_NAME, args.cache / INDEX_NAME, size=index.bytes, sha256=index.sha256)
+    location.download(
+        INDEX_NAME, args.cache / INDEX_NAME, Expected(size=index.bytes, sha256=index.sha256)
+    )
     return {"first_s": time.perf_counter() - t0, "at_first": counts()}
 
 

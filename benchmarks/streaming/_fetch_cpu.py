@@ -41,7 +41,7 @@ def _download_all(
 ) -> None:
     bulk, shards_at_once = how
     from fastpack.formats import MANIFEST_NAME, manifest_from_text  # noqa: PLC0415
-    from fastpack.storage import Location  # noqa: PLC0415
+    from fastpack.storage import Expected, Location, Transfer  # noqa: PLC0415
 
     location = Location(url, storage)
     manifest = manifest_from_text(location.read_bytes(MANIFEST_NAME), url)
@@ -51,12 +51,8 @@ def _download_all(
         location.download(
             shard.name,
             dest / shard.name,
-            size=shard.bytes,
-            sha256=shard.sha256,
-            crc32c=shard.crc32c,
-            part_bytes=8 << 20,
-            threads=4,
-            bulk=bulk,
+            Expected(size=shard.bytes, sha256=shard.sha256, crc32c=shard.crc32c),
+            Transfer(part_bytes=8 << 20, threads=4, bulk=bulk),
         )
         (dest / shard.name).unlink()  # as a cache at its limit would
         return int(shard.bytes)

@@ -20,7 +20,7 @@ from fastpack.formats import (
     Manifest,
     manifest_from_text,
 )
-from fastpack.storage import Location, is_url
+from fastpack.storage import Expected, Location, is_url
 
 
 @contextmanager
@@ -44,7 +44,7 @@ def open_dataset(
     with tempfile.TemporaryDirectory(prefix="fastpack-view-") as tmp:
         path = Path(tmp) / INDEX_NAME
         info = manifest.index
-        location.download(INDEX_NAME, path, size=info.bytes, sha256=info.sha256)
+        location.download(INDEX_NAME, path, Expected(size=info.bytes, sha256=info.sha256))
         index = Index(path, manifest.schema.names)
         if index.num_samples != manifest.num_samples:
             raise CorruptIndexError(

@@ -17,7 +17,7 @@ from fastpack.formats import (
     manifest_from_text,
     read_manifest,
 )
-from fastpack.storage import Location, RetryPolicy, is_url
+from fastpack.storage import Expected, Location, RetryPolicy, Transfer, is_url
 
 
 def read_remote_manifest(
@@ -87,12 +87,8 @@ def fetch_dataset(
         location.download(
             name,
             out / name,
-            size=size,
-            sha256=sha256,
-            retry=retry,
-            threads=threads,
-            bulk=True,
-            crc32c=crc32c,
+            Expected(size=size, sha256=sha256, crc32c=crc32c),
+            Transfer(retry=retry, threads=threads, bulk=True),
         )
     for shard in manifest.shards:
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))

@@ -44,7 +44,7 @@ from fastpack.formats import (
     section_table,
     table_size,
 )
-from fastpack.storage import Location
+from fastpack.storage import Expected, Location
 
 from ._row_checks import ShardRows, check_rows
 from ._shard_marks import ShardMarks, create_marks, write_at
@@ -82,7 +82,9 @@ class IndexRows:
         self._starts: list[int] = [0, *np.cumsum(counts, dtype=np.int64).tolist()]
         size = manifest.index.bytes
         if size <= WHOLE_INDEX_BYTES and not self.marks_path.exists() and _size(self.path) != size:
-            location.download(INDEX_NAME, self.path, size=size, sha256=manifest.index.sha256)
+            location.download(
+                INDEX_NAME, self.path, Expected(size=size, sha256=manifest.index.sha256)
+            )
         self.complete = _size(self.path) == size and not self.marks_path.exists()
         self._sections: dict[str, Section] = {}
         self._absent_allowed = False

@@ -52,7 +52,7 @@ from fastpack.formats import (
     manifest_from_text,
     read_manifest,
 )
-from fastpack.storage import Location, default_cache_dir, is_url
+from fastpack.storage import Expected, Location, Transfer, default_cache_dir, is_url
 
 from ..closing import ClosesOnExit
 from ..errors import LoaderStateError
@@ -364,10 +364,8 @@ class StreamingDataset(ClosesOnExit, _Base):
                 location.download(
                     name,
                     root / name,
-                    size=size,
-                    sha256=sha256,
-                    retry=retry,
-                    threads=self.fetch.part_threads,
+                    Expected(size=size, sha256=sha256),
+                    Transfer(retry=retry, threads=self.fetch.part_threads),
                 )
         self._index_rows = IndexRows(location, manifest, root)
         if not (root / MANIFEST_NAME).exists():

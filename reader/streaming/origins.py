@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from fastpack.formats import MANIFEST_NAME, ShardInfo
-from fastpack.storage import Location
+from fastpack.storage import Expected, Location, Transfer
 from fastpack.storage.copy import copy_file
 
 from ..shard_files import listed_in
@@ -42,14 +42,14 @@ class UrlOrigin:
         self.location.download(
             info.name,
             dest,
-            size=info.bytes,
-            sha256=info.sha256,
-            retry=options.retry,
-            part_bytes=options.part_bytes,
-            threads=options.part_threads,
+            Expected(size=info.bytes, sha256=info.sha256, crc32c=info.crc32c),
+            Transfer(
+                retry=options.retry,
+                part_bytes=options.part_bytes,
+                threads=options.part_threads,
+                bulk=True,
+            ),
             tmp=tmp,
-            bulk=True,
-            crc32c=info.crc32c,
         )
 
 

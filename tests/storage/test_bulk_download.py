@@ -14,7 +14,7 @@ import google_crc32c
 import numpy as np
 import pytest
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
-from fastpack.storage import FetchError, Location, RetryPolicy
+from fastpack.storage import Expected, FetchError, Location, RetryPolicy, Transfer
 from fastpack.storage.download import InOrderDigest
 from fastpack.storage.object_reads import FsspecReads, ObstoreS3Reads, native_allowed
 
@@ -42,7 +42,10 @@ def location(shaped_s3: ShapedS3, bucket: str) -> Location:
 
 def bulk_download(location: Location, dest: Path, sha256: str = SHA256) -> bytes:
     location.download(
-        KEY, dest, size=len(DATA), sha256=sha256, part_bytes=PART, threads=3, bulk=True
+        KEY,
+        dest,
+        Expected(size=len(DATA), sha256=sha256),
+        Transfer(part_bytes=PART, threads=3, bulk=True),
     )
     return dest.read_bytes()
 
@@ -90,7 +93,9 @@ def test_a_missing_object_is_one_request(
     location: Location, shaped_s3: ShapedS3, tmp_path: Path
 ) -> None:
     with pytest.raises(DatasetNotFoundError, match=rf"{location.url}/absent.bin: not found"):
-        location.download("absent.bin", tmp_path / "x", size=10, sha256="0" * 64, bulk=True)
+        location.download(
+            "absent.bin", tmp_path / "x", Expected(size=10, sha256="0" * 64), Transfer(bulk=True)
+        )
     assert len(shaped_s3.proxy.requests_to("absent.bin")) == 1
 
 
@@ -142,15 +147,9 @@ def test_a_crc32c_from_the_manifest_is_what_the_download_checks(
     """With a shard's CRC-32C the download checks it (not the SHA-256, here wrong on purpose);
     bytes that do not match it are refused, naming both values."""
     crc = google_crc32c.value(DATA)
+    transfer = Transfer(part_bytes=PART, threads=3, bulk=bulk)
     location.download(
-        KEY,
-        tmp_path / "a",
-        size=len(DATA),
-        sha256="0" * 64,
-        crc32c=crc,
-        part_bytes=PART,
-        threads=3,
-        bulk=bulk,
+        KEY, tmp_path / "a", Expected(size=len(DATA), sha256="0" * 64, crc32c=crc), transfer
     )
     assert (tmp_path / "a").read_bytes() == DATA
     wrong = crc ^ 1
@@ -160,13 +159,6 @@ def test_a_crc32c_from_the_manifest_is_what_the_download_checks(
         rf"manifest records {wrong:08x} \(3 downloads\)",
     ):
         location.download(
-            KEY,
-            tmp_path / "b",
-            size=len(DATA),
-            sha256=SHA256,
-            crc32c=wrong,
-            part_bytes=PART,
-            threads=3,
-            bulk=bulk,
+            KEY, tmp_path / "b", Expected(size=len(DATA), sha256=SHA256, crc32c=wrong), transfer
         )
     assert not (tmp_path / "b").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastpack.storage import RetryPolicy
 from fastpack.storage.copy import copy_file
 from fastpack.storage.counts import IO_COUNTS
-from fastpack.storage.download import download
+from fastpack.storage.download import Expected, RemoteObject, Transfer, download
 from fastpack.storage.retry import retry_call
 
 DATA = os.urandom(100_000)
@@ -33,15 +33,10 @@ class CutOnce:
 def test_a_download_counts_every_byte_that_came_and_the_retry(tmp_path: Path) -> None:
     fetched, retries = IO_COUNTS.fetched_bytes, IO_COUNTS.retries
     download(
-        CutOnce(),
-        "a",
+        RemoteObject(CutOnce(), "a", "mem://a"),
         tmp_path / "a",
-        url="mem://a",
-        size=len(DATA),
-        sha256=hashlib.sha256(DATA).hexdigest(),
-        retry=RetryPolicy(attempts=2, backoff_s=0),
-        part_bytes=len(DATA),
-        threads=1,
+        Expected(size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest()),
+        Transfer(retry=RetryPolicy(attempts=2, backoff_s=0), part_bytes=len(DATA), threads=1),
     )
     assert (tmp_path / "a").read_bytes() == DATA
     assert IO_COUNTS.fetched_bytes - fetched == len(DATA) + 10_000  # the cut buffer, then all

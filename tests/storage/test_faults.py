@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastpack.formats import DatasetNotFoundError
-from fastpack.storage import FetchError, Location, RetryPolicy
+from fastpack.storage import Expected, FetchError, Location, RetryPolicy, Transfer
 
 from tests.s3_server import S3Server
 from tests.shaping_proxy import ShapedS3
@@ -40,7 +40,8 @@ def location(shaped_s3: ShapedS3, bucket: str) -> Location:
 
 def download(location: Location, dest: Path, threads: int = 3) -> bytes:
     """`KEY` in ranged GETs of 100,000 bytes, checked against its SHA-256."""
-    location.download(KEY, dest, size=len(DATA), sha256=SHA256, part_bytes=100_000, threads=threads)
+    expected = Expected(size=len(DATA), sha256=SHA256)
+    location.download(KEY, dest, expected, Transfer(part_bytes=100_000, threads=threads))
     return dest.read_bytes()
 
 
@@ -149,7 +150,7 @@ def test_a_missing_object_is_not_retried(
         location.read_bytes("absent")
     assert location.size("absent") is None
     with pytest.raises(DatasetNotFoundError, match=rf"{location.url}/absent: not found"):
-        location.download("absent", tmp_path / "absent", size=10, sha256="0" * 64)
+        location.download("absent", tmp_path / "absent", Expected(size=10, sha256="0" * 64))
     tried = [
         s.method for s in shaped_s3.proxy.requests_to("/absent") if s.target.endswith("absent")
     ]

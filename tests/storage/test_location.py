@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from fastpack.formats import DatasetNotFoundError
-from fastpack.storage import FetchError, Location, RetryPolicy, listing
+from fastpack.storage import Expected, FetchError, Location, RetryPolicy, Transfer, listing
 
 from tests.s3_server import S3Server
 
@@ -89,10 +89,8 @@ def test_download_retries_each_range(
     location.download(
         "obj",
         dest,
-        size=len(DATA),
-        sha256=hashlib.sha256(DATA).hexdigest(),
-        part_bytes=3000,
-        threads=2,
+        Expected(size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest()),
+        Transfer(part_bytes=3000, threads=2),
     )
     assert dest.read_bytes() == DATA
     assert (cat.calls, cat.failed) == (4 + 2, 2)  # 4 ranges, 2 of the tries failed
@@ -119,7 +117,9 @@ def test_a_missing_object_is_not_downloaded_again(
     cat = flaky(monkeypatch, location, "cat_file", 0)
     dest = tmp_path / "x.tar"
     with pytest.raises(DatasetNotFoundError, match=rf"^{re.escape(location.url)}/x.tar: not found"):
-        location.download("x.tar", dest, size=100, sha256="0" * 64, part_bytes=10, threads=1)
+        location.download(
+            "x.tar", dest, Expected(size=100, sha256="0" * 64), Transfer(part_bytes=10, threads=1)
+        )
     assert cat.calls == 1
     assert list(tmp_path.iterdir()) == []  # neither the file nor its unfinished download
 

@@ -69,11 +69,13 @@ def test_a_bulk_download_without_obstore_names_the_extra_and_is_not_retried() ->
         """
         import logging
         from pathlib import Path
-        from fastpack.storage import Location, MissingDependencyError
+        from fastpack.storage import Expected, Location, MissingDependencyError, Transfer
         logging.basicConfig(level=logging.WARNING)
         location = Location("s3://bucket/ds", {"key": "k", "secret": "s"})
         try:
-            location.download("a.tar", Path("a.tar"), size=1, sha256="0" * 64, bulk=True)
+            location.download(
+                "a.tar", Path("a.tar"), Expected(size=1, sha256="0" * 64), Transfer(bulk=True)
+            )
         except MissingDependencyError as e:
             print(e)
         """,

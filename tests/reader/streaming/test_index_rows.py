@@ -31,7 +31,7 @@ from fastpack.reader.remote import IndexRows, index_rows
 from fastpack.reader.streaming.dataset import StreamingDataset
 from fastpack.reader.streaming.plan import Stream
 from fastpack.reader.streaming.sources import FetchOptions
-from fastpack.storage import Location
+from fastpack.storage import Expected, Location
 from torch.utils.data import DataLoader
 
 from tests.conftest import jpeg_bytes
@@ -393,9 +393,11 @@ def test_a_small_index_is_fetched_whole_and_checked(
     ranged: list[str] = []
     download, read_range = Location.download, Location.read_range
 
-    def logged_download(self: Location, name: str, dest: Path, **kwargs: Any) -> None:
-        downloads.append((name, kwargs["sha256"]))
-        download(self, name, dest, **kwargs)
+    def logged_download(
+        self: Location, name: str, dest: Path, expected: Expected, *args: Any, **kwargs: Any
+    ) -> None:
+        downloads.append((name, expected.sha256))
+        download(self, name, dest, expected, *args, **kwargs)
 
     def logged_range(self: Location, name: str, start: int, end: int) -> bytes:
         ranged.append(name)
