@@ -44,8 +44,10 @@ from .image_header import (
     jpeg_header,
     png_header,
 )
-from .index import ABSENT, Index, IndexPart, IndexWriter, Section, section_table, table_size
-from .index import HEADER_SIZE as INDEX_HEADER_SIZE
+from .index import Index
+from .index_layout import ABSENT, Section, section_table, table_size
+from .index_layout import HEADER_SIZE as INDEX_HEADER_SIZE
+from .index_writer import IndexPart, IndexWriter
 from .layout import (
     INDEX_NAME,
     MANIFEST_NAME,

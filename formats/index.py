@@ -1,16 +1,14 @@
-"""`index.fpx`: the binary, memory-mapped sample index (formats/SPEC.md section 3)."""
+"""`index.fpx`: the binary, memory-mapped sample index (formats/SPEC.md section 3), read and
+checked (`Index`); its layout is in `index_layout`, its writer in `index_writer`."""
 
 from __future__ import annotations
 
 import itertools
 import mmap
 import os
-import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,37 +22,26 @@ from .errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from .index_layout import (
+    ABSENT,
+    ALIGN,
+    DTYPES,
+    ENTRY,
+    ENTRY_SIZE,
+    FIELD_SECTIONS,
+    FIXED_SECTIONS,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    SUPPORTED_VERSIONS,
+    AnyArray,
+    expected_count,
+    padded_ascii,
+    section_dtypes,
+)
 
-MAGIC = b"\x89FPX\r\n\x1a\n"
-VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
-# `<f>.offset` of a member an optional field lacks (version 2); its size and crc32 are 0
-ABSENT = 2**64 - 1
-HEADER_SIZE = 64
-ENTRY_SIZE = 48
-ALIGN = 64
-_HEADER = struct.Struct("<8sIIQIIQ24s")
-_ENTRY = struct.Struct("<24s8sQQ")
-
-# Section name -> dtype for the fixed sections; per-field sections follow _FIELD_SECTIONS.
-_FIXED_SECTIONS: dict[str, str] = {
-    "shard": "<u4",
-    "label": "<i8",
-    "key.offsets": "<u8",
-    "key.blob": "|u1",
-    "source.offsets": "<u8",
-    "source.blob": "|u1",
-}
-_FIELD_SECTIONS: dict[str, str] = {"offset": "<u8", "size": "<u8", "crc32": "<u4"}
-
-AnyArray = npt.NDArray[np.generic]
-
-# The only dtype strings SPEC allows; the reader never parses any other string as a dtype.
-_DTYPES: dict[str, np.dtype[Any]] = {s: np.dtype(s) for s in ("<u4", "<u8", "<i8", "|u1")}
 # Bytes each sample takes at least in `shard`, `label`, `key.offsets` and `source.offsets`.
 _MIN_BYTES_PER_SAMPLE = 4 + 8 + 8 + 8
-# What a section name or dtype string may hold before its NUL padding: ASCII 0x21-0x7E.
-_PRINTABLE = bytes(range(0x21, 0x7F))
 
 
 class _Entry(NamedTuple):
@@ -64,231 +51,6 @@ class _Entry(NamedTuple):
     dtype: str
     offset: int
     elements: int
-
-
-def _padded_ascii(data: bytes) -> str | None:
-    """`data` without its NUL padding if what is left is non-empty printable ASCII, else None."""
-    text = data.rstrip(b"\0")
-    if text and not text.translate(None, _PRINTABLE):
-        return text.decode("ascii")
-    return None
-
-
-def field_section_stem(version: int, position: int, name: str) -> str:
-    """What a field's sections are named after: its name (v1), `f<position>` (v2)."""
-    return name if version == 1 else f"f{position}"
-
-
-def _section_dtypes(version: int, fields: Sequence[str]) -> dict[str, str]:
-    dtypes = dict(_FIXED_SECTIONS)
-    for k, f in enumerate(fields):
-        for suffix, dtype in _FIELD_SECTIONS.items():
-            dtypes[f"{field_section_stem(version, k, f)}.{suffix}"] = dtype
-    return dtypes
-
-
-def _expected_count(name: str, num_samples: int) -> int | None:
-    """Element count a section must have; None for blobs (any length)."""
-    if name.endswith(".blob"):
-        return None
-    if name.endswith(".offsets"):
-        return num_samples + 1
-    return num_samples
-
-
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
-
-
-class Section(NamedTuple):
-    """Where one section's bytes lie, as the section table lists them."""
-
-    dtype: np.dtype[Any]
-    offset: int
-    elements: int
-
-    def span(self, first: int, stop: int) -> tuple[int, int]:
-        """Bytes `[start, end)` of the file that hold elements `[first, stop)`."""
-        size = self.dtype.itemsize
-        return self.offset + first * size, self.offset + stop * size
-
-
-def table_size(header: bytes) -> int:
-    """Bytes of the header and section table, from the index's first 64 bytes (unchecked)."""
-    if len(header) < HEADER_SIZE:
-        return HEADER_SIZE
-    sections: int = _HEADER.unpack_from(header)[5]
-    return HEADER_SIZE + ENTRY_SIZE * sections
-
-
-def section_table(head: bytes) -> dict[str, Section]:
-    """The sections listed in `head` (header and section table) that have a well-formed name and
-    a SPEC dtype, unchecked otherwise: opening the file with `Index` checks them against SPEC."""
-    sections: dict[str, Section] = {}
-    for at in range(HEADER_SIZE, min(len(head), table_size(head)) - ENTRY_SIZE + 1, ENTRY_SIZE):
-        name_b, dtype_b, offset, elements = _ENTRY.unpack_from(head, at)
-        name, dtype = _padded_ascii(name_b), _padded_ascii(dtype_b)
-        if name is not None and dtype is not None and dtype in _DTYPES:
-            sections.setdefault(name, Section(_DTYPES[dtype], offset, elements))
-    return sections
-
-
-@dataclass(frozen=True, kw_only=True)
-class IndexPart:
-    """The index rows of one shard, in sample order; what the compiler appends per shard."""
-
-    shard: int
-    labels: npt.NDArray[np.int64]
-    key_blob: npt.NDArray[np.uint8]
-    key_offsets: npt.NDArray[np.uint64]
-    source_blob: npt.NDArray[np.uint8]
-    source_offsets: npt.NDArray[np.uint64]
-    offsets: Mapping[str, npt.NDArray[np.uint64]]
-    sizes: Mapping[str, npt.NDArray[np.uint64]]
-    crc32: Mapping[str, npt.NDArray[np.uint32]]
-
-    @property
-    def num_samples(self) -> int:
-        return len(self.labels)
-
-
-@dataclass(kw_only=True)
-class IndexWriter:
-    """Writes an index whose totals are known up front, one shard's part at a time.
-
-    Memory stays independent of the dataset's size: the file is memory-mapped and each part is
-    copied into its slice. The file appears under its final name only on `close()`.
-    """
-
-    path: Path
-    num_samples: int
-    num_shards: int
-    fields: Sequence[str]
-    key_blob_size: int
-    source_blob_size: int
-    version: int = 1  # `formats.version_for(schema)`
-    _layout: dict[str, tuple[str, int, int]] = field(init=False, default_factory=dict)
-    _map: np.memmap[tuple[int], np.dtype[np.uint8]] | None = field(init=False, default=None)
-    _rows: int = field(init=False, default=0)
-    _key_bytes: int = field(init=False, default=0)
-    _source_bytes: int = field(init=False, default=0)
-
-    def __post_init__(self) -> None:
-        if self.version not in SUPPORTED_VERSIONS:
-            raise ValueError(f"{self.path}: cannot write index version {self.version}")
-        dtypes = _section_dtypes(self.version, self.fields)
-        position = _align(HEADER_SIZE + ENTRY_SIZE * len(dtypes))
-        for name, dtype in dtypes.items():
-            count = _expected_count(name, self.num_samples)
-            if count is None:
-                count = self.key_blob_size if name == "key.blob" else self.source_blob_size
-            self._layout[name] = (dtype, position, count)
-            position = _align(position + count * np.dtype(dtype).itemsize)
-        self._tmp = self.path.with_name(self.path.name + ".tmp")
-        self._map = np.memmap(self._tmp, dtype=np.uint8, mode="w+", shape=(position,))
-        self._write_header(position)
-        self.section("key.offsets")[0] = 0
-        self.section("source.offsets")[0] = 0
-
-    def _write_header(self, file_size: int) -> None:
-        if self._map is None:
-            raise ValueError(f"{self.path}: index writer is closed")
-        header = _HEADER.pack(
-            MAGIC,
-            self.version,
-            HEADER_SIZE,
-            self.num_samples,
-            self.num_shards,
-            len(self._layout),
-            file_size,
-            b"",
-        )
-        self._map[:HEADER_SIZE] = np.frombuffer(header, dtype=np.uint8)
-        at = HEADER_SIZE
-        for name, (dtype, offset, count) in self._layout.items():
-            entry = _ENTRY.pack(name.encode("ascii"), dtype.encode("ascii"), offset, count)
-            self._map[at : at + ENTRY_SIZE] = np.frombuffer(entry, dtype=np.uint8)
-            at += ENTRY_SIZE
-
-    def section(self, name: str) -> AnyArray:
-        if self._map is None:
-            raise ValueError(f"{self.path}: index writer is closed")
-        dtype, offset, count = self._layout[name]
-        nbytes = count * np.dtype(dtype).itemsize
-        return self._map[offset : offset + nbytes].view(dtype)
-
-    def append(self, part: IndexPart) -> None:
-        n, r = part.num_samples, self._rows
-        if r + n > self.num_samples:
-            raise CorruptIndexError(
-                f"{self.path}: shard {part.shard} brings the index to {r + n} samples, "
-                f"more than the {self.num_samples} announced"
-            )
-        self.section("shard")[r : r + n] = part.shard
-        self.section("label")[r : r + n] = part.labels
-        for k, f in enumerate(self.fields):
-            stem = field_section_stem(self.version, k, f)
-            self.section(f"{stem}.offset")[r : r + n] = part.offsets[f]
-            self.section(f"{stem}.size")[r : r + n] = part.sizes[f]
-            self.section(f"{stem}.crc32")[r : r + n] = part.crc32[f]
-        self._key_bytes = self._append_strings(
-            "key", part.key_blob, part.key_offsets, r, self._key_bytes
-        )
-        self._source_bytes = self._append_strings(
-            "source", part.source_blob, part.source_offsets, r, self._source_bytes
-        )
-        self._rows += n
-
-    def _append_strings(
-        self,
-        name: str,
-        blob: npt.NDArray[np.uint8],
-        offsets: npt.NDArray[np.uint64],
-        row: int,
-        used: int,
-    ) -> int:
-        n = len(offsets) - 1
-        self.section(f"{name}.blob")[used : used + len(blob)] = blob
-        self.section(f"{name}.offsets")[row + 1 : row + n + 1] = offsets[1:] + np.uint64(used)
-        return used + len(blob)
-
-    def close(self) -> None:
-        """Check the totals, flush, and rename the file into place."""
-        if self._map is None:
-            return
-        if (self._rows, self._key_bytes, self._source_bytes) != (
-            self.num_samples,
-            self.key_blob_size,
-            self.source_blob_size,
-        ):
-            self.discard()
-            raise CorruptIndexError(
-                f"{self.path}: wrote {self._rows} samples, {self._key_bytes} key bytes and "
-                f"{self._source_bytes} source bytes; announced {self.num_samples}, "
-                f"{self.key_blob_size} and {self.source_blob_size}"
-            )
-        self._map.flush()
-        self._map = None
-        os.replace(self._tmp, self.path)
-
-    def __enter__(self) -> IndexWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.discard()
-
-    def discard(self) -> None:
-        """Drop the unfinished file."""
-        self._map = None
-        self._tmp.unlink(missing_ok=True)
 
 
 class Index:
@@ -360,7 +122,7 @@ class Index:
     def _read_header(self, size: int) -> tuple[int, int, int, int]:
         """Check the header against SPEC and the file's `size`;
         `(version, samples, shards, sections)`."""
-        magic, version, header_size, n, shards, sections, file_size, reserved = _HEADER.unpack_from(
+        magic, version, header_size, n, shards, sections, file_size, reserved = HEADER.unpack_from(
             self._mmap
         )
         if magic != MAGIC:
@@ -403,10 +165,8 @@ class Index:
         """The `count` section entries by name, each with a well-formed name and a SPEC dtype."""
         table: dict[str, _Entry] = {}
         for i in range(count):
-            name_b, dtype_b, offset, n = _ENTRY.unpack_from(
-                self._mmap, HEADER_SIZE + i * ENTRY_SIZE
-            )
-            name = _padded_ascii(name_b)
+            name_b, dtype_b, offset, n = ENTRY.unpack_from(self._mmap, HEADER_SIZE + i * ENTRY_SIZE)
+            name = padded_ascii(name_b)
             if name is None:
                 raise CorruptIndexError(
                     f"{self.path}: section table entry {i} has name {name_b!r}, expected "
@@ -417,20 +177,20 @@ class Index:
                     f"{self.path}: section {name!r} appears twice (entries {table[name].position} "
                     f"and {i})"
                 )
-            dtype = _padded_ascii(dtype_b)
-            if dtype is None or dtype not in _DTYPES:
+            dtype = padded_ascii(dtype_b)
+            if dtype is None or dtype not in DTYPES:
                 found = dtype_b.rstrip(b"\0").decode("ascii", "backslashreplace")
-                spec = _FIXED_SECTIONS.get(name) or _FIELD_SECTIONS.get(name.rpartition(".")[2])
+                spec = FIXED_SECTIONS.get(name) or FIELD_SECTIONS.get(name.rpartition(".")[2])
                 raise CorruptIndexError(
                     f"{self.path}: section {name!r} has dtype {found!r}, expected "
-                    f"{spec or 'one of ' + ', '.join(_DTYPES)}"
+                    f"{spec or 'one of ' + ', '.join(DTYPES)}"
                 )
             table[name] = _Entry(i, dtype, offset, n)
         return table
 
     def _check_names(self, table: Mapping[str, _Entry]) -> dict[str, str]:
         """Check that `table` holds exactly the sections SPEC requires; their dtypes by name."""
-        expected = _section_dtypes(self.version, list(self._stems.values()))
+        expected = section_dtypes(self.version, list(self._stems.values()))
         for name in expected:
             if name not in table:
                 raise CorruptIndexError(f"{self.path}: required section {name!r} is missing")
@@ -455,7 +215,7 @@ class Index:
                     f"{self.path}: section {name!r} has dtype {entry.dtype}, "
                     f"expected {expected[name]}"
                 )
-            count = _expected_count(name, self.num_samples)
+            count = expected_count(name, self.num_samples)
             if count is not None and entry.elements != count:
                 raise CorruptIndexError(
                     f"{self.path}: section {name!r} has {entry.elements} elements, expected {count}"
@@ -470,7 +230,7 @@ class Index:
                     f"{self.path}: section {name!r} starts at byte {entry.offset}, inside the "
                     f"header and section table (bytes [0, {table_end}))"
                 )
-            dtype = _DTYPES[entry.dtype]
+            dtype = DTYPES[entry.dtype]
             end = entry.offset + entry.elements * dtype.itemsize  # Python ints: no overflow
             if end > size:
                 raise TruncatedFileError(

@@ -20,7 +20,7 @@ from fastpack.formats import (
     table_size,
     unpack_strings,
 )
-from fastpack.formats.index import ENTRY_SIZE, HEADER_SIZE, MAGIC
+from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE, MAGIC
 
 from ._samples import FIELDS, LABELS, PAYLOADS, SOURCES, index_part, write_index, write_shard
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastpack.formats import CorruptIndexError, FastpackError, Index
-from fastpack.formats.index import ENTRY_SIZE, HEADER_SIZE
+from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE
 
 from ._samples import write_index, write_shard
 

@@ -21,7 +21,7 @@ from fastpack.formats import (
     UnsupportedVersionError,
     pack_strings,
 )
-from fastpack.formats.index import ENTRY_SIZE, HEADER_SIZE
+from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE
 
 from ._v2 import spec, write_v2_dataset
 
