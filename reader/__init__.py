@@ -21,9 +21,9 @@ from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, T
 from .loader import make_loader
 from .map_style import Dataset
 from .mix import Mix
+from .order import EpochBatchSampler
 from .remote import fetch_dataset, read_manifest_at
 from .streaming import FetchOptions, StreamingDataset
-from .torch_loader import EpochBatchSampler
 from .verify import VerifyReport, verify_dataset, verify_remote, verify_view
 from .views import list_views, open_view
 

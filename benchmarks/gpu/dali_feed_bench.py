@@ -94,7 +94,7 @@ def feed_only(dataset: Path, epochs: int) -> dict[str, Any]:
     each member a uint8 array over the mapped shard (what DALI then copies)."""
     from fastpack.reader import Dataset  # noqa: PLC0415
     from fastpack.reader.dali.feed import SampleFeed  # noqa: PLC0415
-    from fastpack.reader.torch_loader import EpochBatchSampler  # noqa: PLC0415
+    from fastpack.reader.order import EpochBatchSampler  # noqa: PLC0415
 
     ds = Dataset(dataset)
     feed = SampleFeed(ds, EpochBatchSampler(ds, 64, seed=0), "jpg", ())

@@ -35,7 +35,7 @@ from fastpack.reader import (
     RandomResizedCrop,
     make_loader,
 )
-from fastpack.reader.torch_loader import EpochBatch
+from fastpack.reader.order import EpochBatch
 
 from benchmarks.procmem import children
 from benchmarks.startup._memory import mapping_rss_kib, memory_kib, wait_idle

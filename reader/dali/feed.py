@@ -25,7 +25,7 @@ from fastpack.formats import (
 )
 
 from ..map_style.dataset import Dataset
-from ..torch_loader.sampler import EpochBatch, EpochBatchSampler
+from ..order.sampler import EpochBatch, EpochBatchSampler
 from .fields import FieldBatch
 from .options import FieldOutput
 

@@ -77,7 +77,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from fastpack.formats import (
@@ -92,11 +92,11 @@ from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.transforms import Transform
 from ..map_style.dataset import Dataset
+from ..order.sampler import EpochBatchSampler, EpochSource
 from ..order.state import Progress, make_state, read_state
 from ..ranks import local_device_id, resolve_rank
 from ..shard_files import IoChoice, resolve_io
 from ..stats import LoaderMeter, LoaderStats
-from ..torch_loader.sampler import EpochBatchSampler
 from .feed import FedFields, SampleFeed
 from .fields import SAMPLE_INDEX, FieldBatch, output_names, plan_fields
 from .labels import parse_labels, record_labels
@@ -163,13 +163,6 @@ def _read_error(source: str, error: RuntimeError) -> DaliReadError:
         f"{source}: DALI failed{where}: {' '.join(found) or text.strip()} "
         f"(`fastpack verify --decode {source}` lists damaged files)"
     )
-
-
-class EpochSource(Protocol):
-    """What the loader checks epochs against: a `Dataset`, whose `set_epoch` sets `epoch`."""
-
-    @property
-    def epoch(self) -> int: ...
 
 
 def _samples_per_epoch(num_samples: int, num_shards: int, batch_size: int, drop_last: bool) -> int:

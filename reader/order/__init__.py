@@ -1,12 +1,17 @@
-"""The order of an epoch over a dataset, a view or a mix, and the loaders' resumable state."""
+"""What every loader shares: the order of an epoch over a dataset, a view or a mix, its batches
+for each rank (`EpochBatchSampler`), and the loaders' resumable state."""
 
 from .balance import balanced_order
 from .epoch_order import EpochOrder, PermutedOrder, QuotaOrder, SubsetOrder, quotas
 from .permutation import KeyedPermutation
+from .sampler import EpochBatch, EpochBatchSampler, EpochSource
 from .state import Progress, make_state, read_state
 
 __all__ = [
+    "EpochBatch",
+    "EpochBatchSampler",
     "EpochOrder",
+    "EpochSource",
     "KeyedPermutation",
     "PermutedOrder",
     "Progress",

@@ -3,6 +3,5 @@ fed by a keyed permutation sampler that every rank evaluates without materialisi
 `Dataset`), or each reading its own stream of the epoch (a `StreamingDataset`)."""
 
 from .loader import make_torch_loader
-from .sampler import EpochBatch, EpochBatchSampler
 
-__all__ = ["EpochBatch", "EpochBatchSampler", "make_torch_loader"]
+__all__ = ["make_torch_loader"]

@@ -12,12 +12,12 @@ from torch.utils.data import DataLoader, get_worker_info
 from ..errors import LoaderStateError
 from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
+from ..order.sampler import EpochBatchSampler
 from ..order.state import Progress, make_state, read_state
 from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
 from .batch_slots import BatchSlots
-from .sampler import EpochBatchSampler
 from .streaming_state import StreamingProgress
 from .streaming_state import make_state as make_streaming_state
 from .streaming_state import read_state as read_streaming_state

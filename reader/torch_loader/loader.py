@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..map_style.dataset import Dataset
 from ..mix import Mix
+from ..order.sampler import EpochBatchSampler
 from ..stats import LoaderMeter
 from ..streaming.dataset import StreamingDataset
-from .sampler import EpochBatchSampler
 from .streaming import batched_copy
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from fastpack.formats import DatasetNotFoundError, TruncatedFileError, read_manifest
 from fastpack.reader import CenterCrop, Dataset, StreamingDataset, make_loader
+from fastpack.reader.order import EpochBatch
 from fastpack.reader.shard_files import IoChoice
-from fastpack.reader.torch_loader.sampler import EpochBatch
 
 from tests.network_fs import NetworkFs
 from tests.reader.conftest import Built

@@ -21,7 +21,7 @@ from fastpack.reader import (
     make_loader,
 )
 from fastpack.reader.fields import ColumnKind
-from fastpack.reader.torch_loader import EpochBatch
+from fastpack.reader.order import EpochBatch
 from fastpack.reader.torch_loader.batch_slots import BatchSlots, FieldsBatch, tracker
 
 from ..map_style._fields_data import ALL, write_fields_dataset

@@ -27,7 +27,7 @@ from fastpack.reader import (
     make_loader,
     to_float,
 )
-from fastpack.reader.torch_loader import EpochBatch
+from fastpack.reader.order import EpochBatch
 from fastpack.reader.torch_loader.batch_slots import BatchSlots, SlotBatch, tracker
 
 from ..conftest import Built

@@ -1,4 +1,5 @@
-"""Batches of sample indices for a DataLoader, each carrying the epoch it belongs to (torch-free).
+"""Batches of sample indices in an epoch's order, each carrying the epoch it belongs to: what
+every loader reads (the torch DataLoader, DALI's feed), free of torch and DALI.
 
 A DataLoader calls `Dataset.__getitems__` with each batch this sampler yields; the batch's
 `epoch` reaches the workers with it, so random transforms follow `set_epoch` even in persistent
@@ -17,9 +18,9 @@ from typing import Protocol
 
 import numpy as np
 
-from ..order.epoch_order import EpochOrder, PermutedOrder
-from ..order.state import epoch_limit
 from ..ranks import resolve_rank
+from .epoch_order import EpochOrder, PermutedOrder
+from .state import epoch_limit
 
 _CHUNK_SAMPLES = 8192  # samples per permutation evaluation (64 KiB of indices)
 
@@ -39,10 +40,12 @@ class EpochBatch(list[int]):
 
 
 class EpochSource(Protocol):
-    """What the sampler reads from the dataset: its length and current epoch (a dataset with an
-    order of its own, a balanced view or a `Mix`, also has `epoch_order(seed, shuffle)`)."""
+    """What a loader reads its order from: a dataset's length and current epoch (a `Dataset`
+    or a `Mix`, whose `set_epoch` sets it). One with an order of its own, a balanced view or a
+    `Mix`, also has `epoch_order(seed, shuffle)`."""
 
-    epoch: int
+    @property
+    def epoch(self) -> int: ...
 
     def __len__(self) -> int: ...
 
