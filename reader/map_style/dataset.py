@@ -9,6 +9,9 @@ files this process opened and drops its index map.
 
 The image and label pair takes the fast path of `(images, labels)` batches; any other choice of
 `fields` goes through `fields.SampleDecoder` and the batch rules of `fields.layout`.
+
+What a process opens, and where the members of a sample lie: `opened`. How the image and label
+pair decodes: `image_label`.
 """
 
 from __future__ import annotations
@@ -23,16 +26,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    ABSENT,
-    AbsentFieldError,
-    CorruptIndexError,
-    DatasetFiles,
-    FastpackError,
-    Manifest,
-    OffsetOutOfRangeError,
-    manifest_digest,
-)
+from fastpack.formats import AbsentFieldError, Manifest, manifest_digest
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
@@ -46,53 +40,19 @@ from ..fields import (
     plan_columns,
 )
 from ..fields.sample import PayloadOf
-from ..image.batch import decode_same_size
 from ..image.budget import resolve_budget, transform_budget
-from ..image.decode import DecodeOptions, Image, decode, jpeg_size
-from ..image.draws import sample_draws
-from ..image.guard import named_decode_error, naming, needs_name
+from ..image.decode import Image
 from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..order.schema import INT64_MAX
 from ..shard_files import IoChoice, IoMethod, resolve_io
 from ..stats.recorder import records_batches
-from ..views import ViewSpec, open_view
-from .range_reads import Request
-from .shard_reader import ShardReader
+from ..views import ViewSpec
+from .image_label import ImageDecoding, draws
+from .opened import Opened, member_name
 
-INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per batch is cheap
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
-
-
-class _Opened:
-    """The per-process state: dataset files, the shard reader, a plain view of the labels, the
-    rows of the view read (None: every row), and the decoder of the fields asked for (made on
-    first use)."""
-
-    def __init__(self, root: Path, io: IoMethod, view: ViewSpec | None) -> None:
-        self.files = DatasetFiles(root)
-        self.index = self.files.index
-        self.shards = ShardReader(self.files, io)
-        self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
-        self.view = None if view is None else open_view(root, self.files.manifest, view)
-        self.rows = None if self.view is None else self.view.rows
-        self.unreleased = 0  # samples read since the index pages were last released
-        self.decoder: SampleDecoder | None = None
-
-    def release(self, samples: int) -> None:
-        """After reading `samples` samples: unmap the shard pages, and every
-        `INDEX_RELEASE_SAMPLES` samples the index pages (see `Index.release`), so that a
-        worker's memory does not grow with the dataset as it reads."""
-        self.shards.release()
-        self.unreleased += samples
-        if self.unreleased >= INDEX_RELEASE_SAMPLES:
-            self.index.release()
-            self.unreleased = 0
-
-    def close(self) -> None:
-        """Close the shard files opened so far (the index map goes with the last reference)."""
-        self.shards.close()
 
 
 class Dataset(ClosesOnExit):
@@ -176,7 +136,7 @@ class Dataset(ClosesOnExit):
         self.epoch = 0
         self.view = view
         self.batch_allocator: BatchAllocator | None = None
-        self._state: _Opened | None = None
+        self._state: Opened | None = None
         self._finalizer: weakref.finalize[[], Dataset] | None = None
         schema = self._opened().files.manifest.schema  # fail early on a malformed dataset
         where = str(self.path)
@@ -211,9 +171,9 @@ class Dataset(ClosesOnExit):
             raise ValueError(f"epoch must be >= 0 and at most 2**63 - 1, got {epoch}")
         self.epoch = value
 
-    def _opened(self) -> _Opened:
+    def _opened(self) -> Opened:
         if self._state is None:
-            state = self._state = _Opened(self.path, self.io, self.view)
+            state = self._state = Opened(self.path, self.io, self.view)
             # Holds the state, never the dataset: collecting the dataset closes its shard files.
             self._finalizer = weakref.finalize(self, state.close)
             self._finalizer.atexit = False  # the process's exit closes them anyway
@@ -224,13 +184,12 @@ class Dataset(ClosesOnExit):
         them again. Arrays handed out (`labels`, `read_bytes` views) stay valid."""
         finalizer, self._finalizer, self._state = self._finalizer, None, None
         if finalizer is not None:
-            finalizer()  # runs `_Opened.close` once, then lets go of the state
+            finalizer()  # runs `Opened.close` once, then lets go of the state
 
     # -- metadata -------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        state = self._opened()
-        return state.index.num_samples if state.rows is None else len(state.rows)
+        return self._opened().count()
 
     def rows(self) -> npt.NDArray[np.int64] | None:
         """The dataset rows of the view read, in order (sample `i` is row `rows()[i]` of the
@@ -293,12 +252,12 @@ class Dataset(ClosesOnExit):
     def key(self, i: int) -> str:
         """The key of sample `i` (its member names in the shard are `<key>.<field>`)."""
         state = self._opened()
-        return state.index.key(_check_index(i, state))
+        return state.index.key(state.row(i))
 
     def source(self, i: int) -> str:
         """The path sample `i` was built from, relative to the build's source."""
         state = self._opened()
-        return state.index.source(_check_index(i, state))
+        return state.index.source(state.row(i))
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -319,24 +278,18 @@ class Dataset(ClosesOnExit):
             raise MissingFieldError(
                 f"{self.path}: no field {name!r}; fields are {state.files.manifest.schema.names}"
             )
-        return self._payload(state, _check_index(i, state), name)
+        return state.payload(state.row(i), name)
 
     def __getitem__(self, i: int) -> tuple[Any, ...]:
         """Sample `i`: a tuple of its `fields` (default `(image, label)`)."""
         if not self._image_label:
             return self._get_fields(i)
         state = self._opened()
-        i = _check_index(i, state)
-        data = self._payload(state, i)
-        label = state.labels[i]
+        row = state.row(i)
+        label = state.labels[row]  # before the release, which unmaps the index pages
+        images = self._images()
         try:
-            with naming(functools.partial(self._decode_error, state, i)):
-                if self.transform is None:
-                    image = decode(data, DecodeOptions(pixel_budget=self.pixel_budget))
-                else:
-                    if self._check_before_transform:
-                        jpeg_size(data, self.pixel_budget)
-                    image = self.transform(data, self._draws([i], self.epoch)[0], None)
+            image = images.sample(state, row, self.epoch)
         finally:
             state.release(1)
         return image, label
@@ -356,83 +309,31 @@ class Dataset(ClosesOnExit):
             return self._get_fields_batch(indices)
         state = self._opened()
         epoch = int(getattr(indices, "epoch", self.epoch))
-        rows = [_check_index(int(i), state) for i in indices]
+        rows = [state.row(int(i)) for i in indices]
         labels = state.labels[rows]
-        transform = self.transform
-        self._load(state, rows, indices, (self._image(),))
-        if transform is None:
-            try:
-                return self._decode_batch(state, rows), labels
-            finally:
-                state.release(len(rows))
-        images = self._new_batch((len(rows), *transform.output_shape, 3))
-        draws = self._draws(rows, epoch)
+        images = self._images()
+        state.load(rows, indices, (images.image,))
         try:
-            for k, data in enumerate(self._payloads(state, rows)):
-                try:  # `naming` inline: a context manager per sample costs more
-                    if self._check_before_transform:
-                        jpeg_size(data, self.pixel_budget)
-                    transform(data, draws[k], images[k])
-                except ValueError as e:
-                    if not needs_name(e):
-                        raise
-                    raise self._decode_error(state, rows[k], e) from e
-                state.shards.release()  # keep shard pages out of this process's PSS
+            return images.batch(state, rows, epoch), labels
         finally:
             state.release(len(rows))
-        return images, labels
 
-    def _load(
-        self, state: _Opened, rows: list[int], batch: Sequence[int], fields: Sequence[str]
-    ) -> None:
-        """With `io="pread"`: read the members of `fields` of samples `rows` all at once, and
-        start on those of the batch this process reads next (`batch.ahead`, from
-        `make_loader`'s sampler). A member that cannot be read is left to the read that names
-        what is wrong."""
-        if self.io != "pread":
-            return
-        ahead: list[Request] = []
-        try:  # a hint: what cannot be read ahead is read when its own batch comes
-            ahead_ids = [int(i) for i in getattr(batch, "ahead", None) or ()]
-            rows_ahead = [_check_index(i, state) for i in ahead_ids if 0 <= i < _count(state)]
-            ahead = _requests(state, rows_ahead, fields)
-        except FastpackError:
-            ahead = []
-        state.shards.load(_requests(state, rows, fields), ahead)
+    def _images(self) -> ImageDecoding:
+        """How the `(images, labels)` path decodes, with this dataset's settings of now."""
+        return ImageDecoding(
+            image=self._image(),
+            transform=self.transform,
+            seed=self.seed,
+            pixel_budget=self.pixel_budget,
+            check_header=self._check_before_transform,
+            new_batch=self._new_batch,
+            where=str(self.path),
+        )
 
     def _new_batch(self, shape: tuple[int, ...]) -> Image:
         if self.batch_allocator is None:
             return np.empty(shape, np.uint8)
         return self.batch_allocator(shape)
-
-    def _draws(self, rows: list[int], epoch: int) -> list[list[float]] | list[None]:
-        count = 0 if self.transform is None else self.transform.draws
-        if count == 0:
-            return [None] * len(rows)
-        draws: list[list[float]] = sample_draws(self.seed, epoch, rows, count).tolist()
-        return draws
-
-    def _decode_batch(self, state: _Opened, rows: list[int]) -> Image:
-        payloads = [self._payload(state, i) for i in rows]
-        return decode_same_size(
-            payloads,
-            rows,
-            self._new_batch,
-            str(self.path),
-            lambda k, e: self._decode_error(state, rows[k], e),
-            options=DecodeOptions(pixel_budget=self.pixel_budget),
-        )
-
-    def _payloads(self, state: _Opened, rows: list[int]) -> Iterator[memoryview | bytes]:
-        """The payloads of `rows` in order, located with one index lookup per column."""
-        index, shards, image = state.index, state.shards, self._image()
-        columns = (index.shard[rows], index.offsets(image)[rows], index.sizes(image)[rows])
-        num_shards = len(state.files.manifest.shards)
-        for i, shard, offset, size in zip(rows, *(c.tolist() for c in columns), strict=True):
-            if shard < num_shards and offset + size <= shards.size(shard):
-                yield shards.read(shard, offset, size)
-            else:
-                yield self._payload(state, i)  # raises the error that names what is wrong
 
     def _image(self) -> str:
         """The image field, which the `(images, labels)` path reads."""
@@ -440,24 +341,9 @@ class Dataset(ClosesOnExit):
             raise MissingFieldError(f"{self.path}: no image (jpeg) field; fields are {self.fields}")
         return self.field
 
-    def _payload(self, state: _Opened, i: int, field: str | None = None) -> memoryview | bytes:
-        """Sample `i`'s member of `field` (default: the image); AbsentFieldError if absent."""
-        shard = int(state.index.shard[i])
-        if shard >= len(state.files.manifest.shards):
-            raise CorruptIndexError(
-                f"{state.index.path}: sample {i} is in shard {shard}, the manifest lists "
-                f"{len(state.files.manifest.shards)}"
-            )
-        name = self._image() if field is None else field
-        try:
-            _, offset, size = state.index.locate(i, name, state.shards.size(shard))
-        except OffsetOutOfRangeError as e:
-            raise OffsetOutOfRangeError(f"{e} ({state.files.shard_path(shard)})") from e
-        return state.shards.read(shard, offset, size)
-
     # -- any other fields -----------------------------------------------------------------------
 
-    def _decoder(self, state: _Opened) -> SampleDecoder:
+    def _decoder(self, state: Opened) -> SampleDecoder:
         """This process's decoder of the fields asked for (made again if the transform changed)."""
         decoder = state.decoder
         if decoder is None or decoder.transform is not self.transform:
@@ -467,44 +353,32 @@ class Dataset(ClosesOnExit):
                 image=self.field,
                 transform=self.transform,
                 drop_empty_boxes=self.drop_empty_boxes,
-                where=functools.partial(_member_name, state.files),
+                where=functools.partial(member_name, state.files),
                 pixel_budget=self.pixel_budget,
             )
         return decoder
 
-    def _members(self, state: _Opened, i: int) -> PayloadOf:
-        """Sample `i`'s member of a field, None when it is absent."""
-
-        def member(field: str) -> memoryview | bytes | None:
-            try:
-                return self._payload(state, i, field)
-            except AbsentFieldError:
-                return None
-
-        return member
-
     def _get_fields(self, i: int) -> tuple[Any, ...]:
         state = self._opened()
-        i = _check_index(i, state)
+        row = state.row(i)
         decoder = self._decoder(state)
         try:
-            return tuple(
-                decoder.decode(i, self._members(state, i), self._draws([i], self.epoch)[0])
-            )
+            row_draws = draws(self.transform, self.seed, [row], self.epoch)
+            return tuple(decoder.decode(row, _members(state, row), row_draws[0]))
         finally:
             state.release(1)
 
     def _get_fields_batch(self, indices: Sequence[int]) -> tuple[Any, ...]:
         state = self._opened()
         epoch = int(getattr(indices, "epoch", self.epoch))
-        rows = [_check_index(int(i), state) for i in indices]
+        rows = [state.row(int(i)) for i in indices]
         decoder = self._decoder(state)
-        self._load(state, rows, indices, self.fields)
+        state.load(rows, indices, self.fields)
         try:
             columns = decoder.decode_batch(
                 rows,
-                lambda i: self._members(state, i),
-                self._draws(rows, epoch),
+                lambda i: _members(state, i),
+                draws(self.transform, self.seed, rows, epoch),
                 self._new_batch,
                 state.shards.release,
             )
@@ -512,47 +386,14 @@ class Dataset(ClosesOnExit):
             state.release(len(rows))
         return assemble_columns(decoder.layout, columns, rows, str(self.path), self.pad_value)
 
-    def _decode_error(self, state: _Opened, i: int, error: ValueError) -> FastpackError:
-        """A decoder's ValueError as an error that names the sample: a PixelBudgetError stays
-        one, anything else is a ShardFormatError (`image.guard.named_decode_error`)."""
-        return named_decode_error(_member_name(state.files, i, self._image()), error)
 
+def _members(state: Opened, row: int) -> PayloadOf:
+    """Row `row`'s member of a field, None when it is absent."""
 
-def _requests(state: _Opened, rows: list[int], fields: Sequence[str]) -> list[Request]:
-    """The byte ranges `(shard, offset, size)` of the members of `fields` of samples `rows`
-    that the index places inside their shards (the others are read, and fail, one by one)."""
-    index, shards = state.index, state.shards
-    if not rows:
-        return []
-    numbers = index.shard[rows].tolist()
-    count = len(state.files.manifest.shards)
-    requests: list[Request] = []
-    for field in dict.fromkeys(f for f in fields if f in index.fields):
-        offsets, sizes = index.offsets(field)[rows].tolist(), index.sizes(field)[rows].tolist()
-        for shard, offset, size in zip(numbers, offsets, sizes, strict=True):
-            if offset != ABSENT and shard < count and offset + size <= shards.size(shard):
-                requests.append((shard, offset, size))
-    return requests
+    def member(field: str) -> memoryview | bytes | None:
+        try:
+            return state.payload(row, field)
+        except AbsentFieldError:
+            return None
 
-
-def _member_name(files: DatasetFiles, i: int, field: str) -> str:
-    """How errors name sample `i`'s member of `field`."""
-    index = files.index
-    shard, offset = int(index.shard[i]), int(index.offsets(field)[i])
-    return (
-        f"{files.shard_path(shard)}: sample {i} (key {index.key(i)}) field {field!r} at offset "
-        f"{offset}"
-    )
-
-
-def _count(state: _Opened) -> int:
-    return state.index.num_samples if state.rows is None else len(state.rows)
-
-
-def _check_index(i: int, state: _Opened) -> int:
-    """The index row of sample `i` (of the view, if one is read), checked."""
-    n = _count(state)
-    if not 0 <= i < n:
-        where = state.index.path if state.view is None else f"view {state.view.name!r}"
-        raise IndexError(f"{where}: sample {i} out of range [0, {n})")
-    return i if state.rows is None else int(state.rows[i])
+    return member

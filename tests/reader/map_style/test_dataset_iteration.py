@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fastpack.formats import FastpackError, OffsetOutOfRangeError
 from fastpack.reader import Dataset
-from fastpack.reader.map_style.dataset import _Opened
+from fastpack.reader.map_style.opened import Opened
 from fastpack.reader.shard_files import IoMethod
 
 from ..conftest import Built, section
@@ -53,14 +53,14 @@ def test_an_index_error_while_reading_is_not_the_end_of_the_data(
 ) -> None:
     """Without `Dataset.__iter__`, `list(ds)` would return the 32 samples before this error."""
     ds = Dataset(build_dataset(classes=4, per_class=16).path)
-    payload = Dataset._payload
+    payload = Opened.payload
 
-    def failing_payload(self: Dataset, state: _Opened, i: int) -> memoryview | bytes:
+    def failing_payload(self: Opened, i: int, field: str) -> memoryview | bytes:
         if i == 32:
             raise IndexError("planted at sample 32")
-        return payload(self, state, i)
+        return payload(self, i, field)
 
-    monkeypatch.setattr(Dataset, "_payload", failing_payload)
+    monkeypatch.setattr(Opened, "payload", failing_payload)
     with pytest.raises(IndexError, match="planted at sample 32"):
         list(ds)
     samples = iter(ds)
