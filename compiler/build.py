@@ -14,13 +14,15 @@ from typing import Any
 from fastpack.storage import RetryPolicy
 
 from .build_dir import BUILD_DIR
-from .cluster.node_share import node_shards, share_note, share_summary
-from .cluster.outputs import open_output
-from .cluster.runners import Run, choose_runner
+from .finish import finish_dataset
 from .options import BuildOptions, BuildSummary
-from .output.out_dir import OutState
+from .runners.choose import choose_runner
+from .runners.node_share import node_shards, share_note, share_summary
+from .runners.run import Run
 from .sources.detect import detect_kind, source_id
-from .stages import dataset_schema, finish_dataset, plan_build, summary_of
+from .stages import dataset_schema, plan_build
+from .targets.choose import choose_target
+from .targets.out_dir import OutState
 
 DEFAULT_OPTIONS = BuildOptions()
 
@@ -58,7 +60,7 @@ def build(  # noqa: PLR0913 - the public entry point: keyword options for target
     started = time.perf_counter()
     source = os.fspath(source)  # a source may be a URL: no Path of it
     kind = detect_kind(source, options.source_format)
-    target = open_output(
+    target = choose_target(
         os.fspath(out),
         source,
         options,
@@ -96,10 +98,14 @@ def build(  # noqa: PLR0913 - the public entry point: keyword options for target
         shards = node_shards(meta.num_shards, options)
         records = [finished[s] for s in shards if s in finished]
         return share_summary(records, time.perf_counter() - started, note)
-    target.gather(finished, every)
-    kept = finish_dataset(
+    publisher = target.publisher
+    if publisher is not None:
+        publisher.gather(finished, every)
+    manifest, kept = finish_dataset(
         target.out_root, meta, options=options, schema=schema, notes=schema_notes, kind=kind
     )
-    summary = summary_of(target.out_root, time.perf_counter() - started)
-    target.publish()
+    summary = BuildSummary.of_manifest(manifest, time.perf_counter() - started)
+    if publisher is not None:
+        publisher.publish()
+    target.drop_plan()
     return dataclasses.replace(summary, notes=notes, kept=kept)

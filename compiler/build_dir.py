@@ -22,8 +22,20 @@ def temp_path(path: Path, suffix: str = ".tmp") -> Path:
     return path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}{suffix}")
 
 
+def _named_after(out: str) -> str:
+    return hashlib.sha256(out.rstrip("/").encode()).hexdigest()[:16]
+
+
 def default_staging_dir(url: str) -> Path:
     """Where a build to `url` is staged unless told otherwise: a directory named after the URL
     under `$FASTPACK_CACHE_DIR` (else `~/.cache/fastpack`), so that a resume finds it."""
-    cache = default_cache_dir()
-    return cache / "staging" / hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
+    return default_cache_dir() / "staging" / _named_after(url)
+
+
+def node_plan_dir(out: str, rank: int | None, staging: Path | None) -> Path:
+    """Where node `rank` of a build into `out` keeps its plan: `staging`, else a directory named
+    after the output and the rank under `$FASTPACK_CACHE_DIR` (else `~/.cache/fastpack`), so
+    that a resume of the same node finds it and two ranks never share one."""
+    if staging is not None:
+        return staging
+    return default_cache_dir() / "plans" / f"{_named_after(out)}-node{rank}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, SHARD_FORMATS
+from fastpack.formats import DEFAULT_PIXEL_BUDGET, SHARD_FORMATS, Manifest
 
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
@@ -172,6 +172,21 @@ class BuildSummary:
     # back from a finished dataset's manifest has their count only (`not_transcoded`)
     kept: tuple[tuple[str, str], ...] = ()
     not_transcoded: int = 0  # progressive JPEGs kept as they were by --baseline
+
+    @classmethod
+    def of_manifest(cls, manifest: Manifest, seconds: float) -> BuildSummary:
+        """The summary of the finished dataset that `manifest` describes, wherever it lies."""
+        stats = manifest.stats
+        return cls(
+            inputs=stats["inputs"],
+            samples=manifest.num_samples,
+            shards=len(manifest.shards),
+            bytes=sum(s.bytes for s in manifest.shards),
+            rejected=stats["rejected"],
+            converted=stats["converted"],
+            seconds=seconds,
+            not_transcoded=stats.get("not_transcoded", 0),
+        )
 
     def _kept_lines(self) -> str:
         if not self.not_transcoded:

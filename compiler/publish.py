@@ -1,6 +1,6 @@
 """Publishing a finished local dataset at a URL (`Uploader`): each file put once, retried
 through the storage layer's policy, the manifest last. It publishes a dataset built earlier;
-`build()` with a URL as its output publishes through `cluster/outputs.StoreOutput` instead."""
+`build()` with a URL as its output publishes through `targets.StoreTarget` instead."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastpack.formats import MANIFEST_NAME
 from fastpack.storage import Location, RetryPolicy
 
 from .errors import BuildError
-from .output.assemble import dataset_files
+from .finish import dataset_files
 
 
 class Uploader:

@@ -1,27 +1,25 @@
-"""The stages of a build that every runner and target share: plan, schema, one shard's job,
-the local run of the shard jobs, and the finish (index, rejects, manifest last)."""
+"""The stages of a build that every runner and target share: plan, schema, one shard's job and
+the local run of the shard jobs (the finish is `finish.finish_dataset`)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import MANIFEST_NAME, SHARDS_DIR, Schema, read_manifest
+from fastpack.formats import SHARDS_DIR, Schema
 
 from .build_dir import BUILD_DIR
 from .jobs.dictionaries import train_dictionaries, with_dictionaries
 from .jobs.progress import BuildProgress
 from .jobs.runner import run_jobs
 from .jobs.shard_job import ShardJob
-from .jobs.shard_record import finished_record, load_record
-from .options import BuildOptions, BuildSummary
-from .output.assemble import write_dataset_manifest
-from .output.out_dir import OutState, start_build_dir
+from .jobs.shard_record import finished_record
+from .options import BuildOptions
 from .planning.make_plan import make_plan
 from .planning.plan_store import Plan, PlanMeta, read_meta
+from .targets.out_dir import OutState, start_build_dir
 
 
 def plan_build(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
@@ -88,62 +86,22 @@ def run_shards(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
     options: BuildOptions,
     schema: Schema,
     shards: Sequence[int],
+    done: int,
 ) -> None:
     """Run the job of every shard in `shards` that is not finished in `out`, in this process or
-    a pool of processes (`options.workers`)."""
+    a pool of processes (`options.workers`). `done` inputs, of shards finished at the target
+    already, count as done in the progress."""
     (out / SHARDS_DIR).mkdir(exist_ok=True)
-    todo, done = [], 0
+    todo = []
+    total = done
     for shard in shards:
+        start, stop = meta.shard_range(shard)
+        total += stop - start
         record = finished_record(out, shard)
         if record is None:
             todo.append(shard_job(out, shard, options, schema))
         else:
             done += record.planned
-    total = sum(stop - start for start, stop in map(meta.shard_range, shards))
     workers = options.workers or os.cpu_count() or 1
     with BuildProgress(total, done, enabled=options.progress) as progress:
         run_jobs(todo, plan_dir, workers, progress)
-
-
-def summary_of(out: Path, seconds: float) -> BuildSummary:
-    """The summary of the finished dataset in the directory `out`."""
-    manifest = read_manifest(out / MANIFEST_NAME)
-    stats = manifest.stats
-    return BuildSummary(
-        inputs=stats["inputs"],
-        samples=manifest.num_samples,
-        shards=len(manifest.shards),
-        bytes=sum(s.bytes for s in manifest.shards),
-        rejected=stats["rejected"],
-        converted=stats["converted"],
-        seconds=seconds,
-        not_transcoded=stats.get("not_transcoded", 0),
-    )
-
-
-def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
-    out: Path,
-    meta: PlanMeta,
-    *,
-    options: BuildOptions,
-    schema: Schema,
-    notes: dict[str, Any],
-    kind: str,
-) -> tuple[tuple[str, str], ...]:
-    """Index, rejects and manifest (last) from the records of every shard in the directory
-    `out`, then its build files go. Returns the inputs stored otherwise than asked, and why
-    (`ShardRecord.kept`), for the summary."""
-    records = [load_record(out, shard) for shard in range(meta.num_shards)]
-    build_info = {
-        "source_kind": kind,
-        "samples_per_shard": meta.samples_per_shard,
-        **options.shaping(),
-        **notes,
-    }
-    write_dataset_manifest(
-        out, meta, records, build_info, schema, shard_format=options.shard_format
-    )
-    shutil.rmtree(out / BUILD_DIR)
-    for leftover in (out / SHARDS_DIR).glob("*.tmp"):  # from jobs of a killed build
-        leftover.unlink(missing_ok=True)
-    return tuple(line for record in records for line in record.kept)

@@ -238,11 +238,11 @@ def test_top_modules_are_nodes_of_the_graph() -> None:
     counts (the cycle build.py -> cluster/ -> build.py was missed when they did not)."""
     assert folder_of("fastpack.compiler.build", "compiler") == "build.py"
     assert folder_of("fastpack.compiler.build.build", "compiler") == "build.py"
-    assert folder_of("fastpack.compiler.cluster.runners", "compiler") == "cluster"
+    assert folder_of("fastpack.compiler.runners.local", "compiler") == "runners"
     assert folder_of("fastpack.compiler", "compiler") is None
     graph = folder_graph("compiler")
     assert "build.py" in graph
-    assert "cluster" in graph["build.py"]
+    assert "runners" in graph["build.py"]
 
 
 def test_cycle_finder_finds_one() -> None:
@@ -264,7 +264,7 @@ def test_only_the_dask_runner_imports_distributed() -> None:
             names = imported_names(path.read_text("utf-8"), module_name(path), False)
             if any(n == "distributed" or n.startswith(("distributed.", "dask")) for n in names):
                 importers.add(str(path.relative_to(ROOT)))
-    assert importers == {"compiler/cluster/dask_runner.py"}
+    assert importers == {"compiler/runners/dask_runner.py"}
 
 
 def test_formats_imports_no_image_library() -> None:

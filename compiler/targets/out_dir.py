@@ -1,4 +1,4 @@
-"""What the output directory holds before a build, and whether the build may go on there.
+"""What a target's directory holds before a build, and whether the build may go on there.
 
 fastpack never deletes files it did not write: a directory that holds anything but an
 interrupted build (with `resume`) or its own finished dataset is refused.

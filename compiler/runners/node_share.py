@@ -1,15 +1,11 @@
 """One node's share of the shard jobs, for clusters without a scheduler (SLURM array jobs,
 Kubernetes indexed jobs): node `rank` of `num_nodes` builds the shards `s` with
 `s % num_nodes == rank`. Every node plans the whole source itself (the plan is deterministic),
-in a directory of its own; the shards go to the shared output."""
+in a directory of its own (`build_dir.node_plan_dir`); the shards go to the shared output."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from pathlib import Path
-
-from fastpack.storage import default_cache_dir
 
 from ..jobs.shard_record import ShardRecord
 from ..options import BuildOptions, BuildSummary
@@ -20,16 +16,6 @@ def node_shards(num_shards: int, options: BuildOptions) -> range:
     if not options.node_share or options.node_rank is None:
         return range(num_shards)
     return range(options.node_rank, num_shards, options.num_nodes)
-
-
-def node_plan_dir(out: str, options: BuildOptions, staging: Path | None) -> Path:
-    """Where node `rank` keeps its plan: `staging`, else a directory named after the output
-    and the rank under `$FASTPACK_CACHE_DIR` (else `~/.cache/fastpack`), so that a resume of
-    the same node finds it and two ranks never share one."""
-    if staging is not None:
-        return staging
-    name = hashlib.sha256(out.rstrip("/").encode()).hexdigest()[:16]
-    return default_cache_dir() / "plans" / f"{name}-node{options.node_rank}"
 
 
 def share_note(options: BuildOptions, finished: int, num_shards: int, out: str) -> str:

@@ -2,7 +2,7 @@
 
 A task needs nothing from the machine that planned it: it carries its rows (`PlanSlice`) and
 the dictionaries its fields are compressed with. It does need the source, at the path (or URL)
-the plan names, and a `DirectoryTarget` at the same path as the client sees it; a machine that
+the plan names, and a target directory at the same path as the client sees it; a machine that
 sees neither fails the task (to be retried elsewhere) instead of rejecting every input.
 """
 
@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastpack.formats import SHARDS_DIR
 from fastpack.storage import is_url
 
 from ..build_dir import BUILD_DIR
 from ..jobs.shard_job import Progress, ShardJob, run_shard_job
 from ..jobs.shard_record import ShardRecord, finished_record
 from ..planning.plan_slice import PlanSlice
-from .targets import UrlTarget, scratch_dir
+from ..targets.store_prefix import StorePrefix
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,15 @@ def _check_visible(task: ShardTask) -> None:
         )
 
 
+def scratch_dir(root: Path, name: str) -> Path:
+    """A fresh private output directory under `root` for one task."""
+    out = root / name
+    shutil.rmtree(out, ignore_errors=True)
+    (out / SHARDS_DIR).mkdir(parents=True)
+    (out / BUILD_DIR).mkdir()
+    return out
+
+
 class _Counted:
     """Passes progress on and keeps the input bytes read."""
 
@@ -83,14 +93,14 @@ def run_shard_task(task: ShardTask, scratch: Path, progress: Progress) -> TaskRe
     _check_visible(task)
     shard, counted = task.job.shard, _Counted(progress)
     if is_url(task.target):
-        target = UrlTarget(task.target, task.storage_options)
-        record = target.finished_one(shard)
+        prefix = StorePrefix(task.target, task.storage_options)
+        record = prefix.finished_one(shard)
         if record is None:
             out = scratch_dir(scratch, f"fastpack-shard-{shard:06d}-{uuid.uuid4().hex[:8]}")
             try:
                 job = dataclasses.replace(task.job, out=str(out))
                 built = run_shard_job(job, task.rows, counted)
-                target.publish(out, shard)
+                prefix.publish(out, shard)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
             return TaskResult(built, time.perf_counter() - started, counted.bytes, False)

@@ -1,4 +1,5 @@
-"""Shard tasks on a Dask cluster; the one module of fastpack that imports `distributed`.
+"""The `DaskRunner`: shard tasks on a Dask cluster; the one module of fastpack that imports
+`distributed`, and only when a build names a cluster.
 
 The client keeps at most three tasks per worker thread submitted (each carries its plan rows, so
 that the scheduler never holds the whole plan), and submits the next as one finishes. A worker
@@ -18,11 +19,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fastpack.storage import is_url
+
 from ..errors import BuildError
-from ..jobs.progress import ThrottledProgress
+from ..jobs.dictionaries import load_dictionaries
+from ..jobs.progress import BuildProgress, ThrottledProgress
 from ..jobs.runner import quiet_single_threaded_cv2
 from ..jobs.shard_job import Progress
+from ..planning.plan_slice import slice_shard
+from ..planning.plan_store import Plan, PlanMeta
+from ..stages import shard_job
+from .run import Run
 from .shard_task import ShardTask, TaskResult, run_shard_task
+from .worker_report import worker_lines
 
 MAX_ATTEMPTS = 3
 TASKS_PER_THREAD = 3
@@ -224,3 +233,52 @@ def run_on_dask(
         client.unsubscribe_topic(topic)
         if own:
             client.close()
+
+
+def _check_reachable(meta: PlanMeta, local: Path) -> None:
+    """Refuse a source whose scan copied or spilled data into the client's staging directory
+    (remote webdataset or TFRecord files, Parquet, COCO): workers on other machines cannot
+    read it there."""
+    if is_url(meta.root):
+        return
+    staging = local.resolve()
+    for name in meta.containers:
+        if Path(meta.root, name).resolve().is_relative_to(staging):
+            raise BuildError(
+                f"{staging}: this source's scan keeps data in the staging directory "
+                f"({name}), which the cluster's workers cannot read; give --staging (staging=) "
+                "a directory on a file system every worker mounts at the same path"
+            )
+
+
+class DaskRunner:
+    """The shard jobs as tasks on a Dask cluster (a scheduler address or a
+    `distributed.Client`), each carrying its plan rows; they write to the target themselves."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+
+    def check(self) -> None:
+        check_cluster(self.cluster)
+
+    def run(self, run: Run) -> tuple[str, ...]:
+        target, schema, options = run.target, run.schema, run.options
+        if is_url(target.task_target):
+            _check_reachable(run.meta, target.plan_root)
+        plan = Plan(run.plan_dir)
+        out = target.out_root
+        dictionaries = load_dictionaries(out, schema) if not schema.is_v1 else None
+        job_out = out if is_url(target.task_target) else Path(target.task_target)
+        storage_options = dict(target.storage_options)
+
+        def task(shard: int) -> ShardTask:
+            job = shard_job(job_out, shard, options, schema)
+            job = dataclasses.replace(job, dictionaries=dictionaries)
+            return ShardTask(job, slice_shard(plan, shard), target.task_target, storage_options)
+
+        every = range(run.meta.num_shards)
+        tasks = (task(shard) for shard in every if shard not in run.finished)
+        done = sum(r.planned for r in run.finished.values())
+        with BuildProgress(run.meta.num_inputs, done, enabled=options.progress) as progress:
+            results = list(run_on_dask(tasks, self.cluster, progress))
+        return worker_lines(results)

@@ -1,15 +1,14 @@
-"""Where the shard tasks of a cluster build put their output, and how the client sees it.
+"""The build's files at an object store prefix, as the building call and its shard tasks see
+them (`StorePrefix`).
 
-A `DirectoryTarget` is the output directory on a file system every machine mounts at the same
-path: a task writes there directly (temporary names, then renames). A `UrlTarget` is an object
-store prefix: a task writes into its machine's scratch directory, then uploads the shard, its
-`.idx` and its index part, and its shard record last, so that a record in the store means a
-whole shard. Records and parts live under `<target>/.fastpack-build/` until the build is done.
+A shard is written into a local directory (staging, or a task's scratch directory), then
+uploaded: the shard, its `.idx` and its index part, and its shard record last, so that a record
+in the store means a whole shard. Records and parts live under `<prefix>/.fastpack-build/` until
+the build is done.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +21,6 @@ from ..build_dir import BUILD_DIR
 from ..jobs.index_parts import part_path
 from ..jobs.shard_record import (
     ShardRecord,
-    finished_record,
     parse_record,
     record_path,
     shard_file_name,
@@ -45,23 +43,7 @@ def shard_files(out: Path, shard: int) -> list[str]:
     return [name, shard_idx_name(shard), _name(part_path, shard), _name(record_path, shard)]
 
 
-class DirectoryTarget:
-    """An output directory on a shared file system."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-
-    def finished(self, shards: range) -> dict[int, ShardRecord]:
-        """The records of the shards in `shards` that are finished."""
-        found = {}
-        for shard in shards:
-            record = finished_record(self.out, shard)
-            if record is not None:
-                found[shard] = record
-        return found
-
-
-class UrlTarget:
+class StorePrefix:
     """An object store prefix, through `Location` (every call retried)."""
 
     def __init__(
@@ -128,12 +110,3 @@ class UrlTarget:
         names = [name for name, _ in self.location.walk(BUILD_DIR)]
         with ThreadPoolExecutor(_FETCH_THREADS) as pool:
             list(pool.map(self.location.remove, names))
-
-
-def scratch_dir(root: Path, name: str) -> Path:
-    """A fresh private output directory under `root` for one task."""
-    out = root / name
-    shutil.rmtree(out, ignore_errors=True)
-    (out / SHARDS_DIR).mkdir(parents=True)
-    (out / BUILD_DIR).mkdir()
-    return out

@@ -1,9 +1,12 @@
-"""The end of a build: index from the shard parts, rejects report, then the manifest."""
+"""The end of a build, the same for every target and runner: index from the shard parts,
+rejects report, then the manifest (last), in the directory where the dataset is assembled; and
+the files of a finished dataset in the order a target publishes them."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
     REJECTS_NAME,
+    SHARDS_DIR,
     FileInfo,
     IndexWriter,
     Manifest,
@@ -25,9 +29,11 @@ from fastpack.formats import (
     write_manifest,
 )
 
-from ..jobs.index_parts import load_part, part_path
-from ..jobs.shard_record import ShardRecord
-from ..planning.plan_store import PlanMeta
+from .build_dir import BUILD_DIR
+from .jobs.index_parts import load_part, part_path
+from .jobs.shard_record import ShardRecord, load_record
+from .options import BuildOptions
+from .planning.plan_store import PlanMeta
 
 
 def write_index(
@@ -142,3 +148,31 @@ def dataset_files(out: Path, *, shards: bool = True) -> list[str]:
     if (out / REJECTS_NAME).exists():
         names.append(REJECTS_NAME)
     return [*names, MANIFEST_NAME]
+
+
+def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller
+    out: Path,
+    meta: PlanMeta,
+    *,
+    options: BuildOptions,
+    schema: Schema,
+    notes: dict[str, Any],
+    kind: str,
+) -> tuple[Manifest, tuple[tuple[str, str], ...]]:
+    """Index, rejects and manifest (last) from the records of every shard in the directory
+    `out`, then its build files go. Returns the manifest, and the inputs stored otherwise than
+    asked, and why (`ShardRecord.kept`), for the summary."""
+    records = [load_record(out, shard) for shard in range(meta.num_shards)]
+    build_info = {
+        "source_kind": kind,
+        "samples_per_shard": meta.samples_per_shard,
+        **options.shaping(),
+        **notes,
+    }
+    manifest = write_dataset_manifest(
+        out, meta, records, build_info, schema, shard_format=options.shard_format
+    )
+    shutil.rmtree(out / BUILD_DIR)
+    for leftover in (out / SHARDS_DIR).glob("*.tmp"):  # from jobs of a killed build
+        leftover.unlink(missing_ok=True)
+    return manifest, tuple(line for record in records for line in record.kept)
