@@ -120,10 +120,10 @@ def build_local(source: Path, out: Path, shard_mib: int, workers: int) -> Path:
 
 
 def publish(local: Path, server: Any) -> str:
-    from fastpack.compiler.publish import Uploader  # noqa: PLC0415
+    from tests.publish import publish_dataset  # noqa: PLC0415 - run from the repository root
 
     url = f"s3://{server.new_bucket()}/ds"
-    Uploader(local, url, server.storage_options, resume=False).put_dataset()
+    publish_dataset(local, url, server.storage_options)
     return url
 
 

@@ -17,7 +17,6 @@ import numpy.typing as npt
 import pytest
 import simplejpeg
 from fastpack.compiler import BuildOptions, build
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
 from fastpack.reader import CenterCrop, DaliOptions, Dataset, EpochBatchSampler, StreamingDataset
 from fastpack.reader import make_dali_loader as dali_loader
@@ -25,6 +24,7 @@ from fastpack.reader.shard_files import IoMethod
 from fastpack.reader.streaming import FetchOptions
 from fastpack.storage import Location, RetryPolicy
 
+from tests.publish import publish_dataset
 from tests.s3_server import S3Server
 
 from .conftest import centre_crop, refresh_manifest
@@ -177,7 +177,7 @@ class TestStreamingS3(ReaderContract):
         return dataset
 
     def republish(self, root: Path, dataset: Path) -> None:
-        Uploader(dataset, self.url, self.server.storage_options, resume=False).put_dataset()
+        publish_dataset(dataset, self.url, self.server.storage_options)
 
     def remove(self, root: Path, name: str) -> None:
         location = Location(self.url, self.server.storage_options)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import DatasetFiles, FieldValueError
 from fastpack.formats.example import varint
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
@@ -23,6 +22,7 @@ from fastpack.reader.streaming.sources import FetchOptions
 from fastpack.storage import RetryPolicy
 
 from fastpack.info import dataset_info
+from tests.publish import publish_dataset
 from tests.reader._tfrecord_data import FIELDS_COUNT, Pair, build_fields_pair, build_pair, story
 from tests.s3_server import S3Server
 
@@ -183,7 +183,7 @@ def test_streaming_from_s3(
     """Record shards fetched into the shard cache by their manifest names, which the cache
     counts against its limit."""
     url = f"s3://{s3_bucket}/records"
-    Uploader(images.records, url, s3_server.storage_options, resume=False).put_dataset()
+    publish_dataset(images.records, url, s3_server.storage_options)
     largest = max(s.bytes for s in DatasetFiles(images.records).manifest.shards)
     limit = 4 * largest  # (shuffle_window 1 + prefetch 1) x 2 streams of room
     samples: list[tuple[Any, ...]] = []

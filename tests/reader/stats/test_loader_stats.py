@@ -25,6 +25,7 @@ from fastpack.reader.shard_files import IoChoice
 from fastpack.reader.stats import LoaderStats
 from fastpack.reader.stats.verdict import TRAINER_WAIT_OK
 
+from tests.publish import publish_dataset
 from tests.s3_server import S3Server
 
 from ..conftest import Built
@@ -181,11 +182,9 @@ def test_streaming_from_a_path_fetches_nothing(build_dataset: Callable[..., Buil
 def test_streaming_from_s3_counts_fetches_then_cache_hits(
     build_dataset: Callable[..., Built], s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
-    from fastpack.compiler.publish import Uploader  # noqa: PLC0415 - the S3 test's own
-
     path = build_dataset(classes=3, per_class=8, shard_size=6_000).path
     url = f"s3://{s3_bucket}/ds"
-    Uploader(path, url, s3_server.storage_options, resume=False).put_dataset()
+    publish_dataset(path, url, s3_server.storage_options)
     shards = read_manifest(path / "fastpack.json").shards
     ds = StreamingDataset(
         url,

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -35,6 +34,7 @@ from fastpack.storage import Expected, Location
 from torch.utils.data import DataLoader
 
 from tests.conftest import jpeg_bytes
+from tests.publish import publish_dataset
 from tests.reader.conftest import refresh_manifest, section
 from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
 from tests.s3_server import S3Server
@@ -64,7 +64,7 @@ def by_digest(built: Path) -> dict[str, int]:
 
 def publish(local: Path, server: S3Server) -> str:
     url = f"s3://{server.new_bucket()}/ds"
-    Uploader(local, url, server.storage_options, resume=False).put_dataset()
+    publish_dataset(local, url, server.storage_options)
     return url
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.reader.streaming.dataset import StreamingDataset
 from fastpack.reader.streaming.plan import Stream, stream_plan
 from fastpack.reader.streaming.residency import rank_budget, resident_order, resident_shards
 from fastpack.storage import Location
 
+from tests.publish import publish_dataset
 from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
 from tests.s3_server import S3Server
 
@@ -114,7 +114,7 @@ def published(
 ) -> tuple[Path, str]:
     built = build_small(make_image_folder(classes=4, per_class=30, size=40), tmp_path / "ds")
     url = f"s3://{s3_bucket}/ds"
-    Uploader(built, url, s3_server.storage_options, resume=False).put_dataset()
+    publish_dataset(built, url, s3_server.storage_options)
     return built, url
 
 

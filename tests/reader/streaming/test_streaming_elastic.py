@@ -37,6 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import jpeg_bytes
+from tests.publish import publish_dataset
 from tests.s3_server import S3Server
 
 N = 157  # samples, one class each: a batch's labels name its samples
@@ -237,10 +238,8 @@ def test_resume_through_a_bounded_cache_of_an_s3_dataset(
     built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
     """Resident shards fix the first layout's shard order: the state carries its budget."""
-    from fastpack.compiler.publish import Uploader  # noqa: PLC0415 - the S3 case only
-
     url = f"s3://{s3_bucket}/ds"
-    Uploader(built, url, s3_server.storage_options, resume=False).put_dataset()
+    publish_dataset(built, url, s3_server.storage_options)
     shards = StreamingDataset(built).manifest.shards
     largest, total = max(s.bytes for s in shards), sum(s.bytes for s in shards)
     options: dict[str, Any] = {

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import MANIFEST_NAME
 from fastpack.reader import ShardUnavailableError
 from fastpack.reader.streaming import FetchOptions, StreamingDataset
 from fastpack.storage import FetchError, RetryPolicy
 
+from tests.publish import publish_dataset
 from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
 from tests.shaping_proxy import Fault, ShapedS3
 
@@ -30,7 +30,7 @@ def built(make_image_folder: Callable[..., Path], tmp_path: Path) -> Path:
 def url(built: Path, shaped_s3: ShapedS3) -> str:
     """`built`, put straight to the server at a new bucket."""
     url = f"s3://{shaped_s3.server.new_bucket()}/ds"
-    Uploader(built, url, shaped_s3.server.storage_options, resume=False).put_dataset()
+    publish_dataset(built, url, shaped_s3.server.storage_options)
     return url
 
 

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.compiler.build_dir import BUILD_DIR, default_staging_dir
-from fastpack.compiler.publish import Uploader
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
@@ -38,6 +37,7 @@ from fastpack.storage.retry import RetryPolicy
 from fastpack.storage.urls import filesystem
 from torch.utils.data import DataLoader
 
+from tests.publish import publish_dataset
 from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
 from tests.s3_server import S3Server
 
@@ -52,8 +52,7 @@ def built(make_image_folder: Callable[..., Path], tmp_path: Path) -> Path:
 
 def _publish(built: Path, s3_server: S3Server, bucket: str, tmp_path: Path) -> str:
     url = f"s3://{bucket}/ds"
-    uploader = Uploader(built, url, s3_server.storage_options, resume=False)
-    uploader.put_dataset()
+    publish_dataset(built, url, s3_server.storage_options)
     return url
 
 
@@ -118,25 +117,33 @@ def test_a_failed_build_leaves_no_dataset_behind(
 
 
 def test_resume_uploads_only_what_is_missing(
-    built: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path
+    make_image_folder: Callable[..., Path], s3_server: S3Server, s3_bucket: str, tmp_path: Path
 ) -> None:
+    """A strict build stopped by a reject leaves its finished shards in the store; the resumed
+    build (not strict: the input is a reject) uploads the rest, and none of those again."""
+    source = make_image_folder(classes=4, per_class=30, size=40)
+    (source / "class_03" / "img_0029.jpg").write_bytes(b"not an image")  # last in the plan
     url = f"s3://{s3_bucket}/ds"
-    manifest = read_manifest(built / MANIFEST_NAME)
-    first = Uploader(built, url, s3_server.storage_options, resume=False)
-    for shard in manifest.shards[:5]:  # an upload cut short: some shards, no manifest
-        first.put(shard.name)
+    store, staging = s3_server.storage_options, tmp_path / "staging"
+    strict = BuildOptions(workers=1, shard_size=16_000, strict=True, progress=False)
+    with pytest.raises(BuildError, match=r"img_0029\.jpg"):
+        build(source, url, strict, staging=staging, storage_options=store)
     fs = s3_server.filesystem()
-    stamps = {
-        s.name: fs.info(f"{s3_bucket}/ds/{s.name}")["LastModified"] for s in manifest.shards[:5]
-    }
+    assert not fs.exists(f"{s3_bucket}/ds/{MANIFEST_NAME}")
+    stamps = {path: fs.info(path)["LastModified"] for path in fs.find(f"{s3_bucket}/ds/shards")}
+    assert len(stamps) >= 10  # an upload cut short: some shards, no manifest
     time.sleep(1.1)
-    Uploader(built, url, s3_server.storage_options, resume=True).put_dataset()
-    for name, stamp in stamps.items():
-        assert fs.info(f"{s3_bucket}/ds/{name}", refresh=True)["LastModified"] == stamp
-    report = verify_dataset(fetch_dataset(url, tmp_path / "copy", s3_server.storage_options))
+    resumed = BuildOptions(workers=1, shard_size=16_000, resume=True, progress=False)
+    summary = build(source, url, resumed, staging=staging, storage_options=store)
+    assert summary.rejected == 1
+    for path, stamp in stamps.items():
+        assert fs.info(path, refresh=True)["LastModified"] == stamp
+    assert len(fs.find(f"{s3_bucket}/ds/shards")) > len(stamps)
+    report = verify_dataset(fetch_dataset(url, tmp_path / "copy", store))
     assert report.ok, report.format()
+    again = BuildOptions(workers=1, shard_size=16_000, progress=False)
     with pytest.raises(BuildError, match="already holds a fastpack dataset"):
-        Uploader(built, url, s3_server.storage_options, resume=False).check_target()
+        build(source, url, again, staging=tmp_path / "again", storage_options=store)
 
 
 def test_build_to_url_by_default_stages_in_the_cache_and_cleans_up(
