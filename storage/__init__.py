@@ -3,10 +3,11 @@ directory; the one place that talks to file systems and object stores. Both the 
 the reader use it; it uses neither."""
 
 from .cache_dir import CACHE_ENV, default_cache_dir
-from .download import Expected, Transfer
+from .download import Expected
 from .errors import FetchError, MissingDependencyError
 from .location import Location
 from .retry import RetryPolicy
+from .transfer import Transfer
 from .urls import is_url
 
 __all__ = [

@@ -3,10 +3,10 @@ reads of several parts at once, each part retried on its own, an atomic rename a
 
 A network file system delivers a file fastest to a few sequential readers, each reading large
 blocks: the client's readahead keeps requests in flight. `copy_file` reads `threads` parts of
-`part_bytes` at once, each in blocks of `BLOCK_BYTES`, and writes them at their offsets in a
-file that has its full size from the start. The copy appears under its name only when every
-byte is in it. The source is checked for size, not checksummed: it is a file system, read as
-the readers read it in place.
+`part_bytes` at once (its `Transfer`), each in blocks of `BLOCK_BYTES`, and writes them at their
+offsets in a file that has its full size from the start. The copy appears under its name only
+when every byte is in it. The source is checked for size, not checksummed: it is a file system,
+read as the readers read it in place.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from fastpack.formats import DatasetNotFoundError, TruncatedFileError
 from .counts import IO_COUNTS
 from .download import byte_ranges, temp_name
 from .retry import RetryPolicy, retry_call
+from .transfer import Transfer
 
 BLOCK_BYTES = 4 * 2**20
-PART_BYTES = 32 * 2**20
 _PERMANENT = (FileNotFoundError, PermissionError, TruncatedFileError)
 
 
@@ -45,23 +45,22 @@ def _copy_part(source: Path, fd_out: int, start: int, stop: int) -> None:
         os.close(fd_in)
 
 
-def copy_file(  # noqa: PLR0913 (public API: keyword options with defaults)
+def copy_file(
     source: Path,
     dest: Path,
     *,
     size: int,
+    transfer: Transfer | None = None,
     tmp: Path | None = None,
-    retry: RetryPolicy | None = None,
-    part_bytes: int = PART_BYTES,
-    threads: int = 4,
 ) -> None:
     """Copy the first `size` bytes of `source` (which must have at least that many) to `dest`.
 
     `tmp` is the unfinished copy (default: a private name beside `dest`); it is removed if the
     copy fails. A missing source raises `DatasetNotFoundError`, a shorter one
-    `TruncatedFileError`, each naming it; other errors of a part are retried by `retry`
-    (then `FetchError`)."""
-    policy = retry or RetryPolicy()
+    `TruncatedFileError`, each naming it; other errors of a part are retried by the transfer's
+    `retry` (then `FetchError`)."""
+    transfer = transfer or Transfer()
+    policy = transfer.retry or RetryPolicy()
     tmp = tmp or temp_name(dest)
     try:
         found = os.stat(source).st_size
@@ -69,7 +68,7 @@ def copy_file(  # noqa: PLR0913 (public API: keyword options with defaults)
         raise DatasetNotFoundError(f"{source}: not found") from e
     if found < size:
         raise TruncatedFileError(f"{source}: has {found} bytes, expected {size}")
-    parts = byte_ranges(size, part_bytes)
+    parts = byte_ranges(size, transfer.part_bytes)
     fd_out = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.ftruncate(fd_out, size)
@@ -82,7 +81,7 @@ def copy_file(  # noqa: PLR0913 (public API: keyword options with defaults)
                 permanent=_PERMANENT,
             )
 
-        with ThreadPoolExecutor(max(1, min(threads, len(parts)))) as pool:
+        with ThreadPoolExecutor(max(1, min(transfer.threads, len(parts)))) as pool:
             for _ in pool.map(copy, parts):
                 pass
     except BaseException:

@@ -18,8 +18,7 @@ from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, crc32c
 from .counts import IO_COUNTS
 from .object_reads import RangeChunks
 from .retry import RetryPolicy, log, retry_call
-
-DEFAULT_PART_BYTES = 32 * 2**20
+from .transfer import Transfer
 
 
 class IncompleteReadError(OSError):
@@ -49,19 +48,6 @@ class Expected:
     size: int
     sha256: str
     crc32c: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Transfer:
-    """How an object is downloaded: in ranged GETs of `part_bytes` (an object of at most
-    `part_bytes` is one GET), `threads` of them at once, each retried by `retry` (None: the
-    location's policy, or the default one); `bulk` where many such downloads follow (a
-    dataset's shards), through `Location.bulk_reads`."""
-
-    retry: RetryPolicy | None = None
-    part_bytes: int = DEFAULT_PART_BYTES
-    threads: int = 4
-    bulk: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,7 +172,7 @@ def download(
     source: RemoteObject,
     dest: Path,
     expected: Expected,
-    transfer: Transfer = Transfer(),
+    transfer: Transfer | None = None,
     tmp: Path | None = None,
 ) -> None:
     """Fetch `source` into `dest`, which appears only once it is `expected`'s size and checksum.
@@ -197,6 +183,7 @@ def download(
     (by default a private name beside `dest`); it has its full size from the start.
     (`transfer.bulk` was the caller's to act on, in choosing `source.reads`.)"""
     tmp = tmp or temp_name(dest)
+    transfer = transfer or Transfer()
     retry = transfer.retry or RetryPolicy()
     url, size = source.url, expected.size
     kind, want, make = (

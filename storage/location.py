@@ -20,7 +20,7 @@ from fastpack.formats import DatasetNotFoundError
 
 from . import listing
 from .counts import IO_COUNTS
-from .download import Expected, IncompleteReadError, RemoteObject, Transfer, download
+from .download import Expected, IncompleteReadError, RemoteObject, download
 from .object_reads import (
     FsspecReads,
     ObstoreS3Reads,
@@ -30,6 +30,7 @@ from .object_reads import (
 )
 from .retry import RetryPolicy, retry_call
 from .stream import ChunkStream
+from .transfer import Transfer
 from .urls import S3_PROTOCOLS, filesystem, is_url
 
 T = TypeVar("T")

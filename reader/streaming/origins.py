@@ -67,8 +67,8 @@ class MountOrigin:
             self.root / info.name,
             dest,
             size=info.bytes,
+            transfer=Transfer(
+                retry=options.retry, part_bytes=options.part_bytes, threads=options.part_threads
+            ),
             tmp=tmp,
-            retry=options.retry,
-            part_bytes=options.part_bytes,
-            threads=options.part_threads,
         )

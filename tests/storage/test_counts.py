@@ -10,8 +10,9 @@ from pathlib import Path
 from fastpack.storage import RetryPolicy
 from fastpack.storage.copy import copy_file
 from fastpack.storage.counts import IO_COUNTS
-from fastpack.storage.download import Expected, RemoteObject, Transfer, download
+from fastpack.storage.download import Expected, RemoteObject, download
 from fastpack.storage.retry import retry_call
+from fastpack.storage.transfer import Transfer
 
 DATA = os.urandom(100_000)
 
@@ -46,7 +47,8 @@ def test_a_download_counts_every_byte_that_came_and_the_retry(tmp_path: Path) ->
 def test_a_copy_counts_its_bytes(tmp_path: Path) -> None:
     (tmp_path / "src").write_bytes(DATA)
     fetched = IO_COUNTS.fetched_bytes
-    copy_file(tmp_path / "src", tmp_path / "dest", size=len(DATA), part_bytes=30_000, threads=2)
+    transfer = Transfer(part_bytes=30_000, threads=2)
+    copy_file(tmp_path / "src", tmp_path / "dest", size=len(DATA), transfer=transfer)
     assert IO_COUNTS.fetched_bytes - fetched == len(DATA)
 
 
