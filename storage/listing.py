@@ -21,16 +21,14 @@ Call = Callable[[str, Callable[[], T]], T]  # a call retried, named for its erro
 PAGE_SIZE = 1000  # S3's maximum keys per ListObjectsV2 page
 
 
-def _s3_pages(  # noqa: PLR0913 (keyword-only: one S3 list call's parameters)
-    fs: Any, path: str, call: Call[Any], *, delimiter: bool, start_after: str, page_size: int
+def _s3_pages(
+    fs: Any, path: str, call: Call[Any], request: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
-    """The ListObjectsV2 responses for the keys that start with the key of `path`."""
+    """The ListObjectsV2 responses for the keys that start with the key of `path`; `request`
+    holds the call's other parameters (`MaxKeys`, and `Delimiter` or `StartAfter` where
+    given)."""
     bucket, key, _ = fs.split_path(path)
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": key, "MaxKeys": page_size}
-    if delimiter:
-        kwargs["Delimiter"] = "/"
-    if start_after:
-        kwargs["StartAfter"] = start_after
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": key, **request}
     while True:
         page: dict[str, Any] = call(f"listing of s3://{bucket}/{key}", _lister(fs, dict(kwargs)))
         yield page
@@ -54,9 +52,10 @@ def s3_objects(
 ) -> Iterator[tuple[str, int]]:
     """`(key, size)` of the objects whose keys start with that of `path` (a key prefix: give
     a folder with its `/`), after the key `start_after`, page by page."""
-    for page in _s3_pages(
-        fs, path, call, delimiter=False, start_after=start_after, page_size=page_size
-    ):
+    request: dict[str, Any] = {"MaxKeys": page_size}
+    if start_after:
+        request["StartAfter"] = start_after
+    for page in _s3_pages(fs, path, call, request):
         for item in page.get("Contents", ()):
             if not item["Key"].endswith("/"):
                 yield item["Key"], int(item["Size"])
@@ -64,7 +63,7 @@ def s3_objects(
 
 def s3_folders(fs: Any, path: str, call: Call[Any]) -> Iterator[str]:
     """The keys (each ending in `/`) of the folders directly under the key prefix of `path`."""
-    pages = _s3_pages(fs, path, call, delimiter=True, start_after="", page_size=PAGE_SIZE)
+    pages = _s3_pages(fs, path, call, {"MaxKeys": PAGE_SIZE, "Delimiter": "/"})
     for page in pages:
         for item in page.get("CommonPrefixes", ()):
             yield item["Prefix"]
