@@ -51,12 +51,10 @@ class SampleFeed:
         """How many outputs each call returns."""
         return 2 + len(self.masks)
 
-    def begin(self) -> int:
-        """Start an iteration over the dataset's epoch where the sampler says (0, or a pending
-        `resume_at`) and return that position."""
-        start = self.sampler.begin()
+    def begin(self) -> None:
+        """Start an iteration over the dataset's epoch where the sampler says (where its
+        `begin` fixed it, else 0 or a pending `resume_at`)."""
         self._batches = iter(self.sampler)
-        return start
 
     def stop(self) -> None:
         """End the current iteration: the next call raises StopIteration."""

@@ -92,8 +92,9 @@ from ..closing import ClosesOnExit
 from ..errors import DaliReadError, MissingDependencyError, MissingFieldError
 from ..image.transforms import Transform
 from ..map_style.dataset import Dataset
+from ..order.reading import EpochReading
 from ..order.sampler import EpochBatchSampler, EpochSource
-from ..order.state import Progress, make_state, read_state
+from ..order.state import Progress
 from ..ranks import local_device_id, resolve_rank
 from ..shard_files import IoChoice, resolve_io
 from ..stats import LoaderMeter, LoaderStats
@@ -220,7 +221,8 @@ class DaliLoader(ClosesOnExit):
         self._in_epoch = False
         self._epochs_started = 0
         self._ended = False  # the fed pipeline ended its epoch: reset it before the next
-        self._progress: Progress | None = None  # the fed iteration's batches handed out
+        # the fed iterations: the current one's batches handed out, the state
+        self._order = None if feed is None else EpochReading(feed.sampler, source)
         self._fed_fields = None
         self._meter = LoaderMeter(None, None)  # the trainer's side: DALI reports no stages
         if feed is not None:
@@ -288,15 +290,8 @@ class DaliLoader(ClosesOnExit):
         of an unfinished one, a reset if it finished its epoch."""
         if self._in_epoch:
             self._rebuild()
-        sampler = feed.sampler
-        progress = self._progress = Progress(
-            epoch=feed.dataset.epoch,
-            start=feed.begin(),
-            batches=len(sampler),
-            batch_size=sampler.batch_size,
-            world_size=sampler.world_size,
-            length=len(sampler.epoch_order),
-        )
+        progress = self._reading("an iteration").begin()
+        feed.begin()
         if progress.batches == 0:  # nothing to read: DALI is not asked
             feed.stop()
             return progress
@@ -342,19 +337,7 @@ class DaliLoader(ClosesOnExit):
         """Where the current epoch has been read to, as the torch loader's `state_dict`: its
         epoch and the position in its order that every rank has reached after the batches
         handed to the trainer so far (not those DALI prefetched), and what the order reads."""
-        feed = self._fed("state_dict")
-        progress, epoch = self._progress, feed.dataset.epoch
-        if progress is not None and progress.epoch == epoch:
-            position = progress.position()
-        else:  # no iteration of this epoch yet: where the next one starts
-            position = feed.sampler.start()
-        return make_state(
-            identity=feed.dataset.order_identity(),
-            seed=feed.sampler.seed,
-            shuffle=feed.sampler.shuffle,
-            epoch=epoch,
-            position=position,
-        )
+        return self._reading("state_dict").state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a `state_dict()` of this loader or of the torch loader, saved with any
@@ -363,30 +346,18 @@ class DaliLoader(ClosesOnExit):
         (`LoaderStateError`, a ValueError) when the state was saved over another dataset, view,
         seed or shuffle, or when a field is missing, unknown, of another type or out of range
         (`order.state.state_schema`), before any of it is used."""
-        feed = self._fed("load_state_dict")
-        sampler = feed.sampler
-        epoch, position = read_state(
-            state,
-            identity=feed.dataset.order_identity(),
-            seed=sampler.seed,
-            shuffle=sampler.shuffle,
-            length=len(sampler.epoch_order),
-            where=self._source,
-        )
-        feed.dataset.set_epoch(epoch)
-        sampler.resume_at(epoch, position)
+        self._reading("load_state_dict").load_state_dict(state)
         if self._in_epoch and self._iterator is not None:
             self._rebuild()
-        self._progress = None
 
-    def _fed(self, what: str) -> SampleFeed:
-        if self.feed is None:
+    def _reading(self, what: str) -> EpochReading:
+        if self._order is None:
             raise ValueError(
                 f"{self._source}: {what} needs fastpack's order: make the loader over a Dataset "
                 "(make_loader(dataset, decoder='dali') or make_dali_loader(dataset)); DALI's "
                 "own reader cannot start mid-epoch"
             )
-        return self.feed
+        return self._order
 
     def _next(self) -> dict[str, torch.Tensor] | None:
         """The next DALI batch of the epoch, or None at its end (`next()`, not `iter()`, which

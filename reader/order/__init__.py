@@ -4,6 +4,7 @@ for each rank (`EpochBatchSampler`), and the loaders' resumable state."""
 from .balance import balanced_order
 from .epoch_order import EpochOrder, PermutedOrder, QuotaOrder, SubsetOrder, quotas
 from .permutation import KeyedPermutation
+from .reading import EpochReading, OrderedSource
 from .sampler import EpochBatch, EpochBatchSampler, EpochSource
 from .state import Progress, make_state, read_state
 
@@ -11,8 +12,10 @@ __all__ = [
     "EpochBatch",
     "EpochBatchSampler",
     "EpochOrder",
+    "EpochReading",
     "EpochSource",
     "KeyedPermutation",
+    "OrderedSource",
     "PermutedOrder",
     "Progress",
     "QuotaOrder",

@@ -12,8 +12,8 @@ from torch.utils.data import DataLoader, get_worker_info
 from ..errors import LoaderStateError
 from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
+from ..order.reading import EpochReading
 from ..order.sampler import EpochBatchSampler
-from ..order.state import Progress, make_state, read_state
 from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
@@ -119,7 +119,7 @@ class FastpackLoader(DataLoader[Any]):
     next iteration over that epoch start there, with any number of ranks, workers and any batch
     size (`fastpack.reader.order.state`). `stats()` says how the loading goes."""
 
-    _progress: Progress | None = None
+    _order_reading: EpochReading | None = None  # over an EpochBatchSampler
     meter: LoaderMeter | None = None  # make_torch_loader's: the workers' counters, the wait
 
     def __iter__(self) -> Any:
@@ -136,46 +136,35 @@ class FastpackLoader(DataLoader[Any]):
             raise RuntimeError("stats() counts the loaders that make_loader makes")
         return self.meter.stats()
 
-    def _sampler(self) -> EpochBatchSampler:
-        sampler = self.batch_sampler
-        if not isinstance(sampler, EpochBatchSampler):
-            raise TypeError(
-                "state_dict and load_state_dict need make_loader's batch sampler "
-                f"(EpochBatchSampler), this loader has {type(sampler).__name__}"
-            )
-        return sampler
-
-    def _start_progress(self) -> Counted | None:
+    def _order(self) -> EpochReading | None:
+        """The reading of the loader's `EpochBatchSampler`; None over another batch sampler."""
         sampler = self.batch_sampler
         if not isinstance(sampler, EpochBatchSampler):
             return None
-        self._progress = Progress(
-            epoch=sampler.dataset.epoch,
-            start=sampler.begin(),
-            batches=len(sampler),
-            batch_size=sampler.batch_size,
-            world_size=sampler.world_size,
-            length=len(sampler.epoch_order),
-        )
-        return self._progress
+        reading = self._order_reading
+        if reading is None:  # a DataLoader's batch sampler is set once
+            where = f"{getattr(self.dataset, 'path', type(self.dataset).__name__)}"
+            reading = self._order_reading = EpochReading(sampler, where)
+        return reading
+
+    def _ordered(self) -> EpochReading:
+        reading = self._order()
+        if reading is None:
+            raise TypeError(
+                "state_dict and load_state_dict need make_loader's batch sampler "
+                f"(EpochBatchSampler), this loader has {type(self.batch_sampler).__name__}"
+            )
+        return reading
+
+    def _start_progress(self) -> Counted | None:
+        reading = self._order()
+        return None if reading is None else reading.begin()
 
     def state_dict(self) -> dict[str, Any]:
         """Where the current epoch has been read to: its epoch and the position in its order
         that every rank has reached after the batches handed out so far (callable at any batch
         boundary; all ranks hold the same state), and what the order reads."""
-        sampler = self._sampler()
-        progress, epoch = self._progress, sampler.dataset.epoch
-        if progress is not None and progress.epoch == epoch:
-            position = progress.position()
-        else:  # no iteration of this epoch yet: where the next one starts
-            position = sampler.start()
-        return make_state(
-            identity=_identity(self.dataset),
-            seed=sampler.seed,
-            shuffle=sampler.shuffle,
-            epoch=epoch,
-            position=position,
-        )
+        return self._ordered().state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from `state_dict()`: set the dataset's epoch to the state's, and start the
@@ -183,18 +172,7 @@ class FastpackLoader(DataLoader[Any]):
         saved over another dataset, view, mix, seed or shuffle, and every field is checked
         first: a `LoaderStateError` (a ValueError) names the one that is missing, unknown, of
         another type or out of range (`order.state.state_schema`)."""
-        sampler = self._sampler()
-        epoch, position = read_state(
-            state,
-            identity=_identity(self.dataset),
-            seed=sampler.seed,
-            shuffle=sampler.shuffle,
-            length=len(sampler.epoch_order),
-            where=f"{getattr(self.dataset, 'path', type(self.dataset).__name__)}",
-        )
-        cast(Any, self.dataset).set_epoch(epoch)
-        sampler.resume_at(epoch, position)
-        self._progress = None
+        self._ordered().load_state_dict(state)
 
 
 class StreamingLoader(FastpackLoader):
@@ -285,9 +263,3 @@ class StreamingLoader(FastpackLoader):
         if self._iterator is not None:  # persistent workers hold the old dataset: new ones
             getattr(self._iterator, "_shutdown_workers", lambda: None)()
             self._iterator = None
-
-
-def _identity(dataset: Any) -> dict[str, Any]:
-    """What the dataset's order reads (`Dataset.order_identity`, `Mix.order_identity`)."""
-    identity: dict[str, Any] = dataset.order_identity()
-    return identity
