@@ -33,12 +33,12 @@ from .index_layout import (
     HEADER,
     HEADER_SIZE,
     MAGIC,
-    SUPPORTED_VERSIONS,
     AnyArray,
     expected_count,
     padded_ascii,
     section_dtypes,
 )
+from .layout import SUPPORTED_VERSIONS
 
 # Bytes each sample takes at least in `shard`, `label`, `key.offsets` and `source.offsets`.
 _MIN_BYTES_PER_SAMPLE = 4 + 8 + 8 + 8

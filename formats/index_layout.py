@@ -12,8 +12,6 @@ import numpy as np
 import numpy.typing as npt
 
 MAGIC = b"\x89FPX\r\n\x1a\n"
-VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
 # `<f>.offset` of a member an optional field lacks (version 2); its size and crc32 are 0
 ABSENT = 2**64 - 1
 HEADER_SIZE = 64

@@ -18,13 +18,13 @@ from .index_layout import (
     HEADER,
     HEADER_SIZE,
     MAGIC,
-    SUPPORTED_VERSIONS,
     AnyArray,
     align,
     expected_count,
     field_section_stem,
     section_dtypes,
 )
+from .layout import SUPPORTED_VERSIONS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# The dataset format's versions (SPEC section 7), which a dataset's manifest and index share:
+# writers give version 2 to every dataset that version 1 cannot describe.
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 MANIFEST_NAME = "fastpack.json"
 INDEX_NAME = "index.fpx"
 SHARDS_DIR = "shards"

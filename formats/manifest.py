@@ -18,12 +18,10 @@ from .errors import (
     ManifestError,
     UnsupportedVersionError,
 )
-from .layout import INDEX_NAME, REJECTS_NAME, SHARD_FORMATS
+from .layout import INDEX_NAME, REJECTS_NAME, SHARD_FORMATS, SUPPORTED_VERSIONS, VERSION
 from .schema import V1_SCHEMA, FieldSpec, FileInfo, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
-VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
 DEFAULT_FIELDS = V1_SCHEMA.names
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -126,7 +124,7 @@ def manifest_digest(manifest: Manifest) -> str:
 def version_for(schema: Schema, shard_format: str = "tar") -> int:
     """The version a writer gives a dataset of `schema`: 1 for `jpg` + `cls` in tar shards
     (which every reader reads), else 2."""
-    return 1 if schema.is_v1 and shard_format == "tar" else 2
+    return 1 if schema.is_v1 and shard_format == "tar" else VERSION
 
 
 def _v1_schema(fields: tuple[str, ...]) -> Schema:

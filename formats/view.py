@@ -29,8 +29,8 @@ from .errors import (
 from .manifest import Manifest, manifest_digest
 
 MAGIC = b"\x89FPV\r\n\x1a\n"
-VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+VIEW_VERSION = 2
+SUPPORTED_VIEW_VERSIONS = (1, 2)
 VIEWS_DIR = "views"
 VIEW_SUFFIX = ".fpview"
 BALANCES = ("class",)
@@ -169,7 +169,7 @@ def view_to_bytes(view: View) -> bytes:
     }
     text = _header_text(header)
     frame = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress(bitmap)
-    body = _PREAMBLE.pack(MAGIC, VERSION, len(text)) + text + frame
+    body = _PREAMBLE.pack(MAGIC, VIEW_VERSION, len(text)) + text + frame
     return body + _TRAILER.pack(crc32c_extend(0, body))
 
 
@@ -235,9 +235,9 @@ def _split(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
     magic, version, size = _PREAMBLE.unpack_from(data)
     if magic != MAGIC:
         raise BadMagicError(f"{where}: bad magic {magic!r}, expected {MAGIC!r} (a view file)")
-    if version not in SUPPORTED_VERSIONS:
+    if version not in SUPPORTED_VIEW_VERSIONS:
         raise UnsupportedVersionError(
-            f"{where}: view version {version}, this reader supports {SUPPORTED_VERSIONS}"
+            f"{where}: view version {version}, this reader supports {SUPPORTED_VIEW_VERSIONS}"
         )
     end = _PREAMBLE.size + size
     if end > len(data):

@@ -29,6 +29,8 @@ from fastpack.storage import Location, MissingDependencyError
 from ..errors import SourceError
 
 Read = Callable[[int], bytes]
+# Where a build copies the remote shards of a source, in its build directory.
+COPIES_DIR = "sources"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _PATTERN_MARKS = ("{", "::", "${")
 _CHUNK_BYTES = 8 << 20

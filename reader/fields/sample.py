@@ -28,18 +28,17 @@ from fastpack.formats import (
     field_type,
 )
 
+from ..image.batch import Allocate
 from ..image.decode import jpeg_size
 from ..image.geometry import Crop, crop_boxes, crop_mask
 from ..image.guard import named_decode_error
 from ..image.transforms import GeometryTransform, Transform
-from .images import ImageReader, image_reader
+from .images import ImageReader, Payload, image_reader
 from .layout import BatchLayout, Column
 
 AnyArray = npt.NDArray[Any]
-Payload = bytes | memoryview
 PayloadOf = Callable[[str], Payload | None]  # a field's member bytes; None when it is absent
 Where = Callable[[int, str], str]  # how errors name sample i's member of a field
-Allocate = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
 def check_geometry(layout: BatchLayout, transform: Transform | None, where: str) -> None:

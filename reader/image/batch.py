@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from .decode import DecodeOptions, Image, JpegData, decode_checked, jpeg_size
+from .decode import DEFAULT_OPTIONS, DecodeOptions, Image, JpegData, decode_checked, jpeg_size
 from .guard import naming
 
 Allocate = Callable[[tuple[int, ...]], Image]
 DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
-DEFAULT_OPTIONS = DecodeOptions()
 
 
 def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options)

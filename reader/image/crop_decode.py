@@ -21,6 +21,7 @@ from types import ModuleType
 import simplejpeg
 
 from .decode import (
+    DEFAULT_OPTIONS,
     Box,
     DecodeOptions,
     Image,
@@ -33,7 +34,6 @@ from .decode import (
 )
 
 ENVIRONMENT_VARIABLE = "FASTPACK_JPEG_DECODER"
-DEFAULT_OPTIONS = DecodeOptions()
 Window = tuple[int, int, int, int]  # top, left, bottom, right in pixels of the scaled image
 
 

@@ -54,6 +54,9 @@ class DecodeOptions:
     pixel_budget: int = DEFAULT_PIXEL_BUDGET
 
 
+DEFAULT_OPTIONS = DecodeOptions()
+
+
 def decode_png(data: JpegData, pixel_budget: int = DEFAULT_PIXEL_BUDGET) -> npt.NDArray[np.generic]:
     """A PNG as stored: HxW (grey) or HxWxC (RGB, RGBA), 8 or 16 bits per channel; its header
     checked against `pixel_budget` first."""

@@ -3,29 +3,42 @@ joined, class ids moved into the unified class table."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import field_type
 
 from ..fields import Column, Padded
+from ..image.batch import Allocate
+from ..map_style.dataset import Dataset
 from .classes import remap
 
-if TYPE_CHECKING:
-    from .dataset import Mix
 
-Allocate = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
+@dataclass(frozen=True)
+class MixSources:
+    """What a mix's samples and batches are made from: its datasets, the columns they share,
+    and each one's map of class ids into the unified table (`classes.unify_classes`)."""
+
+    datasets: Sequence[Dataset]
+    columns: Sequence[Column]
+    class_maps: Sequence[npt.NDArray[np.int64]]
 
 
-def merge_batches(mix: Mix, parts: Sequence[tuple[int, list[int]]], epoch: int) -> tuple[Any, ...]:
+def merge_batches(
+    mix: MixSources,
+    parts: Sequence[tuple[int, list[int]]],
+    epoch: int,
+    allocate: Allocate | None = None,
+) -> tuple[Any, ...]:
     """One batch from `parts`, `(source, its sample ids)` in turn: each source decodes its
-    samples into its rows of the batch's `slot` arrays (allocated here, once, by the mix's
-    allocator), the other columns are joined in the same order."""
-    columns = mix.layout.columns
+    samples into its rows of the batch's `slot` arrays (allocated here, once, by `allocate`,
+    the mix's allocator), the other columns are joined in the same order."""
+    columns = mix.columns
     total = sum(len(ids) for _, ids in parts)
-    allocate: Allocate = mix.batch_allocator or _new_array
+    allocate = allocate or _new_array
     slots = {k: allocate((total, *c.shape)) for k, c in enumerate(columns) if c.kind == "slot"}
     gathered: list[list[Any]] = [[] for _ in columns]
     first = 0
@@ -53,12 +66,11 @@ class _Part(list[int]):
         self.epoch = epoch
 
 
-def remap_sample(mix: Mix, source: int, sample: tuple[Any, ...]) -> tuple[Any, ...]:
+def remap_sample(mix: MixSources, source: int, sample: tuple[Any, ...]) -> tuple[Any, ...]:
     """One sample of `source` with its class ids in the unified table."""
-    columns = mix.layout.columns
     return tuple(
         _remap_value(mix, source, c, v) if field_type(c.spec.type).classes else v
-        for c, v in zip(columns, sample, strict=True)
+        for c, v in zip(mix.columns, sample, strict=True)
     )
 
 
@@ -75,7 +87,7 @@ def _rows_of(slots: dict[int, npt.NDArray[np.uint8]], first: int, count: int) ->
     return allocate
 
 
-def _in_union(mix: Mix, source: int, column: Column, value: Any) -> Any:
+def _in_union(mix: MixSources, source: int, column: Column, value: Any) -> Any:
     if not field_type(column.spec.type).classes:
         return value
     if column.kind == "list":
@@ -85,7 +97,7 @@ def _in_union(mix: Mix, source: int, column: Column, value: Any) -> Any:
     return _remap_value(mix, source, column, value)
 
 
-def _remap_value(mix: Mix, source: int, column: Column, value: Any) -> Any:
+def _remap_value(mix: MixSources, source: int, column: Column, value: Any) -> Any:
     where = f"{mix.datasets[source].path} field {column.name!r}"
     if np.ndim(value) == 0:
         return np.int64(remap(np.array([value], np.int64), mix.class_maps[source], where)[0])

@@ -66,6 +66,7 @@ from ..fields import (
     plan_columns,
 )
 from ..file_system import on_remote_file_system
+from ..image.batch import Allocate
 from ..image.transforms import Transform
 from ..order.schema import INT64_MAX
 from ..ranks import resolve_rank
@@ -88,7 +89,7 @@ from .origins import MountOrigin, ShardOrigin, UrlOrigin
 from .plan import Chunk, Part, Stream, StreamPlan, stream_plan
 from .prefetch import PrefetchDepth
 from .readahead import ReadAhead, chunk_spans
-from .reading import Allocate, Span, WindowReader, sample_decoder
+from .reading import Span, WindowReader, sample_decoder
 from .residency import rank_budget, resident_order, resident_shards
 from .sources import FetchOptions, LocalShards, RemoteShards, ShardSource
 from .stream_state import StreamState

@@ -10,25 +10,23 @@ worker's memory does not grow with the shards it reads.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError
 
 from ..errors import MissingFieldError
 from ..fields import BatchLayout, SampleDecoder, assemble_columns
-from ..fields.sample import Payload, PayloadOf
-from ..image.batch import decode_same_size
+from ..fields.images import Payload
+from ..fields.sample import PayloadOf
+from ..image.batch import Allocate, decode_same_size
 from ..image.decode import Image, decode
 from ..image.guard import named_decode_error, needs_name
 from ..image.transforms import Transform
 from ..shard_files import ShardFile
 from ..stats.counts import READ_COUNTS
 from .window import Window
-
-Allocate = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
 
 
 class Span(NamedTuple):

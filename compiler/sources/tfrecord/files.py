@@ -24,10 +24,18 @@ from urllib.parse import urlparse
 from fastpack.formats import RecordProblem, RecordSpan, scan_records
 
 from ...errors import SourceError
-from ..urls import expand, is_local, is_wds_url, local_path, open_remote, scheme, shard_name
+from ..urls import (
+    COPIES_DIR,
+    expand,
+    is_local,
+    is_wds_url,
+    local_path,
+    open_remote,
+    scheme,
+    shard_name,
+)
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
-COPIES_DIR = "sources"
 CHUNK_BYTES = 64 << 20  # read at a time; a record larger than this is read whole
 _COPY_BYTES = 8 << 20
 _SHARDED = re.compile(r"[^/]*tfrecord[^/]*-[0-9]+-of-[0-9]+")

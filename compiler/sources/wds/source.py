@@ -57,13 +57,21 @@ from typing import TYPE_CHECKING, BinaryIO
 from ...errors import SourceError
 from ..labels import LabelTable
 from ..scan import PlanRow, SourceOptions, SourceScan
-from ..urls import Read, expand, is_local, is_wds_url, local_path, open_remote, shard_name
+from ..urls import (
+    COPIES_DIR,
+    Read,
+    expand,
+    is_local,
+    is_wds_url,
+    local_path,
+    open_remote,
+    shard_name,
+)
 from .fields import LABEL_MEMBER, RowMaker, Sample, Survey, layout_for
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-COPIES_DIR = "sources"
 SURVEY_SAMPLES = 10_000
 _BLOCK = 512
 _STREAM_BUFFER = 1 << 20
@@ -323,6 +331,10 @@ class WdsSource:
     """webdataset tars: a `.tar`, a directory of them, or webdataset URLs."""
 
     kind = "wds"
+    description = (
+        "webdataset tars (a .tar, a directory of them, or URLs: shards-{000000..000099}.tar, "
+        "pipe:CMD, s3://..., https://...; with --format wds, any URL)"
+    )
     suffixes = (".tar",)
     directory_files: str | None = ".tar"
     file_only = False
