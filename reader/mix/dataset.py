@@ -25,7 +25,7 @@ from ..map_style.dataset import BatchAllocator, Dataset
 from ..order.epoch_order import EpochOrder, QuotaOrder, group_seed, quotas
 from ..stats.recorder import records_batches
 from ..streaming.dataset import StreamingDataset
-from .batches import merge_batches, remap_sample
+from .batches import MixSources, merge_batches, remap_sample
 from .classes import unify_classes
 
 
@@ -79,6 +79,7 @@ class Mix:
         self.offsets = np.cumsum([0, *(len(d) for d in self.datasets)]).astype(np.int64)
         self.layout = check_layouts(self.datasets)
         self.classes, self.class_maps = unify_classes([d.classes for d in self.datasets])
+        self._sources = MixSources(self.datasets, self.layout.columns, self.class_maps)
 
     def __repr__(self) -> str:
         parts = ", ".join(f"({d!r}, {w})" for d, w in zip(self.datasets, self.weights, strict=True))
@@ -152,7 +153,7 @@ class Mix:
         """Mix sample `i`, as its source gives it, labels in the unified class table."""
         source, local = self.source_of([i])
         s = int(source[0])
-        return remap_sample(self, s, self.datasets[s][int(local[0])])
+        return remap_sample(self._sources, s, self.datasets[s][int(local[0])])
 
     @records_batches  # one batch for loader.stats(), its sources' parts inside it
     def __getitems__(self, indices: Sequence[int]) -> tuple[Any, ...]:
@@ -163,7 +164,7 @@ class Mix:
         parts = []
         for s in np.unique(source).tolist():
             parts.append((int(s), local[source == s].tolist()))
-        return merge_batches(self, parts, epoch)
+        return merge_batches(self._sources, parts, epoch, self.batch_allocator)
 
 
 def check_layouts(datasets: Sequence[Dataset]) -> BatchLayout:
