@@ -11,7 +11,8 @@ from .scan import SourceOptions, SourceScan
 class Source(Protocol):
     """A source format, as the registry (`registry.SOURCES`) holds it.
 
-    `kind` is its name: a build's `source_format`, the CLI's `--format`, a plan's kind.
+    `kind` is its name: a build's `source_format`, the CLI's `--format`, a plan's kind;
+    `description` says what a source of this kind is, in the CLI's help of `build`.
     Detection (`detect.detect_kind`) reads the rest: a file is this kind when `names_file`
     claims its name or it ends in one of `suffixes` (lower case); a directory of nothing but
     such files (and no subfolders) is this kind when `directory_files` (how messages name the
@@ -22,6 +23,8 @@ class Source(Protocol):
 
     @property
     def kind(self) -> str: ...
+    @property
+    def description(self) -> str: ...
     @property
     def suffixes(self) -> tuple[str, ...]: ...
     @property

@@ -423,6 +423,7 @@ class CocoSource:
     """A COCO instances `.json` file; never a directory."""
 
     kind = "coco"
+    description = "a COCO instances .json file, its images in --images (or found beside it)"
     suffixes = (".json",)
     directory_files: str | None = None
     file_only = True

@@ -15,6 +15,7 @@ class FolderSource:
     """`root/<class>/**/<image>`: the fallback for a directory that is no other kind."""
 
     kind = "folder"
+    description = "an ImageFolder directory, or an object store prefix (s3://bucket/prefix/)"
     suffixes: tuple[str, ...] = ()
     directory_files: str | None = None
     file_only = False

@@ -373,6 +373,7 @@ class ListSource:
     """A CSV, TSV or JSONL list file, at a path or a URL; never a directory."""
 
     kind = "list"
+    description = "a CSV, TSV or JSONL list file of image paths and labels (local or a URL)"
     suffixes = LIST_SUFFIXES
     directory_files: str | None = None
     file_only = True

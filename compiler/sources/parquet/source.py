@@ -213,6 +213,7 @@ class ParquetSource:
     """A `.parquet` file, or a directory of them."""
 
     kind = "parquet"
+    description = "a .parquet file or a directory of them, laid out as Hugging Face datasets are"
     suffixes = (".parquet",)
     directory_files: str | None = ".parquet"
     file_only = False

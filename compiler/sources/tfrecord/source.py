@@ -183,6 +183,7 @@ class TfrecordSource:
     """TFRecord files of `tf.train.Example`s: a file, a directory, a glob or URLs."""
 
     kind = "tfrecord"
+    description = "TFRecord files of tf.train.Example (a file, a directory, a quoted glob or URLs)"
     suffixes = TFRECORD_SUFFIXES
     directory_files: str | None = "TFRecord"
     file_only = False

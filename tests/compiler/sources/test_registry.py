@@ -35,6 +35,7 @@ class ToySource:
     """A `.toy` file: one `<class> <image path relative to the file>` per line."""
 
     kind = "toy"
+    description = "a .toy file naming the class and the path of one image a line"
     suffixes = (".toy",)
     directory_files: str | None = None
     file_only = True
@@ -80,6 +81,17 @@ def _format_choices() -> tuple[str, ...]:
     return tuple(action.choices)
 
 
+def _build_help(capsys: pytest.CaptureFixture[str]) -> str:
+    """`fastpack build --help`, without its white space (it is wrapped at any width)."""
+    capsys.readouterr()
+    assert main(["build", "--help"]) == 0
+    return "".join(capsys.readouterr().out.split())
+
+
+def _described(source: Source) -> str:
+    return "".join(f"{source.kind}: {source.description}".split())
+
+
 def _toy_list(tmp_path: Path) -> tuple[Path, Path]:
     """(an ImageFolder, a `.toy` file listing its images in the folder's walk order)."""
     folder = write_image_folder(tmp_path / "images")
@@ -109,6 +121,15 @@ def test_every_reader_of_kinds_lists_the_registry() -> None:
         BuildOptions(source_format="toy")
 
 
+def test_the_build_help_describes_every_registered_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _build_help(capsys)
+    for source in SOURCES.values():
+        assert _described(source) in text, source.kind
+    assert "toy" not in text
+
+
 def test_a_kind_is_registered_once() -> None:
     with pytest.raises(SourceError, match="source kind 'folder' is already taken"):
         register_source(SOURCES["folder"])
@@ -118,9 +139,12 @@ def test_a_kind_is_registered_once() -> None:
         register_source(auto)
 
 
-def test_a_registered_source_is_offered_everywhere(toy: Source, tmp_path: Path) -> None:
+def test_a_registered_source_is_offered_everywhere(
+    toy: Source, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert source_formats()[-1] == "toy"
     assert _format_choices()[-1] == "toy"
+    assert _described(toy) in _build_help(capsys)
     assert BuildOptions(source_format="toy").source_format == "toy"
     _, toy_file = _toy_list(tmp_path)
     assert detect_kind(toy_file, "auto") == "toy"
