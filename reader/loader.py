@@ -1,8 +1,13 @@
-"""`make_loader`: the one switch between the torch DataLoader (simplejpeg in its workers) and
-DALI over the same dataset. It is the only module that knows both."""
+"""`make_loader`: the one switch between fastpack's loaders over the same dataset, each chosen
+by a name that says what it is: `loader="torch"`, a torch DataLoader whose workers decode with
+simplejpeg, or `loader="dali"`, NVIDIA DALI's operators. Each name is one entry of `_LOADERS`,
+which takes `make_loader`'s options; every loader reads fastpack's order from reader/order/.
+This is the only module that knows them all."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from .dali import DaliLoader, DaliOptions, make_dali_loader
@@ -14,7 +19,9 @@ from .torch_loader import make_torch_loader
 if TYPE_CHECKING:
     from .torch_loader.dataloader import FastpackLoader
 
-Decoder = Literal["simplejpeg", "dali"]
+LoaderName = Literal["torch", "dali"]
+# `decoder=`, the keyword `loader=` replaces: the loader each of its names chose
+_DECODERS: dict[str, LoaderName] = {"simplejpeg": "torch", "dali": "dali"}
 
 
 def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with its default
@@ -28,7 +35,8 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
     pin_memory: bool | None = None,
     prefetch_factor: int = 2,
     persistent_workers: bool = True,
-    decoder: Decoder = "simplejpeg",
+    loader: LoaderName = "torch",
+    decoder: str | None = None,
     **kwargs: Any,
 ) -> FastpackLoader | DaliLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
@@ -36,7 +44,7 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
     gives a `LoaderStats` of the interval since its previous call (`fastpack.reader.stats`;
     DALI's counts the trainer's side only).
 
-    `decoder="simplejpeg"` (default): a torch DataLoader whose workers decode whole batches
+    `loader="torch"` (default): a torch DataLoader whose workers decode whole batches
     into shared memory (see `make_torch_loader` for the options). `dataset` is a `Dataset`
     (`shuffle` default True, `seed` 0, `drop_last` False) or a `StreamingDataset`, whose
     workers each read their stream of the epoch in batches; its order is its own: `shuffle`,
@@ -46,7 +54,7 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
     mix's). The loader resumes: `state_dict()` at any batch boundary, `load_state_dict(state)`
     with any number of ranks, workers and any batch size (`FastpackLoader`).
 
-    `decoder="dali"` decodes a `Dataset`'s images with DALI's operators instead
+    `loader="dali"` decodes a `Dataset`'s images with DALI's operators instead
     (`make_dali_loader(dataset, ...)` with these options), in the order of the torch path: the
     same `EpochBatchSampler` (seed, shuffle, drop_last, ranks) feeds DALI the samples
     (`fn.external_source`), so both read the same batches, the Dataset's view included, and
@@ -69,34 +77,12 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
     - other keyword arguments are DALI's own settings, the fields of `DaliOptions` (`device`,
       `device_id`, `mean`, `std`, `initial_fill`, `malloc_mmap_threshold`); any other (a torch
       DataLoader option, say) is refused.
+
+    `decoder="simplejpeg"` and `decoder="dali"`, the old names of `loader="torch"` and
+    `loader="dali"`, still work and warn (DeprecationWarning) with what to write instead.
     """
-    if decoder == "dali":
-        if isinstance(dataset, Mix):
-            raise ValueError(
-                f"{dataset.path}: decoder='dali' reads one dataset's shards; a Mix is read by "
-                "the torch loader (decoder='simplejpeg')"
-            )
-        if isinstance(dataset, StreamingDataset):
-            raise ValueError(
-                f"{dataset.path}: decoder='dali' reads a local dataset's shards itself "
-                "(make_dali_loader) and cannot read a StreamingDataset; give make_loader "
-                "Dataset(path) instead, or use decoder='simplejpeg'"
-            )
-        where = f"{dataset.path}: decoder='dali'"
-        _check_torch_only(where, pin_memory=pin_memory, persistent_workers=persistent_workers)
-        return make_dali_loader(
-            dataset,
-            batch_size=batch_size,
-            shuffle=shuffle is not False,
-            num_workers=num_workers,
-            drop_last=bool(drop_last),
-            seed=0 if seed is None else seed,
-            prefetch_factor=prefetch_factor,
-            dali=DaliOptions.from_keywords(kwargs, where),
-        )
-    if decoder != "simplejpeg":
-        raise ValueError(f"decoder must be 'simplejpeg' or 'dali', got {decoder!r}")
-    return make_torch_loader(
+    make = _LOADERS[_loader_name(loader, decoder)]
+    return make(
         dataset,
         batch_size=batch_size,
         shuffle=shuffle,
@@ -107,6 +93,73 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
         prefetch_factor=prefetch_factor,
         persistent_workers=persistent_workers,
         **kwargs,
+    )
+
+
+def _loader_name(loader: str, decoder: str | None) -> str:
+    """The loader `loader` names, or the deprecated `decoder` (with a DeprecationWarning that
+    says what to write); a ValueError for a name no loader has."""
+    if decoder is not None:
+        chosen = _DECODERS.get(decoder)
+        if chosen is None:
+            raise ValueError(
+                f"decoder must be 'simplejpeg' or 'dali', got {decoder!r} (decoder= is "
+                "deprecated: write loader='torch' or loader='dali')"
+            )
+        if loader not in ("torch", chosen):
+            raise ValueError(
+                f"loader={loader!r} and decoder={decoder!r} choose different loaders: write "
+                "loader= alone (decoder= is deprecated)"
+            )
+        warnings.warn(
+            f"make_loader(decoder={decoder!r}) is deprecated: write loader={chosen!r}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        loader = chosen
+    if loader not in _LOADERS:
+        names = ", ".join(repr(n) for n in _LOADERS)
+        raise ValueError(f"loader must be one of {names}, got {loader!r}")
+    return loader
+
+
+def _dali(  # noqa: PLR0913 -- make_loader's keyword options, the same signature as make_torch_loader
+    dataset: Dataset | Mix | StreamingDataset,
+    *,
+    batch_size: int,
+    shuffle: bool | None,
+    num_workers: int | None,
+    drop_last: bool | None,
+    seed: int | None,
+    pin_memory: bool | None,
+    prefetch_factor: int,
+    persistent_workers: bool,
+    **kwargs: Any,
+) -> DaliLoader:
+    """`make_loader(loader="dali")`: `make_dali_loader` over a `Dataset`, the torch-only
+    options refused where DALI cannot honour them (`make_loader` says how)."""
+    if isinstance(dataset, Mix):
+        raise ValueError(
+            f"{dataset.path}: loader='dali' reads one dataset's shards; a Mix is read by the "
+            "torch loader (loader='torch')"
+        )
+    if isinstance(dataset, StreamingDataset):
+        raise ValueError(
+            f"{dataset.path}: loader='dali' reads a local dataset's shards itself "
+            "(make_dali_loader) and cannot read a StreamingDataset; give make_loader "
+            "Dataset(path) instead, or use loader='torch'"
+        )
+    where = f"{dataset.path}: loader='dali'"
+    _check_torch_only(where, pin_memory=pin_memory, persistent_workers=persistent_workers)
+    return make_dali_loader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle is not False,
+        num_workers=num_workers,
+        drop_last=bool(drop_last),
+        seed=0 if seed is None else seed,
+        prefetch_factor=prefetch_factor,
+        dali=DaliOptions.from_keywords(kwargs, where),
     )
 
 
@@ -122,3 +175,10 @@ def _check_torch_only(where: str, *, pin_memory: bool | None, persistent_workers
             f"{where} cannot honour persistent_workers=False: DALI's threads live as long as "
             "the loader"
         )
+
+
+# Each loader by its name, with make_loader's options; a new loader is one more entry.
+_LOADERS: dict[str, Callable[..., FastpackLoader | DaliLoader]] = {
+    "torch": make_torch_loader,
+    "dali": _dali,
+}

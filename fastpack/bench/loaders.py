@@ -41,9 +41,7 @@ def map_style(root: Path, transform: Transform, options: BenchOptions) -> Opened
 def dali_cpu(root: Path, transform: Transform, options: BenchOptions) -> Opened:
     dataset = Dataset(root, transform=transform)
     threads = max(1, options.workers)  # DALI has no main-process mode
-    loader = make_loader(
-        dataset, batch_size=options.batch_size, num_workers=threads, decoder="dali"
-    )
+    loader = make_loader(dataset, batch_size=options.batch_size, num_workers=threads, loader="dali")
     closers = [dataset.close]
     if isinstance(loader, DaliLoader):
         closers.append(loader.close)

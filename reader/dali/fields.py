@@ -79,7 +79,7 @@ def plan_fields(  # noqa: PLR0913 (the dataset's schema and names, and two keywo
             f"{source}: field {optional[0]!r} is optional, and the dataset has record shards: "
             "DALI's TFRecord reader cannot batch records that lack a feature with records that "
             "hold it. From record shards the DALI reader returns required fields only; read "
-            "optional ones with the Dataset (make_loader's decoder='simplejpeg') or from a "
+            "optional ones with the Dataset (make_loader's loader='torch') or from a "
             "build with tar shards"
         )
     return planned

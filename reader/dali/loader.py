@@ -25,7 +25,7 @@ Two sources of samples, the same graph after them (decode, resize, crop, flip, n
   (its shuffle: shard files reshuffled each epoch, samples drawn from a buffer of
   `initial_fill`). It made the figures of benchmarks/gpu/GPU.md, but cannot start mid-epoch,
   follow `set_epoch` or read a view.
-- a `Dataset` (what `make_loader(dataset, decoder="dali")` passes): fastpack's order, fed through
+- a `Dataset` (what `make_loader(dataset, loader="dali")` passes): fastpack's order, fed through
   `fn.external_source` (feed.py) by the torch loader's `EpochBatchSampler` with the same seed,
   shuffle, drop_last and ranks, so DALI reads the torch loader's batches sample for sample,
   honours the Dataset's view (a class-balanced one too), follows `set_epoch`, and resumes from
@@ -35,7 +35,7 @@ Two sources of samples, the same graph after them (decode, resize, crop, flip, n
   measured with it, where the feed's Python work per sample has not been measured yet.
 
     loader = make_loader(Dataset("data/train", transform=RandomResizedCrop(224)),
-                         batch_size=256, decoder="dali")
+                         batch_size=256, loader="dali")
     loader.load_state_dict(saved)  # from this loader or the torch one
     for images, labels in loader: ...
     saved = loader.state_dict()
@@ -354,7 +354,7 @@ class DaliLoader(ClosesOnExit):
         if self._order is None:
             raise ValueError(
                 f"{self._source}: {what} needs fastpack's order: make the loader over a Dataset "
-                "(make_loader(dataset, decoder='dali') or make_dali_loader(dataset)); DALI's "
+                "(make_loader(dataset, loader='dali') or make_dali_loader(dataset)); DALI's "
                 "own reader cannot start mid-epoch"
             )
         return self._order

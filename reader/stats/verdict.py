@@ -18,7 +18,7 @@ from .loader_stats import WorkerStats, time_shares
 
 TRAINER_WAIT_OK = 0.05  # the trainer waits at most this share of the time: loading keeps up
 DECODE_BOUND = 0.8  # the share of the capacity at which decoding (or the workers) is the limit
-DALI_GPU = "make_loader(..., decoder='dali', device='gpu')"
+DALI_GPU = "make_loader(..., loader='dali', device='gpu')"
 FETCH_HINT = (
     "raise StreamingDataset(fetch=FetchOptions(threads=..., part_threads=...)) and prefetch, "
     "or copy the dataset to local disk first (fetch_dataset)"

@@ -41,7 +41,7 @@ def test_decode_bound_map_style() -> None:
         "use map-style: 1.9x streaming, 1.6x dali-cpu; at 95% of the decode ceiling"
     )
     assert verdict.lines[1].startswith("decoding is the bottleneck: add workers (4 of 8 cores")
-    assert "decoder='dali', device='gpu'" in verdict.lines[1]
+    assert "loader='dali', device='gpu'" in verdict.lines[1]
     assert "--step-ms 0" in verdict.lines[2]
 
 

@@ -1,4 +1,6 @@
-"""`make_loader(decoder="dali")`: the same dataset and transform through DALI's CPU operators."""
+"""`make_loader(loader=...)`: each loader by its name, the same dataset and transform through
+DALI's CPU operators (`loader="dali"`) as through the torch loader, and `decoder=`, the old
+name of the switch, still read with a DeprecationWarning."""
 
 from __future__ import annotations
 
@@ -11,17 +13,18 @@ import torch
 from fastpack.reader import CenterCrop, DaliLoader, Dataset, RandomResizedCrop, make_loader
 from fastpack.reader.dali.transforms import DaliCenterCrop, DaliRandomResizedCrop
 from fastpack.reader.errors import MissingFieldError
+from fastpack.reader.torch_loader.dataloader import FastpackLoader
 
 from .conftest import Built
 
 
-def test_dali_decoder_matches_simplejpeg_for_evaluation(
+def test_the_dali_loader_matches_the_torch_loader_for_evaluation(
     build_dataset: Callable[..., Built],
 ) -> None:
     built = build_dataset(classes=3, per_class=5, size=96)
     dataset = Dataset(built.path, transform=CenterCrop(48))
     ours = make_loader(dataset, batch_size=4, shuffle=False, num_workers=0)
-    dali = make_loader(dataset, batch_size=4, shuffle=False, num_workers=2, decoder="dali")
+    dali = make_loader(dataset, batch_size=4, shuffle=False, num_workers=2, loader="dali")
     ours_images = torch.cat([images for images, _ in ours]).numpy()
     ours_labels = torch.cat([labels for _, labels in ours]).numpy()
     dali_batches = list(dali)
@@ -40,10 +43,10 @@ def test_dali_decoder_matches_simplejpeg_for_evaluation(
     assert shifted.min() > diff.max(), shifted  # the comparison tells images apart
 
 
-def test_dali_decoder_training_shapes(build_dataset: Callable[..., Built]) -> None:
+def test_the_dali_loader_training_shapes(build_dataset: Callable[..., Built]) -> None:
     built = build_dataset(classes=2, per_class=6, size=96)
     dataset = Dataset(built.path, transform=RandomResizedCrop(32), seed=3)
-    loader = make_loader(dataset, batch_size=5, num_workers=1, decoder="dali", seed=3)
+    loader = make_loader(dataset, batch_size=5, num_workers=1, loader="dali", seed=3)
     batches = list(loader)
     assert [len(labels) for _, labels in batches] == [5, 5, 2]
     assert all(images.shape[1:] == (32, 32, 3) for images, _ in batches)
@@ -58,18 +61,59 @@ def test_dali_decoder_training_shapes(build_dataset: Callable[..., Built]) -> No
         (CenterCrop((32, 48)), r"makes square crops, but CenterCrop\(.*\) makes \(32, 48\)"),
     ],
 )
-def test_dali_decoder_refuses_what_it_cannot_do(
+def test_the_dali_loader_refuses_what_it_cannot_do(
     build_dataset: Callable[..., Built], transform: CenterCrop | None, message: str
 ) -> None:
     dataset = Dataset(build_dataset().path, transform=transform)
     with pytest.raises(ValueError, match=message):
-        make_loader(dataset, batch_size=2, decoder="dali")
+        make_loader(dataset, batch_size=2, loader="dali")
 
 
-def test_unknown_decoder(build_dataset: Callable[..., Built]) -> None:
+def test_an_unknown_loader_is_refused_by_name(build_dataset: Callable[..., Built]) -> None:
     dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
-    with pytest.raises(ValueError, match="decoder must be 'simplejpeg' or 'dali', got 'pil'"):
-        make_loader(dataset, batch_size=2, decoder="pil")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^loader must be one of 'torch', 'dali', got 'pil'$"):
+        make_loader(dataset, batch_size=2, loader="pil")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "kind", "name"),
+    [("simplejpeg", FastpackLoader, "torch"), ("dali", DaliLoader, "dali")],
+)
+def test_the_old_decoder_keyword_chooses_its_loader_and_says_what_to_write(
+    build_dataset: Callable[..., Built], decoder: str, kind: type, name: str
+) -> None:
+    dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
+    message = rf"^make_loader\(decoder='{decoder}'\) is deprecated: write loader='{name}'$"
+    with pytest.warns(DeprecationWarning, match=message) as warned:
+        loader = make_loader(dataset, batch_size=2, num_workers=1, decoder=decoder)
+    assert warned[0].filename == __file__  # the warning points at the caller
+    assert isinstance(loader, kind)
+    labels = torch.cat([batch[1] for batch in loader])
+    assert sorted(labels.tolist()) == sorted(dataset.labels.tolist())
+    if isinstance(loader, DaliLoader):
+        loader.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"decoder": "pil"},
+            r"decoder must be 'simplejpeg' or 'dali', got 'pil' \(decoder= is deprecated: write "
+            r"loader='torch' or loader='dali'\)",
+        ),
+        (
+            {"decoder": "simplejpeg", "loader": "dali"},
+            r"loader='dali' and decoder='simplejpeg' choose different loaders: write loader= ",
+        ),
+    ],
+)
+def test_a_decoder_keyword_that_names_no_loader_or_another_is_refused(
+    build_dataset: Callable[..., Built], options: dict[str, Any], message: str
+) -> None:
+    dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
+    with pytest.raises(ValueError, match=message):
+        make_loader(dataset, batch_size=2, **options)
 
 
 def test_dali_options_follow_the_training_transform_and_dataset(
@@ -86,7 +130,7 @@ def test_dali_options_follow_the_training_transform_and_dataset(
         prefetch_factor=3,
         seed=7,
         pin_memory=False,
-        decoder="dali",
+        loader="dali",
         initial_fill=16,
     )
     assert isinstance(loader, DaliLoader)
@@ -109,7 +153,7 @@ def test_dali_options_follow_the_evaluation_transform(
 ) -> None:
     # CenterCrop draws nothing, so the Dataset's seed has no say: make_loader's seeds the order
     dataset = Dataset(build_dataset().path, transform=CenterCrop(24, resize=40), seed=5)
-    loader = make_loader(dataset, batch_size=2, num_workers=1, shuffle=False, decoder="dali")
+    loader = make_loader(dataset, batch_size=2, num_workers=1, shuffle=False, loader="dali")
     assert isinstance(loader, DaliLoader)
     o = loader.options
     assert o.transform == DaliCenterCrop(size=24, resize_size=40)
@@ -125,7 +169,7 @@ def test_dali_flip_prob_mirrors_the_crops(build_dataset: Callable[..., Built]) -
         transform = RandomResizedCrop(24, flip_prob=flip_prob)
         dataset = Dataset(path, transform=transform, seed=1)
         loader = make_loader(
-            dataset, batch_size=3, shuffle=False, num_workers=1, seed=1, decoder="dali"
+            dataset, batch_size=3, shuffle=False, num_workers=1, seed=1, loader="dali"
         )
         return torch.cat([batch for batch, _ in loader])
 
@@ -139,7 +183,7 @@ def test_dali_follows_the_dataset_epoch(build_dataset: Callable[..., Built]) -> 
     path = build_dataset().path
     dataset = Dataset(path, transform=CenterCrop(16))
     dataset.set_epoch(2)  # a loader may start at any epoch
-    loader = make_loader(dataset, batch_size=4, num_workers=1, decoder="dali")
+    loader = make_loader(dataset, batch_size=4, num_workers=1, loader="dali")
     ours = Dataset(path, transform=CenterCrop(16))
     reference = make_loader(ours, batch_size=4, num_workers=0)
     for epoch in (2, 7, 0, 0):
@@ -179,11 +223,11 @@ def test_dali_refuses_options_it_cannot_honour(
     transform = transform or RandomResizedCrop(16)
     dataset = Dataset(build_dataset().path, transform=transform, seed=dataset_seed)
     with pytest.raises(ValueError, match=message):
-        make_loader(dataset, batch_size=2, decoder="dali", **kwargs)
+        make_loader(dataset, batch_size=2, loader="dali", **kwargs)
 
 
 def test_dali_reads_the_dataset_field(build_dataset: Callable[..., Built]) -> None:
     dataset = Dataset(build_dataset().path, transform=CenterCrop(16))
     dataset.field = "webp"  # as if the dataset had such a member; it has not
     with pytest.raises(MissingFieldError, match=r"fields \['jpg', 'cls'\], no webp"):
-        make_loader(dataset, batch_size=2, decoder="dali")
+        make_loader(dataset, batch_size=2, loader="dali")

@@ -1,4 +1,4 @@
-"""`make_loader(decoder="dali")` in fastpack's order (CPU DALI): the torch loader's order sample for
+"""`make_loader(loader="dali")` in fastpack's order (CPU DALI): the torch loader's order sample for
 sample, a state saved by either loader resumed by either with other ranks, threads and batch
 size, prefetched batches dropped on a resume, views, and states of other data refused."""
 
@@ -48,7 +48,7 @@ class Ranks:
             self.monkeypatch.setenv("WORLD_SIZE", str(world))
             ds = Dataset(self.path, transform=CenterCrop(8), view=view)
             ds.set_epoch(epoch)
-            options.update(decoder="dali" if dali else "simplejpeg", seed=seed)
+            options.update(loader="dali" if dali else "torch", seed=seed)
             loaders.append(
                 make_loader(ds, batch_size=batch, num_workers=threads if dali else 0, **options)
             )

@@ -3,7 +3,7 @@ from `image/encoded` and labels from `image/class/label`. Pixels against simplej
 labels, sharding over ranks, batches equal to those of the tar dataset built from the same
 source, extra fields (masks, class fields, member bytes, zstd) equal to the tar's, optional
 fields refused (the TFRecord reader cannot batch a lacking feature), and
-`make_loader(decoder="dali")`, whose fed samples give optional fields too."""
+`make_loader(loader="dali")`, whose fed samples give optional fields too."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_fed_records_give_optional_fields(fields: Pair) -> None:
     def notes(path: Path) -> list[bytes | None]:
         names = ("jpg", "cls", "note.txt")
         dataset = Dataset(path, fields=names, transform=CenterCrop(16))
-        loader = make_loader(dataset, batch_size=2, shuffle=False, decoder="dali")
+        loader = make_loader(dataset, batch_size=2, shuffle=False, loader="dali")
         return [None if t is None else bytes(t.numpy()) for b in loader for t in b[2]]
 
     found = notes(fields.records)
@@ -193,7 +193,7 @@ def test_make_loader_with_the_dali_decoder(pair: Pair, fields: Pair) -> None:
     dataset = Dataset(pair.records, transform=CenterCrop(32))
     dali = [
         (x.clone(), y.clone())
-        for x, y in make_loader(dataset, batch_size=4, shuffle=False, num_workers=1, decoder="dali")
+        for x, y in make_loader(dataset, batch_size=4, shuffle=False, num_workers=1, loader="dali")
     ]
     assert torch.cat([y for _, y in dali]).tolist() == dataset.labels.tolist()
     assert all(x.shape[1:] == (32, 32, 3) for x, _ in dali)
@@ -205,7 +205,7 @@ def test_make_loader_with_the_dali_decoder(pair: Pair, fields: Pair) -> None:
                 batch_size=6,
                 seed=2,
                 num_workers=1,
-                decoder="dali",
+                loader="dali",
             )
         )
         for path in fields

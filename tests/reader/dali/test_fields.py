@@ -327,20 +327,20 @@ def test_a_damaged_zstd_member(dataset: Path, tmp_path: Path) -> None:
 
 
 def test_make_loader_gives_dali_batches_the_torch_paths_shape(dataset: Path) -> None:
-    """Through `make_loader`, both decoders yield one value per asked field, in the order
+    """Through `make_loader`, both loaders yield one value per asked field, in the order
     asked: the image and mask arrays agree in shape, the label is the label."""
     from fastpack.reader import CenterCrop, Dataset, make_loader  # noqa: PLC0415
 
     fields = ("seg.png", "jpg", "txt", "cls")
     ds = Dataset(dataset, transform=CenterCrop(SIZE, resize=RESIZE), fields=fields)
     shapes = {}
-    for decoder in ("simplejpeg", "dali"):
-        loader = make_loader(ds, batch_size=4, shuffle=False, num_workers=1, decoder=decoder)
+    for name in ("torch", "dali"):
+        loader = make_loader(ds, batch_size=4, shuffle=False, num_workers=1, loader=name)
         masks, images, texts, labels = next(iter(loader))
-        assert labels.tolist() == [0, 1, 2, 3], decoder
-        assert [t is None for t in texts] == [True, False, False, True], decoder
-        shapes[decoder] = (tuple(images.shape), tuple(masks.shape[:3]))
-    assert shapes["dali"] == shapes["simplejpeg"] == ((4, SIZE, SIZE, 3), (4, SIZE, SIZE))
+        assert labels.tolist() == [0, 1, 2, 3], name
+        assert [t is None for t in texts] == [True, False, False, True], name
+        shapes[name] = (tuple(images.shape), tuple(masks.shape[:3]))
+    assert shapes["dali"] == shapes["torch"] == ((4, SIZE, SIZE, 3), (4, SIZE, SIZE))
 
 
 def test_make_dali_loader_reads_a_datasets_own_fields_in_its_shape(dataset: Path) -> None:

@@ -87,7 +87,7 @@ def test_a_transform_without_dali_equivalent_is_refused_by_name(
     with pytest.raises(ValueError, match=message):
         make_dali_loader(path, batch_size=2, transform=transform)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):  # the same through make_loader
-        make_loader(Dataset(path, transform=transform), batch_size=2, decoder="dali")  # type: ignore[arg-type]
+        make_loader(Dataset(path, transform=transform), batch_size=2, loader="dali")  # type: ignore[arg-type]
 
 
 def test_a_registered_transform_is_read(

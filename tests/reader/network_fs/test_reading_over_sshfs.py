@@ -167,7 +167,7 @@ def test_dali_reads_the_mount_without_maps_and_matches_the_local_disk(
     batches = []
     for path in (mounted_dataset, local(network_fs, mounted_dataset)):
         dataset = Dataset(path, transform=CenterCrop(32))
-        loader = make_loader(dataset, batch_size=5, shuffle=False, num_workers=2, decoder="dali")
+        loader = make_loader(dataset, batch_size=5, shuffle=False, num_workers=2, loader="dali")
         assert loader.options.dont_use_mmap is (path == mounted_dataset)  # type: ignore[union-attr]
         batches.append([(np.asarray(x).copy(), np.asarray(y).copy()) for x, y in loader])
         loader.close()  # type: ignore[union-attr]

@@ -121,5 +121,5 @@ def test_mix_refusals(two: tuple[Path, Path]) -> None:
         Mix([(StreamingDataset(str(two[1])), 1)], epoch_size=10)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="differ from the mix's"):
         make_loader(Mix([(a, 1)], epoch_size=10, seed=3), batch_size=2, seed=4, num_workers=0)
-    with pytest.raises(ValueError, match="decoder='dali'"):
-        make_loader(Mix([(a, 1)], epoch_size=10), batch_size=2, decoder="dali")
+    with pytest.raises(ValueError, match="loader='dali' reads one dataset's shards; a Mix is read"):
+        make_loader(Mix([(a, 1)], epoch_size=10), batch_size=2, loader="dali")

@@ -50,7 +50,7 @@ def test_busy_workers_are_decode_fetch_or_read_bound() -> None:
     assert _verdict(0.23, decoding, decoding) == (
         "the trainer waits on data 23% of the time: decode-bound (workers spend 80% decoding); "
         "add workers (2 of 8 cores in use) or decode on the GPU with DALI "
-        "(make_loader(..., decoder='dali', device='gpu'))"
+        "(make_loader(..., loader='dali', device='gpu'))"
     )
     assert "every core decodes already" in _verdict(0.23, decoding, decoding, cpus=2)
     fetching = _worker(busy=0.9, read=0.7, decode=0.2, fetched=10)

@@ -326,7 +326,7 @@ def test_fields_through_make_loader_in_shared_slots(tmp_path: Path) -> None:
         ({"shuffle": False}, r"shuffle=False \(the dataset's is True\)"),
         ({"seed": 1, "drop_last": True}, r"seed=1 \(the dataset's is 0\), drop_last=True"),
         ({"batch_size": 0}, "batch_size must be positive, got 0"),
-        ({"decoder": "dali"}, "decoder='dali' .* cannot read a StreamingDataset"),
+        ({"loader": "dali"}, "loader='dali' .* cannot read a StreamingDataset"),
     ],
 )
 def test_make_loader_refuses_what_contradicts_the_dataset(

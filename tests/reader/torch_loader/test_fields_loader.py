@@ -150,11 +150,11 @@ def test_make_loader_passes_the_other_fields_to_dali(tmp_path: Path) -> None:
     root = write_fields_dataset(tmp_path / "fields", count=8)
     fields = ("jpg", "cls", "seg.png", "txt")
     ds = Dataset(root, fields=fields, transform=CenterCrop(32))
-    loader = make_loader(ds, batch_size=2, num_workers=1, decoder="dali")
+    loader = make_loader(ds, batch_size=2, num_workers=1, loader="dali")
     assert isinstance(loader, DaliLoader)
     assert [f.name for f in loader.options.fields] == ["seg.png", "txt"]  # beside images, labels
     loader.close()
-    plain = make_loader(Dataset(root, transform=CenterCrop(32)), batch_size=2, decoder="dali")
+    plain = make_loader(Dataset(root, transform=CenterCrop(32)), batch_size=2, loader="dali")
     assert isinstance(plain, DaliLoader)
     assert plain.options.fields == ()
     plain.close()
