@@ -10,80 +10,65 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from .formats import FastpackError
+from .formats import FastpackError as FastpackError
+
+# The names imported on first use, by the module they come from: the one list of them.
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    "fastpack.compiler": (
+        "BuildError",
+        "BuildOptions",
+        "BuildSchema",
+        "BuildSummary",
+        "SourceError",
+        "build",
+        "read_build_schema",
+    ),
+    "fastpack.reader": (
+        "CenterCrop",
+        "Dataset",
+        "Mix",
+        "Padded",
+        "RandomResizedCrop",
+        "SharedMemoryError",
+        "StreamingDataset",
+        "VerifyReport",
+        "make_loader",
+        "to_float",
+        "verify_dataset",
+    ),
+    "fastpack.storage": ("FetchError",),
+}
+_LAZY: dict[str, str] = {name: module for module, names in _LAZY_MODULES.items() for name in names}
+__all__ = ["FastpackError", "__version__", *_LAZY]  # noqa: PLE0604 -- the table's names
+__all__.sort()
 
 if TYPE_CHECKING:
-    from .compiler import (
-        BuildError,
-        BuildOptions,
-        BuildSchema,
-        BuildSummary,
-        SourceError,
-        build,
-        read_build_schema,
-    )
-    from .reader import (
-        CenterCrop,
-        Dataset,
-        Mix,
-        Padded,
-        RandomResizedCrop,
-        SharedMemoryError,
-        VerifyReport,
-        make_loader,
-        to_float,
-        verify_dataset,
-    )
-    from .storage import FetchError
+    # Type checkers cannot run the table: they read its names here, as imports
+    # (tests/test_top_package.py checks that the two list the same names).
+    from .compiler import BuildError as BuildError
+    from .compiler import BuildOptions as BuildOptions
+    from .compiler import BuildSchema as BuildSchema
+    from .compiler import BuildSummary as BuildSummary
+    from .compiler import SourceError as SourceError
+    from .compiler import build as build
+    from .compiler import read_build_schema as read_build_schema
+    from .reader import CenterCrop as CenterCrop
+    from .reader import Dataset as Dataset
+    from .reader import Mix as Mix
+    from .reader import Padded as Padded
+    from .reader import RandomResizedCrop as RandomResizedCrop
+    from .reader import SharedMemoryError as SharedMemoryError
+    from .reader import StreamingDataset as StreamingDataset
+    from .reader import VerifyReport as VerifyReport
+    from .reader import make_loader as make_loader
+    from .reader import to_float as to_float
+    from .reader import verify_dataset as verify_dataset
+    from .storage import FetchError as FetchError
 
 try:
     __version__ = version("fastpack")
 except PackageNotFoundError:  # run from a source tree that is not installed
     __version__ = "0+unknown"
-
-_LAZY: dict[str, str] = {
-    "BuildOptions": "fastpack.compiler",
-    "BuildSummary": "fastpack.compiler",
-    "build": "fastpack.compiler",
-    "BuildSchema": "fastpack.compiler",
-    "read_build_schema": "fastpack.compiler",
-    "Padded": "fastpack.reader",
-    "CenterCrop": "fastpack.reader",
-    "Dataset": "fastpack.reader",
-    "Mix": "fastpack.reader",
-    "RandomResizedCrop": "fastpack.reader",
-    "VerifyReport": "fastpack.reader",
-    "make_loader": "fastpack.reader",
-    "to_float": "fastpack.reader",
-    "verify_dataset": "fastpack.reader",
-    "BuildError": "fastpack.compiler",
-    "SourceError": "fastpack.compiler",
-    "FetchError": "fastpack.storage",
-    "SharedMemoryError": "fastpack.reader",
-}
-
-__all__ = [
-    "BuildError",
-    "BuildOptions",
-    "BuildSchema",
-    "BuildSummary",
-    "CenterCrop",
-    "Dataset",
-    "FastpackError",
-    "FetchError",
-    "Mix",
-    "Padded",
-    "RandomResizedCrop",
-    "SharedMemoryError",
-    "SourceError",
-    "VerifyReport",
-    "__version__",
-    "build",
-    "make_loader",
-    "read_build_schema",
-    "to_float",
-    "verify_dataset",
-]
 
 
 def __getattr__(name: str) -> Any:
