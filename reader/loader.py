@@ -1,13 +1,14 @@
 """`make_loader`: the one switch between fastpack's loaders over the same dataset, each chosen
 by a name that says what it is: `loader="torch"`, a torch DataLoader whose workers decode with
-simplejpeg, or `loader="dali"`, NVIDIA DALI's operators. Each name is one entry of `_LOADERS`,
-which takes `make_loader`'s options; every loader reads fastpack's order from reader/order/.
-This is the only module that knows them all."""
+simplejpeg, or `loader="dali"`, NVIDIA DALI's operators. Each name is one entry of `_LOADERS`, a
+function of the dataset and `make_loader`'s options (`LoaderOptions`); every loader reads
+fastpack's order from reader/order/. This is the only module that knows them all."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .dali import DaliLoader, DaliOptions, make_dali_loader
@@ -20,12 +21,13 @@ if TYPE_CHECKING:
     from .torch_loader.dataloader import FastpackLoader
 
 LoaderName = Literal["torch", "dali"]
+Readable = Dataset | Mix | StreamingDataset
 # `decoder=`, the keyword `loader=` replaces: the loader each of its names chose
 _DECODERS: dict[str, LoaderName] = {"simplejpeg": "torch", "dali": "dali"}
 
 
 def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with its default
-    dataset: Dataset | Mix | StreamingDataset,
+    dataset: Readable,
     *,
     batch_size: int,
     shuffle: bool | None = None,
@@ -82,8 +84,7 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
     `loader="dali"`, still work and warn (DeprecationWarning) with what to write instead.
     """
     make = _LOADERS[_loader_name(loader, decoder)]
-    return make(
-        dataset,
+    options = LoaderOptions(
         batch_size=batch_size,
         shuffle=shuffle,
         num_workers=num_workers,
@@ -92,8 +93,25 @@ def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with 
         pin_memory=pin_memory,
         prefetch_factor=prefetch_factor,
         persistent_workers=persistent_workers,
-        **kwargs,
+        other=kwargs,
     )
+    return make(dataset, options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoaderOptions:
+    """`make_loader`'s options as given (None: left out), for the loader it chose; `other`
+    holds the keyword arguments it does not name (a DataLoader's, DALI's)."""
+
+    batch_size: int
+    shuffle: bool | None = None
+    num_workers: int | None = None
+    drop_last: bool | None = None
+    seed: int | None = None
+    pin_memory: bool | None = None
+    prefetch_factor: int = 2
+    persistent_workers: bool = True
+    other: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _loader_name(loader: str, decoder: str | None) -> str:
@@ -123,19 +141,23 @@ def _loader_name(loader: str, decoder: str | None) -> str:
     return loader
 
 
-def _dali(  # noqa: PLR0913 -- make_loader's keyword options, the same signature as make_torch_loader
-    dataset: Dataset | Mix | StreamingDataset,
-    *,
-    batch_size: int,
-    shuffle: bool | None,
-    num_workers: int | None,
-    drop_last: bool | None,
-    seed: int | None,
-    pin_memory: bool | None,
-    prefetch_factor: int,
-    persistent_workers: bool,
-    **kwargs: Any,
-) -> DaliLoader:
+def _torch(dataset: Readable, o: LoaderOptions) -> FastpackLoader:
+    """`make_loader(loader="torch")`: `make_torch_loader` with every option as given."""
+    return make_torch_loader(
+        dataset,
+        batch_size=o.batch_size,
+        shuffle=o.shuffle,
+        num_workers=o.num_workers,
+        drop_last=o.drop_last,
+        seed=o.seed,
+        pin_memory=o.pin_memory,
+        prefetch_factor=o.prefetch_factor,
+        persistent_workers=o.persistent_workers,
+        **o.other,
+    )
+
+
+def _dali(dataset: Readable, o: LoaderOptions) -> DaliLoader:
     """`make_loader(loader="dali")`: `make_dali_loader` over a `Dataset`, the torch-only
     options refused where DALI cannot honour them (`make_loader` says how)."""
     if isinstance(dataset, Mix):
@@ -150,35 +172,35 @@ def _dali(  # noqa: PLR0913 -- make_loader's keyword options, the same signature
             "Dataset(path) instead, or use loader='torch'"
         )
     where = f"{dataset.path}: loader='dali'"
-    _check_torch_only(where, pin_memory=pin_memory, persistent_workers=persistent_workers)
+    _check_torch_only(where, o)
     return make_dali_loader(
         dataset,
-        batch_size=batch_size,
-        shuffle=shuffle is not False,
-        num_workers=num_workers,
-        drop_last=bool(drop_last),
-        seed=0 if seed is None else seed,
-        prefetch_factor=prefetch_factor,
-        dali=DaliOptions.from_keywords(kwargs, where),
+        batch_size=o.batch_size,
+        shuffle=o.shuffle is not False,
+        num_workers=o.num_workers,
+        drop_last=bool(o.drop_last),
+        seed=0 if o.seed is None else o.seed,
+        prefetch_factor=o.prefetch_factor,
+        dali=DaliOptions.from_keywords(dict(o.other), where),
     )
 
 
-def _check_torch_only(where: str, *, pin_memory: bool | None, persistent_workers: bool) -> None:
+def _check_torch_only(where: str, o: LoaderOptions) -> None:
     """Refuse the torch DataLoader's settings that DALI cannot honour."""
-    if pin_memory:
+    if o.pin_memory:
         raise ValueError(
             f"{where} cannot honour pin_memory=True: DALI's CPU batches are not in pinned "
             "memory (device='gpu' puts them on the GPU instead)"
         )
-    if not persistent_workers:
+    if not o.persistent_workers:
         raise ValueError(
             f"{where} cannot honour persistent_workers=False: DALI's threads live as long as "
             "the loader"
         )
 
 
-# Each loader by its name, with make_loader's options; a new loader is one more entry.
-_LOADERS: dict[str, Callable[..., FastpackLoader | DaliLoader]] = {
-    "torch": make_torch_loader,
+# Each loader by its name; a new loader is one more entry.
+_LOADERS: dict[str, Callable[[Readable, LoaderOptions], FastpackLoader | DaliLoader]] = {
+    "torch": _torch,
     "dali": _dali,
 }
