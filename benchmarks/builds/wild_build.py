@@ -38,7 +38,6 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -124,10 +123,13 @@ class Session:
         shutil.rmtree(killed, ignore_errors=True)
         shards = _shards_written(full)
         target = max(1, int(shards * kill_at))
-        kill_when: Callable[[], bool] = lambda: _shards_written(killed) >= target  # noqa: E731
-        if shards <= 1:  # one shard: kill at a fraction of the uninterrupted build's time
-            began = time.monotonic()
-            kill_when = lambda: time.monotonic() - began >= wall_s * kill_at  # noqa: E731
+
+        def kill_when() -> bool:
+            if shards <= 1:  # one shard: kill at a fraction of the uninterrupted build's time
+                return time.monotonic() - began >= wall_s * kill_at
+            return _shards_written(killed) >= target
+
+        began = time.monotonic()
         command = self.builds.command(self.source, killed, baseline=baseline)
         first = self.builds.run(command, work / "logs" / "killed.log", kill_when)
         result: dict[str, Any] = {

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fastpack.reader
 import torch  # noqa: F401 - imported before any timing, as the loader needs it
+from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 
 from benchmarks.parallel import cpu_seconds
 
@@ -73,9 +75,6 @@ def _epoch(data: Iterable[Sequence[Any]], variant: Variant, args: argparse.Names
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    import fastpack.reader  # noqa: PLC0415 - the sources under test, imported here
-    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
-
     variants = [parse_variant(v) for v in args.variant]
     loaders = []
     results: dict[str, Any] = {}

@@ -30,8 +30,10 @@ long enough to time. Raw numbers go to `WORKDIR/results.json`; the page to `--ou
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import random
 import shutil
 import statistics
@@ -42,6 +44,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
+
+import zstandard
+from fastpack.compiler import BuildOptions, build
+from fastpack.compiler.build_schema import read_build_schema
 
 from benchmarks import sysinfo as _sysinfo
 from benchmarks.fields._captions import captions, image_metadata
@@ -110,9 +116,6 @@ def write_lists(corpus: Path, lists: Path, repeat: int, build_repeat: int) -> di
 
 
 def _options(workers: int, schema: Path | None = None) -> Any:
-    from fastpack.compiler import BuildOptions  # noqa: PLC0415
-    from fastpack.compiler.build_schema import read_build_schema  # noqa: PLC0415
-
     return BuildOptions(
         workers=workers,
         shard_size=SHARD_BYTES,
@@ -123,7 +126,6 @@ def _options(workers: int, schema: Path | None = None) -> Any:
 
 def build_reader_datasets(lists: dict[str, Path], data: Path, workers: int) -> dict[str, Path]:
     """The reader's datasets, built afresh."""
-    from fastpack.compiler import build  # noqa: PLC0415
 
     out = {}
     for name, source, schema in (
@@ -251,7 +253,6 @@ def build_rounds(lists: dict[str, Path], args: argparse.Namespace) -> list[dict[
     """One untimed pair, then `--build-rounds` pairs, strictly alternating (A B A B: every
     build follows one of the other kind), each into a fresh output folder after the previous
     one is removed and synced to disk."""
-    from fastpack.compiler import build  # noqa: PLC0415
 
     out = args.workdir / "build-out"
     kinds = [("plain", lists["build-plain"]), ("extra", lists["build-extra"])]
@@ -292,10 +293,6 @@ def profile_build(lists: dict[str, Path], args: argparse.Namespace) -> dict[str,
     (`workers=1`: shard jobs run here), first unprofiled (CPU seconds, `--profile-rounds`
     times, alternating), then once under cProfile; the functions whose own time grows most,
     per sample."""
-    import cProfile  # noqa: PLC0415
-    import pstats  # noqa: PLC0415
-
-    from fastpack.compiler import build  # noqa: PLC0415
 
     out = args.workdir / "build-out"
     kinds = [("plain", lists["build-plain"]), ("extra", lists["build-extra"])]
@@ -702,7 +699,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         "load_start": _sysinfo.load(),
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
-    import zstandard  # noqa: PLC0415
 
     results["versions"]["zstandard"] = zstandard.__version__
     lists = write_lists(args.corpus, args.workdir / "lists", args.repeat, args.build_repeat)

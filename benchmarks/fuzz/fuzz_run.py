@@ -43,6 +43,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import fastpack.reader
+from fastpack.reader.image.crop_decode import decoder
+
 from benchmarks.fuzz._page import render
 from benchmarks.procmem import TreeSampler
 from benchmarks.sysinfo import fastpack_commit, load, machine, versions
@@ -76,9 +79,6 @@ def _arguments() -> argparse.Namespace:
 
 
 def _environment(commit: str) -> dict[str, Any]:
-    import fastpack.reader  # noqa: PLC0415 (where the sources measured are)
-    from fastpack.reader.image.crop_decode import decoder  # noqa: PLC0415
-
     sources = Path(fastpack.reader.__file__).resolve().parents[1]
     return {
         "machine": machine(),

@@ -29,6 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import nvidia.dali
+import torch
+from fastpack.compiler import BuildOptions, build
+from fastpack.reader import (
+    CenterCrop,
+    DaliOptions,
+    Dataset,
+    RandomResizedCrop,
+    make_dali_loader,
+    to_float,
+)
 
 from benchmarks import sysinfo as _sysinfo
 
@@ -47,8 +58,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build_dataset(corpus: Path, out: Path, shard_format: str) -> dict[str, Any]:
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
-
     seconds = None
     if not (out / "manifest.json").exists():
         started = time.perf_counter()
@@ -60,13 +69,6 @@ def build_dataset(corpus: Path, out: Path, shard_format: str) -> dict[str, Any]:
 
 
 def _loader(path: Path, args: argparse.Namespace, *, train: bool, device: str) -> Any:
-    from fastpack.reader import (  # noqa: PLC0415
-        CenterCrop,
-        DaliOptions,
-        RandomResizedCrop,
-        make_dali_loader,
-    )
-
     return make_dali_loader(
         path,
         batch_size=args.batch_size,
@@ -79,8 +81,6 @@ def _loader(path: Path, args: argparse.Namespace, *, train: bool, device: str) -
 
 def check_eval(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """GPU and CPU evaluation pipelines side by side over one epoch."""
-    import torch  # noqa: PLC0415
-    from fastpack.reader import Dataset, to_float  # noqa: PLC0415
 
     truth = Dataset(path).labels.tolist()
     gpu, cpu = (
@@ -122,8 +122,6 @@ def check_eval(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 def check_train(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One epoch of the GPU training pipeline: shapes, devices, every sample once."""
-    import torch  # noqa: PLC0415
-    from fastpack.reader import Dataset  # noqa: PLC0415
 
     truth = Counter(Dataset(path).labels.tolist())
     loader = _loader(path, args, train=True, device="gpu")
@@ -151,8 +149,6 @@ def time_loader(
     path: Path, args: argparse.Namespace, *, train: bool, device: str
 ) -> dict[str, Any]:
     """images/s per epoch (after a warm-up epoch) until the batch is a normalized GPU float."""
-    import torch  # noqa: PLC0415
-    from fastpack.reader import to_float  # noqa: PLC0415
 
     loader = _loader(path, args, train=train, device=device)
     rates = []
@@ -178,8 +174,6 @@ def time_loader(
 def time_to_float(batch_size: int, repeats: int = 50) -> dict[str, Any]:
     """`to_float` of a pinned uint8 (B, 224, 224, 3) batch to the GPU, and of one already there;
     the result against the CPU's."""
-    import torch  # noqa: PLC0415
-    from fastpack.reader import to_float  # noqa: PLC0415
 
     generator = torch.Generator().manual_seed(0)
     host = torch.randint(0, 256, (batch_size, 224, 224, 3), dtype=torch.uint8, generator=generator)
@@ -211,8 +205,6 @@ def time_to_float(batch_size: int, repeats: int = 50) -> dict[str, Any]:
 
 
 def gpu_info() -> dict[str, Any]:
-    import torch  # noqa: PLC0415
-
     query = "name,driver_version,memory.total"
     done = subprocess.run(
         ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
@@ -220,7 +212,6 @@ def gpu_info() -> dict[str, Any]:
         capture_output=True,
         text=True,
     )
-    import nvidia.dali  # noqa: PLC0415
 
     return {
         "nvidia_smi": done.stdout.strip(),

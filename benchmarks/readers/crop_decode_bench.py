@@ -43,6 +43,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,6 @@ def dali_route(
 ) -> tuple[Route, str]:
     """DALI on the CPU: `whole` decodes whole images; `roi` decodes the same boxes (as drawn,
     at full scale) only; `roi+resize` also resizes to SIZE and flips."""
-    from importlib.metadata import version  # noqa: PLC0415
 
     # untyped on purpose: DALI's stubs type `device_id` as int, but None (CPU only) is its API
     dali: Any = importlib.import_module("nvidia.dali")

@@ -69,7 +69,7 @@ def photo(side: int, seed: int) -> np.ndarray:
 
 def write_image(path: Path, side: int, components: int, sampling: int | None) -> int:
     bgr = photo(side, components)
-    pixels = bgr if components == 3 else cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)  # noqa: PLR2004
+    pixels = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY) if components == 1 else bgr
     params = [cv2.IMWRITE_JPEG_PROGRESSIVE, 1, cv2.IMWRITE_JPEG_QUALITY, 90]
     if sampling is not None:
         params += [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, sampling]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 from benchmarks.readers.peers import PEERS
@@ -159,9 +162,6 @@ def markdown(report: dict[str, Any], title: str = "Reader benchmark results") ->
 
 def main() -> None:
     """Re-render a page from a `results.json` written by `reader_bench`."""
-    import argparse  # noqa: PLC0415
-    import json  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("results", type=Path)

@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import fastpack.formats
+
 from benchmarks import sysinfo as _sysinfo
 from benchmarks.launch import run_step
 from benchmarks.startup._index import build_base, synthetic_dataset
@@ -156,7 +158,6 @@ def describe(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str, Any]
 def code_version() -> str:
     """The commit of the fastpack sources this process imports, and whether tracked files of
     them differ from it (a checkout other than this one may be on the path)."""
-    import fastpack.formats  # noqa: PLC0415
 
     repo = Path(fastpack.formats.__file__).resolve().parents[1]
 

@@ -30,6 +30,7 @@ import os
 import shutil
 import statistics
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -276,8 +277,6 @@ def _manifest_bytes(series: list[Series]) -> int:
 
 
 def _version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
     try:
         return version(name)
     except PackageNotFoundError:

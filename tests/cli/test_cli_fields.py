@@ -11,6 +11,7 @@ from fastpack.formats import manifest_from_text, read_manifest
 
 from fastpack.sizes import format_size
 from tests.compiler._fields import sample_values, write_files, write_jsonl, write_schema
+from tests.compiler.test_fields_zstd import SCHEMA, captions_list
 from tests.s3_server import S3Server
 
 from .conftest import Run
@@ -55,8 +56,6 @@ def test_build_with_a_schema_then_info(tmp_path: Path, run: Run) -> None:
 
 
 def test_info_of_a_trained_dictionary(tmp_path: Path, run: Run) -> None:
-    from tests.compiler.test_fields_zstd import SCHEMA, captions_list  # noqa: PLC0415
-
     listing = captions_list(tmp_path / "src")
     schema = write_schema(tmp_path / "schema.json", SCHEMA.to_json()["fields"])
     code, _, err = run("build", listing, tmp_path / "ds", "--schema", schema, "--no-progress")
@@ -107,8 +106,6 @@ def test_bad_dictionary_size(run: Run) -> None:
 def test_build_to_a_url_publishes_the_dictionaries(
     tmp_path: Path, run: Run, s3_env: S3Server, s3_bucket: str
 ) -> None:
-    from tests.compiler.test_fields_zstd import SCHEMA, captions_list  # noqa: PLC0415
-
     listing = captions_list(tmp_path / "src")
     schema = write_schema(tmp_path / "schema.json", SCHEMA.to_json()["fields"])
     url = f"s3://{s3_bucket}/ds"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from fastpack.reader import Dataset, EpochBatchSampler, StreamingDataset
 from fastpack.reader.ranks import resolve_rank
 
 from .conftest import Built
@@ -50,7 +51,6 @@ def test_every_reader_resolves_alike(
     monkeypatch: pytest.MonkeyPatch, rank_env: str, build_dataset: Callable[..., Built]
 ) -> None:
     """The sampler, the streaming dataset and DALI's options agree on (rank, world)."""
-    from fastpack.reader import Dataset, EpochBatchSampler, StreamingDataset  # noqa: PLC0415
 
     monkeypatch.setenv("RANK", rank_env)
     monkeypatch.setenv("WORLD_SIZE", "3")

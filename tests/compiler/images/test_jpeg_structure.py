@@ -13,6 +13,7 @@ from fastpack.compiler.images.jpeg_structure import (
     read_jpeg_structure,
 )
 from fastpack.formats import FastpackError
+from fastpack.formats.image_header import MAX_SEGMENTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,8 +220,6 @@ def test_damaged_jpeg_raises_only_the_named_error(changes: list[tuple[int, int]]
 
 
 def test_a_bounded_number_of_segments() -> None:
-    from fastpack.formats.image_header import MAX_SEGMENTS  # noqa: PLC0415
-
     comments = segment(0xFE, b"")
     many_before = BASELINE[:2] + comments * (MAX_SEGMENTS + 1) + BASELINE[2:]
     with pytest.raises(JpegStructureError, match=r"more than 10,000 marker segments"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import cv2
 import numpy as np
@@ -280,7 +281,6 @@ def test_snap_to_scale(height: int, width: int, out: int, draws: list[float]) ->
 
 def test_threads_decode_independently() -> None:
     """Each thread decodes into its own scratch buffer: concurrent transforms match serial."""
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     blobs = photos(6, "420")
     transform = RandomResizedCrop(64)

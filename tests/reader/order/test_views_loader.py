@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastpack.formats import View, write_view_file
-from fastpack.reader import CenterCrop, Dataset, Mix, make_loader
+from fastpack.reader import CenterCrop, Dataset, EpochBatchSampler, Mix, make_loader
 
 from fastpack.view_build import build_views, save_views
 
 from .conftest import SAMPLES
+from .test_mix import _dataset
 
 
 def _labels(loader: object) -> list[int]:
@@ -60,8 +61,6 @@ def test_state_names_the_view(one_class_per_sample: Path) -> None:
 
 
 def test_balanced_view_gives_every_class_its_share(tmp_path: Path) -> None:
-    from .test_mix import _dataset  # noqa: PLC0415
-
     path = _dataset(tmp_path, "skewed", {"many": 30, "some": 6, "one": 1})
     save_views(path, build_views(path, "fair", balance=True))
     ds = Dataset(path, view="fair", transform=CenterCrop(8))
@@ -69,8 +68,6 @@ def test_balanced_view_gives_every_class_its_share(tmp_path: Path) -> None:
     for world in (1, 3):
         per_rank = []
         for rank in range(world):
-            from fastpack.reader import EpochBatchSampler  # noqa: PLC0415
-
             sampler = EpochBatchSampler(ds, 5, seed=0, rank=rank, world_size=world)
             per_rank.append(len(sampler))
         assert len(set(per_rank)) == 1  # every rank the same number of batches
@@ -82,8 +79,6 @@ def test_balanced_view_gives_every_class_its_share(tmp_path: Path) -> None:
 
 
 def test_a_view_of_another_dataset_is_refused(one_class_per_sample: Path, tmp_path: Path) -> None:
-    from .test_mix import _dataset  # noqa: PLC0415
-
     other = _dataset(tmp_path, "other", {"x": 3})
     foreign = build_views(other, "x")[0]
     write_view_file(tmp_path / "x.fpview", foreign)

@@ -33,6 +33,7 @@ from fastpack.reader.streaming.dataset import StreamingDataset
 from fastpack.reader.streaming.sources import FetchOptions
 from fastpack.reader.verify.remote import verify_remote
 from fastpack.storage import FetchError, Location
+from fastpack.storage.object_reads import ObstoreS3Reads
 from fastpack.storage.retry import RetryPolicy
 from fastpack.storage.urls import filesystem
 from torch.utils.data import DataLoader
@@ -410,7 +411,6 @@ def _stream_in_a_clean_process(
 ) -> None:
     """Run in a spawned process (whose ancestors never ran obstore): an epoch through two forked
     workers; every obstore read appends its process id to `log`. Puts the samples seen."""
-    from fastpack.storage.object_reads import ObstoreS3Reads  # noqa: PLC0415
 
     chunks = ObstoreS3Reads.chunks
 

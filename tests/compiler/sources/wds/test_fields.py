@@ -14,7 +14,7 @@ import pytest
 import webdataset
 from fastpack.compiler import BuildOptions, SourceError, build
 from fastpack.compiler.build_schema import parse_build_schema
-from fastpack.compiler.sources import LeftOutWarning, SourceOptions
+from fastpack.compiler.sources import LeftOutWarning, SourceOptions, open_source
 from fastpack.compiler.sources.wds import source as wds
 from fastpack.formats import V1_SCHEMA, FieldSpec, Zstd, decode_value
 
@@ -245,8 +245,6 @@ def test_a_remote_first_shard_is_copied_when_the_scan_opens(shards: Path, tmp_pa
 
 
 def test_opening_surveys_before_the_rows_stream(shards: Path, tmp_path: Path) -> None:
-    from fastpack.compiler.sources import open_source  # noqa: PLC0415
-
     work = tmp_path / "work"
     work.mkdir()
     scan = open_source(f"pipe:cat {shards}/a-{{000..001}}.tar", "wds", work)
