@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 # One batch: images (B, H, W, 3) uint8 and labels (B,), as numpy arrays or torch tensors.
 Batch = tuple[Any, Any]
 
@@ -84,7 +86,6 @@ def worker_rng(seed: int) -> random.Random:
 def collate(items: list[tuple[Any, int]]) -> Batch:
     """(image, label) pairs as torch tensors, as `default_collate` gives them: (B, H, W, 3) uint8
     and (B,) int64. Tensors leave DataLoader workers through shared memory, arrays by pickle."""
-    import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
     images = torch.from_numpy(np.stack([image for image, _ in items]))

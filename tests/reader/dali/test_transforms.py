@@ -11,6 +11,7 @@ import pytest
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
 from fastpack.reader.dali import DaliLoader, make_dali_loader, register_transform
 from fastpack.reader.dali import transforms as dali_transforms
+from fastpack.reader.dali.options import FieldOutput, PipelineOptions
 from fastpack.reader.dali.transforms import (
     CROP_ATTEMPTS,
     DaliCenterCrop,
@@ -136,7 +137,6 @@ def test_the_gpu_graph_takes_the_transforms_arguments(crop: DaliTransform, masks
     """The GPU pipeline is defined (not built: no GPU here) with every argument the transform
     gives, nvJPEG's chroma upsampling included; DALI checks argument names as operators are
     made, so a misspelt one fails here."""
-    from fastpack.reader.dali.options import FieldOutput, PipelineOptions  # noqa: PLC0415
     from fastpack.reader.dali.pipeline import build_pipeline  # noqa: PLC0415 - imports DALI
 
     options = PipelineOptions(

@@ -16,6 +16,7 @@ from fastpack.reader import CenterCrop, Dataset, StreamingDataset, make_loader
 from fastpack.reader.order import EpochBatch
 from fastpack.reader.shard_files import IoChoice
 
+from fastpack.info import dataset_info
 from tests.network_fs import NetworkFs
 from tests.reader.conftest import Built
 from tests.reader.streaming._streaming_data import counts, indices, sample_of_image
@@ -178,8 +179,6 @@ def test_dali_reads_the_mount_without_maps_and_matches_the_local_disk(
 
 
 def test_info_names_the_mounts_file_system_and_read_method(mounted_dataset: Path) -> None:
-    from fastpack.info import dataset_info  # noqa: PLC0415 - the CLI's module
-
     info = dataset_info(mounted_dataset)
     assert (info.file_system, info.io) == ("fuse.sshfs", "pread")
     assert "storage   fuse.sshfs (network file system: Dataset reads with pread" in info.format()
