@@ -12,6 +12,7 @@ import pytest
 from fastpack.compiler import BuildError, BuildOptions, build
 
 from tests.compiler._helpers import QUIET, tree_bytes
+from tests.conftest import jpeg_bytes
 from tests.dask_cluster import LocalDaskCluster
 from tests.s3_server import S3Server
 
@@ -112,8 +113,6 @@ def test_a_source_spilled_into_local_staging_is_refused_for_a_cluster(
     writes to a store, that directory is the client's, so the build stops before any task."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
-
-    from tests.conftest import jpeg_bytes  # noqa: PLC0415
 
     table = pa.table({"image": [jpeg_bytes(seed=i) for i in range(4)], "label": [0, 1, 0, 1]})
     pq.write_table(table, tmp_path / "train.parquet")

@@ -11,17 +11,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fastpack.compiler import BuildOptions, build
+from fastpack.formats import MANIFEST_NAME, read_manifest
+from fastpack.formats.manifest import manifest_digest
 from fastpack.reader import CenterCrop, Dataset, make_dali_loader, make_loader
+
+from ...conftest import jpeg_bytes
 
 SAMPLES = 37  # one class per sample: a batch's labels say which samples it holds
 
 
 @pytest.fixture(scope="module")
 def one_class_per_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
-
-    from ...conftest import jpeg_bytes  # noqa: PLC0415
-
     root = tmp_path_factory.mktemp("dali-resume")
     for c in range(SAMPLES):
         folder = root / "src" / f"c{c:03d}"
@@ -167,7 +168,6 @@ def test_an_unfinished_iteration_is_dropped(ranks: Ranks) -> None:
 
 def _write_view(path: Path, name: str, rows: list[int], balance: str | None = None) -> None:
     view = pytest.importorskip("fastpack.formats.view")
-    from fastpack.formats import MANIFEST_NAME, manifest_digest, read_manifest  # noqa: PLC0415
 
     manifest = read_manifest(path / MANIFEST_NAME)
     made = view.View(

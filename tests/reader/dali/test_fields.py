@@ -15,7 +15,7 @@ import pytest
 import simplejpeg
 import torch
 from fastpack.formats import FastpackError, Schema, ShardFormatError, decode_value
-from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
+from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
 from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 from PIL import Image
@@ -329,7 +329,6 @@ def test_a_damaged_zstd_member(dataset: Path, tmp_path: Path) -> None:
 def test_make_loader_gives_dali_batches_the_torch_paths_shape(dataset: Path) -> None:
     """Through `make_loader`, both loaders yield one value per asked field, in the order
     asked: the image and mask arrays agree in shape, the label is the label."""
-    from fastpack.reader import CenterCrop, Dataset, make_loader  # noqa: PLC0415
 
     fields = ("seg.png", "jpg", "txt", "cls")
     ds = Dataset(dataset, transform=CenterCrop(SIZE, resize=RESIZE), fields=fields)

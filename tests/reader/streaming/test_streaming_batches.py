@@ -5,6 +5,8 @@ the pixels of the sample-at-a-time path; the epoch shared with persistent worker
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -199,9 +201,6 @@ if __name__ == "__main__":
 
 
 def test_batches_and_the_shared_epoch_work_without_torch(built: Path, tmp_path: Path) -> None:
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
     script = tmp_path / "no_torch.py"
     script.write_text(NO_TORCH)
     done = subprocess.run(
