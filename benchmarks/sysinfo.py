@@ -79,7 +79,7 @@ def fastpack_commit(repo: Path) -> str:
 
 
 def corpus(root: Path) -> dict[str, Any]:
-    import simplejpeg  # noqa: PLC0415
+    import simplejpeg  # noqa: PLC0415 -- on use
 
     samples = list_imagefolder(imagefolder_root(root))
     sizes, pixels = [], []

@@ -27,7 +27,7 @@ from .targets.out_dir import OutState
 DEFAULT_OPTIONS = BuildOptions()
 
 
-def build(  # noqa: PLR0913 - the public entry point: keyword options for targets and runners
+def build(  # noqa: PLR0913 -- public signature
     source: str | os.PathLike[str],
     out: str | os.PathLike[str],
     options: BuildOptions = DEFAULT_OPTIONS,

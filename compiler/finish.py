@@ -79,7 +79,7 @@ def _not_transcoded(records: Sequence[ShardRecord]) -> dict[str, int]:
     return {"not_transcoded": kept} if kept else {}
 
 
-def write_dataset_manifest(  # noqa: PLR0913 - the finish's inputs, one caller
+def write_dataset_manifest(  # noqa: PLR0913 -- keyword inputs
     out: Path,
     meta: PlanMeta,
     records: Sequence[ShardRecord],
@@ -150,7 +150,7 @@ def dataset_files(out: Path, *, shards: bool = True) -> list[str]:
     return [*names, MANIFEST_NAME]
 
 
-def finish_dataset(  # noqa: PLR0913 - keyword-only stage inputs, one caller
+def finish_dataset(  # noqa: PLR0913 -- keyword inputs
     out: Path,
     meta: PlanMeta,
     *,

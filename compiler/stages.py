@@ -22,7 +22,7 @@ from .planning.plan_store import Plan, PlanMeta, read_meta
 from .targets.out_dir import OutState, start_build_dir
 
 
-def plan_build(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
+def plan_build(  # noqa: PLR0913 -- keyword inputs
     source: str,
     out: Path,
     *,
@@ -78,7 +78,7 @@ def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> S
     )
 
 
-def run_shards(  # noqa: PLR0913 - keyword-only stage inputs, one caller each
+def run_shards(  # noqa: PLR0913 -- keyword inputs
     out: Path,
     plan_dir: Path,
     *,

@@ -39,7 +39,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "fastpack.storage": ("FetchError",),
 }
 _LAZY: dict[str, str] = {name: module for module, names in _LAZY_MODULES.items() for name in names}
-__all__ = ["FastpackError", "__version__", *_LAZY]  # noqa: PLE0604 -- the table's names
+__all__ = ["FastpackError", "__version__", *_LAZY]  # noqa: PLE0604 -- from a table: the lazy names
 __all__.sort()
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ class DemoResult:
 def require_torch() -> ModuleType:
     """Import torch, or explain how to get it."""
     try:
-        import torch  # noqa: PLC0415 - optional dependency, imported on use
+        import torch  # noqa: PLC0415 -- optional: torch
     except ImportError as e:
         raise FastpackError(
             "the demo trains a model with PyTorch, which is not installed; install it with "

@@ -147,12 +147,12 @@ def _format_mapping(values: Any) -> str:
 def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
     """Read the manifest of the dataset directory or URL `path`; raises `FastpackError`
     subclasses."""
-    from .reader import read_manifest_at  # noqa: PLC0415 - keeps `import fastpack` light
-    from .reader.file_system import file_system_type  # noqa: PLC0415
-    from .reader.image.crop_decode import decoder  # noqa: PLC0415
-    from .reader.shard_files import resolve_io  # noqa: PLC0415
-    from .reader.views import list_views  # noqa: PLC0415
-    from .storage import is_url  # noqa: PLC0415
+    from .reader import read_manifest_at  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .reader.file_system import file_system_type  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .reader.image.crop_decode import decoder  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .reader.shard_files import resolve_io  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .reader.views import list_views  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .storage import is_url  # noqa: PLC0415 -- on use: keeps `import fastpack` light
 
     if is_url(path):
         return DatasetInfo(

@@ -46,7 +46,7 @@ def _draw_shape(
         cv2.circle(image, (cx, cy), radius, colour, thickness=max(1, radius // 2))
 
 
-def draw_image(  # noqa: PLR0913 (one image's label, size and seed, all needed)
+def draw_image(  # noqa: PLR0913 -- keyword inputs
     label: int, classes: int, height: int, width: int, seed: int, *, noise: Image | None = None
 ) -> Image:
     """One RGB image of class `label`: a shaded background, the class's shape, noise.
@@ -66,7 +66,7 @@ def draw_image(  # noqa: PLR0913 (one image's label, size and seed, all needed)
     return image
 
 
-def make_image_folder(  # noqa: PLR0913 (public API: keyword options with defaults)
+def make_image_folder(  # noqa: PLR0913 -- public signature
     root: str | os.PathLike[str],
     *,
     images: int,

@@ -279,7 +279,7 @@ def parse_manifest(data: Any, source: str) -> Manifest:
     return manifest
 
 
-def _manifest(  # noqa: PLR0913 (the parts parse_manifest has checked, by keyword)
+def _manifest(  # noqa: PLR0913 -- keyword inputs
     data: Mapping[str, Any],
     source: str,
     *,

@@ -26,7 +26,7 @@ Readable = Dataset | Mix | StreamingDataset
 _DECODERS: dict[str, LoaderName] = {"simplejpeg": "torch", "dali": "dali"}
 
 
-def make_loader(  # noqa: PLR0913 - the DataLoader's keyword options, each with its default
+def make_loader(  # noqa: PLR0913 -- public signature
     dataset: Readable,
     *,
     batch_size: int,

@@ -54,7 +54,7 @@ def local_device_id() -> int:
     if local is not None:
         return local
     try:
-        import torch  # noqa: PLC0415 - torch is optional
+        import torch  # noqa: PLC0415 -- optional: torch
     except ImportError:
         return 0
     return int(torch.cuda.current_device()) if torch.cuda.is_available() else 0

@@ -90,13 +90,13 @@ class ObstoreS3Reads:
         return cls._of_process[slot]
 
     def _store(self, path: str) -> tuple[Any, str]:
-        global _NATIVE_PID  # noqa: PLW0603 - one per process, by design
+        global _NATIVE_PID  # noqa: PLW0603 -- per process
         if not native_allowed() or self._pid != os.getpid():
             raise RuntimeError(f"obstore in process {os.getpid()}, forked after it started")
         bucket, _, key = path.partition("/")
         store = self._stores.get(bucket)
         if store is None:
-            from obstore.store import S3Store  # noqa: PLC0415 - with obstore, on first use
+            from obstore.store import S3Store  # noqa: PLC0415 -- optional: obstore
 
             _NATIVE_PID = os.getpid()
             store = self._stores[bucket] = S3Store(bucket, **self._config)
@@ -125,7 +125,7 @@ class _errors:
     def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> None:
         if error is None:
             return
-        from obstore import exceptions  # noqa: PLC0415 - with obstore
+        from obstore import exceptions  # noqa: PLC0415 -- optional: obstore
 
         if isinstance(error, exceptions.NotFoundError):
             raise FileNotFoundError(f"{self.path}: no such object") from error

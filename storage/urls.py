@@ -88,6 +88,6 @@ def _s3_session() -> Any:
     """The botocore (aiobotocore) session of this process's S3 filesystems, made once and
     inherited by the processes it forks: its loaded service models make their clients in
     milliseconds instead of 0.3 s of CPU each."""
-    from aiobotocore.session import AioSession  # noqa: PLC0415 - with s3fs, on first use
+    from aiobotocore.session import AioSession  # noqa: PLC0415 -- optional: s3fs
 
     return AioSession()

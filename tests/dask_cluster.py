@@ -95,7 +95,7 @@ class LocalDaskCluster:
         return proc
 
     def wait_for_workers(self, count: int) -> None:
-        from distributed import Client  # noqa: PLC0415
+        from distributed import Client  # noqa: PLC0415 -- optional: distributed
 
         with Client(self.address, timeout=START_TIMEOUT_S) as client:  # type: ignore[no-untyped-call]
             client.wait_for_workers(count, timeout=START_TIMEOUT_S)

@@ -175,7 +175,7 @@ class S3Server:
         }
 
     def filesystem(self) -> Any:
-        import s3fs  # noqa: PLC0415 - only the S3 tests need it
+        import s3fs  # noqa: PLC0415 -- optional: s3fs
 
         return s3fs.S3FileSystem(**self.storage_options)
 

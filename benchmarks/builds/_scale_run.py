@@ -89,7 +89,7 @@ def write_timeline(path: Path, watch: MemoryWatch) -> None:
         writer.writerows(watch.timeline)
 
 
-def measure_build(  # noqa: PLR0913 - keyword options of one measured build
+def measure_build(  # noqa: PLR0913 -- keyword inputs
     command: list[str],
     *,
     root_role: str,

@@ -51,8 +51,8 @@ def _fit(height: int, width: int, max_side: int) -> tuple[int, int]:
 
 
 def _reencode_all(blobs: list[bytes], max_side: int) -> None:
-    import cv2  # noqa: PLC0415
-    import simplejpeg  # noqa: PLC0415
+    import cv2  # noqa: PLC0415 -- on use: each kind's libraries, in its own run
+    import simplejpeg  # noqa: PLC0415 -- on use: each kind's libraries, in its own run
 
     cv2.setNumThreads(1)
     for data in blobs:
@@ -72,7 +72,7 @@ def reencode_rate(blobs: list[bytes], processes: int, max_side: int) -> float:
 
 def fastpack_rate(corpus: Path, out: Path, workers: int, max_side: int | None) -> float:
     """Images per second of a fastpack build (with `max_side`, if given) into a fresh `out`."""
-    from benchmarks.readers.peers.fastpack_peer import build  # noqa: PLC0415
+    from benchmarks.readers.peers.fastpack_peer import build  # noqa: PLC0415 -- on use: each kind's libraries, in its own run
 
     shutil.rmtree(out, ignore_errors=True)
     began = time.perf_counter()
@@ -84,7 +84,7 @@ def shardwriter_rate(corpus: Path, out: Path, processes: int = 1) -> float:
     """Images per second of `webdataset.ShardWriter` writing the corpus into a fresh `out`: in
     this process, or in `processes` forked processes each writing every `processes`-th sample of
     the shuffled list into tars of its own (listing and shuffling timed in both cases)."""
-    from benchmarks.readers.peers._wds import write_shards  # noqa: PLC0415
+    from benchmarks.readers.peers._wds import write_shards  # noqa: PLC0415 -- on use: each kind's libraries, in its own run
 
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -110,9 +110,9 @@ def shardwriter_rate(corpus: Path, out: Path, processes: int = 1) -> float:
 
 
 def _write_share(samples: list[Sample], share: int, shares: int, out: Path) -> None:
-    import webdataset as wds  # noqa: PLC0415
+    import webdataset as wds  # noqa: PLC0415 -- on use: webdataset imports torch
 
-    from benchmarks.readers.peers._wds import SHARD_SAMPLES  # noqa: PLC0415
+    from benchmarks.readers.peers._wds import SHARD_SAMPLES  # noqa: PLC0415 -- on use: each kind's libraries, in its own run
 
     pattern = str(out / f"{share:02d}-%06d.tar")
     with wds.ShardWriter(pattern, maxcount=SHARD_SAMPLES, verbose=0) as sink:

@@ -50,7 +50,7 @@ def _local(args: argparse.Namespace, out: Path) -> float:
 
 
 def _dask(args: argparse.Namespace, out: Path, address: str) -> dict[str, Any]:
-    from distributed import Client, get_task_stream  # noqa: PLC0415
+    from distributed import Client, get_task_stream  # noqa: PLC0415 -- optional: distributed
 
     with Client(address) as client:  # type: ignore[no-untyped-call]
         started_wall = time.time()

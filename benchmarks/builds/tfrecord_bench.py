@@ -48,7 +48,7 @@ def summary(rates: list[float]) -> dict[str, Any]:
 
 def timed_build(source: str, out: Path, workers: int, shard_format: str) -> float:
     """Seconds of one build of `source` into a fresh `out`."""
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
+    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 -- on use
 
     shutil.rmtree(out, ignore_errors=True)
     options = BuildOptions(

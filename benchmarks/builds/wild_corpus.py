@@ -162,7 +162,7 @@ def make_corpus(root: Path, params: Params, processes: int) -> dict[str, Any]:
     if root.exists() and any(root.iterdir()):
         raise SystemExit(f"{root}: not empty and no {INFO_NAME}; choose another --out")
     began = time.perf_counter()
-    global _POOLS  # noqa: PLW0603 - set once, before the processes fork
+    global _POOLS  # noqa: PLW0603 -- per process
     rng = np.random.default_rng([params.seed, 0])
     _POOLS = tuple(wj.RowPool.make(w, _TILES_PER_POOL, _QUALITY, rng) for w in _WIDTHS)
     for c in range(params.classes):  # every class has inputs: classes <= inputs

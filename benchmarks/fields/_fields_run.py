@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import fastpack.reader
-import torch  # noqa: F401 - imported before any timing, as the loader needs it
+import torch  # noqa: F401 -- side effect: loaded before any clock starts
 from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 
 from benchmarks.parallel import cpu_seconds

@@ -70,7 +70,7 @@ def _row(
     )
 
 
-def bench_field(  # noqa: PLR0913 - keyword settings of one field's measurement
+def bench_field(  # noqa: PLR0913 -- keyword inputs
     name: str,
     kind: str,
     values: Sequence[Any],

@@ -35,8 +35,8 @@ MODES = ("reader", "fed")
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Start-up seconds and images/s per epoch of one loader, in this process; on the fed path
     also whether each epoch's labels came in the torch loader's order (`order_matches`)."""
-    import nvidia.dali.plugin.pytorch  # noqa: F401, PLC0415 - imported before the clock starts
-    from fastpack.reader import (  # noqa: PLC0415
+    import nvidia.dali.plugin.pytorch  # noqa: F401, PLC0415 -- side effect: DALI loaded before the clock starts
+    from fastpack.reader import (  # noqa: PLC0415 -- on use: in the fresh interpreter of each run
         CenterCrop,
         DaliOptions,
         Dataset,
@@ -92,9 +92,9 @@ def _cpu() -> float:
 def feed_only(dataset: Path, epochs: int) -> dict[str, Any]:
     """Microseconds per sample of the feed alone: `SampleFeed` over one epoch of batches of 64,
     each member a uint8 array over the mapped shard (what DALI then copies)."""
-    from fastpack.reader import Dataset  # noqa: PLC0415
-    from fastpack.reader.dali.feed import SampleFeed  # noqa: PLC0415
-    from fastpack.reader.order import EpochBatchSampler  # noqa: PLC0415
+    from fastpack.reader import Dataset  # noqa: PLC0415 -- on use: in the fresh interpreter of each run
+    from fastpack.reader.dali.feed import SampleFeed  # noqa: PLC0415 -- on use: in the fresh interpreter of each run
+    from fastpack.reader.order import EpochBatchSampler  # noqa: PLC0415 -- on use: in the fresh interpreter of each run
 
     ds = Dataset(dataset)
     feed = SampleFeed(ds, EpochBatchSampler(ds, 64, seed=0), "jpg", ())

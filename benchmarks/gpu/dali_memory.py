@@ -56,7 +56,7 @@ def subset_folder(source: Path, out: Path, per_class: int | None) -> Path:
 
 def built_dataset(source: Path, work: Path, per_class: int | None, shard_mib: int) -> Path:
     """The fastpack dataset of `source` (limited to `per_class`) under `work`, built once."""
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
+    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 -- on use: in the fresh interpreter of each configuration
 
     tag = f"{source.name}-{per_class or 'all'}-{shard_mib}m"
     folder = subset_folder(source, work / f"src-{tag}", per_class)
@@ -78,7 +78,7 @@ def self_kib() -> dict[str, int]:
 
 def run_memory(dataset: Path, train: bool, fix: bool, epochs: int, threads: int) -> dict[str, Any]:
     """Per-epoch memory and throughput of one DALI CPU loader."""
-    from fastpack.reader import (  # noqa: PLC0415
+    from fastpack.reader import (  # noqa: PLC0415 -- on use: in the fresh interpreter of each configuration
         CenterCrop,
         DaliOptions,
         RandomResizedCrop,
@@ -120,7 +120,7 @@ def _timed_epochs(loader: Any, epochs: int, dataset: Any = None) -> list[float]:
 
 def run_compare(dataset: Path, decoder: str, epochs: int, threads: int) -> dict[str, Any]:
     """images/s per epoch and the process tree's peak memory for one decoder (train crops)."""
-    from fastpack.reader import Dataset, RandomResizedCrop, make_dali_loader, make_loader  # noqa: PLC0415
+    from fastpack.reader import Dataset, RandomResizedCrop, make_dali_loader, make_loader  # noqa: PLC0415 -- on use: in the fresh interpreter of each configuration
 
     sampler = TreeSampler(os.getpid(), interval=0.1).start()
     if decoder == "dali":

@@ -16,7 +16,7 @@ from benchmarks.readers.peers._base import imagefolder_root, list_imagefolder
 
 
 def _decode_all(blobs: list[bytes]) -> None:
-    import simplejpeg  # noqa: PLC0415
+    import simplejpeg  # noqa: PLC0415 -- on use: in the forked decoders
 
     for data in blobs:
         simplejpeg.decode_jpeg(data, colorspace="RGB")

@@ -24,18 +24,18 @@ _KIB = 1024
 
 
 def _imports() -> dict[str, Any]:
-    import cv2  # noqa: PLC0415, F401 - what every other step imports
-    import fastpack.compiler  # noqa: PLC0415
-    import fastpack.reader  # noqa: PLC0415, F401
-    import simplejpeg  # noqa: PLC0415, F401
+    import cv2  # noqa: PLC0415, F401 -- side effect: the imports step measures what every other step imports
+    import fastpack.compiler  # noqa: PLC0415 -- side effect: the imports step measures what every other step imports
+    import fastpack.reader  # noqa: PLC0415, F401 -- side effect: the imports step measures what every other step imports
+    import simplejpeg  # noqa: PLC0415, F401 -- side effect: the imports step measures what every other step imports
 
     return {}
 
 
 def _build(args: list[str]) -> dict[str, Any]:
-    from fastpack.formats import read_manifest  # noqa: PLC0415
+    from fastpack.formats import read_manifest  # noqa: PLC0415 -- on use: each step's process loads what it measures
 
-    from fastpack.cli import main  # noqa: PLC0415
+    from fastpack.cli import main  # noqa: PLC0415 -- on use: each step's process loads what it measures
 
     code = main(["build", *args, "--workers", "1", "--no-progress"])
     stats = dict(read_manifest(Path(args[1]) / "fastpack.json").stats) if code == 0 else {}
@@ -43,8 +43,8 @@ def _build(args: list[str]) -> dict[str, Any]:
 
 
 def _read(args: list[str]) -> dict[str, Any]:
-    from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop  # noqa: PLC0415
-    from fastpack.reader.image.crop_decode import use_window_decode  # noqa: PLC0415
+    from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop  # noqa: PLC0415 -- on use: each step's process loads what it measures
+    from fastpack.reader.image.crop_decode import use_window_decode  # noqa: PLC0415 -- on use: each step's process loads what it measures
 
     path, index, transform, decoder = args
     use_window_decode(decoder == "window")
@@ -60,7 +60,7 @@ def _read(args: list[str]) -> dict[str, Any]:
 
 
 def _verify(args: list[str]) -> dict[str, Any]:
-    from fastpack.reader import verify_dataset  # noqa: PLC0415
+    from fastpack.reader import verify_dataset  # noqa: PLC0415 -- on use: each step's process loads what it measures
 
     report = verify_dataset(args[0], decode=True)
     return {"ok": report.ok, "problems": report.problems}

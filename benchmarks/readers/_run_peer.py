@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch  # noqa: F401 - imported before any timing, as every loader here needs it
+import torch  # noqa: F401 -- side effect: loaded before any clock starts
 
 from benchmarks.parallel import cpu_seconds
 from benchmarks.readers.peers import Batch, load_peer
@@ -45,7 +45,7 @@ def check_batch(batch: Batch, batch_size: int) -> int:
 
 def save_preview(batch: Batch, path: Path) -> None:
     """The first 8 images of a batch side by side, for a look at what the peer produced."""
-    import cv2  # noqa: PLC0415
+    import cv2  # noqa: PLC0415 -- on use
 
     images = _as_numpy(batch[0])[:8]
     cv2.imwrite(str(path), np.concatenate(list(images), axis=1)[:, :, ::-1])

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import cv2  # noqa: F401 - imported before any clock starts, as make_loader needs it
+import cv2  # noqa: F401 -- side effect: loaded before any clock starts
 import numpy as np
-import torch  # noqa: F401 - idem
+import torch  # noqa: F401 -- side effect: loaded before any clock starts
 from fastpack.formats import INDEX_NAME, MANIFEST_NAME, Index, read_manifest
 from fastpack.reader import (
     Dataset,

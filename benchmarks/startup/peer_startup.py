@@ -77,7 +77,7 @@ def _converted(base: Path, convert: Callable[[Path], object]) -> Path:
 
 def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar links, samples it holds)`: the corpus's tars repeated to >= `samples`."""
-    from benchmarks.readers.peers import _wds  # noqa: PLC0415 - imports webdataset
+    from benchmarks.readers.peers import _wds  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     base = _converted(workdir / "webdataset-base", lambda out: _wds.write_shards(source, out))
     return _linked_tree(base, workdir / f"webdataset-{samples}", source, samples, (".tar",))
@@ -85,7 +85,7 @@ def webdataset_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, in
 
 def dali_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(folder of tar and index links, samples it holds)`, as `webdataset_tree` for DALI."""
-    from benchmarks.readers.peers import dali_peer  # noqa: PLC0415 - imports DALI
+    from benchmarks.readers.peers import dali_peer  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     base = _converted(workdir / "dali-base", lambda out: dali_peer.convert(source, out, 1))
     return _linked_tree(base, workdir / f"dali-{samples}", source, samples, (".tar", ".idx"))
@@ -138,7 +138,7 @@ def _relink_shard(entry: dict[str, Any], k: int) -> Path:
 
 def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: LitData chunks of the corpus listed again and again."""
-    from benchmarks.readers.peers import litdata_peer  # noqa: PLC0415 - imports litdata
+    from benchmarks.readers.peers import litdata_peer  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     base = _converted(workdir / "litdata-base", lambda out: litdata_peer.convert(source, out, 1))
     out = workdir / f"litdata-{samples}"
@@ -148,7 +148,7 @@ def litdata_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
 
 def mosaic_tree(source: Path, workdir: Path, samples: int) -> tuple[Path, int]:
     """`(dataset folder, samples)`: Mosaic MDS shards of the corpus listed again and again."""
-    from benchmarks.readers.peers import mosaic_peer  # noqa: PLC0415 - imports streaming
+    from benchmarks.readers.peers import mosaic_peer  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     base = _converted(workdir / "mosaic-base", lambda out: mosaic_peer.convert(source, out, 1))
     out = workdir / f"mosaic-{samples}"
@@ -188,7 +188,7 @@ def warm_listing(root: Path) -> None:
 
 
 def _first_batch(peer_name: str, directory: Path) -> dict[str, Any]:
-    from benchmarks.readers.peers import load_peer  # noqa: PLC0415
+    from benchmarks.readers.peers import load_peer  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     peer = load_peer(peer_name)  # library imports happen here, before the clock
     start = time.perf_counter()
@@ -205,8 +205,8 @@ def _rss_kib() -> int:
 
 
 def _listing(kind: str, directory: Path) -> dict[str, Any]:
-    from benchmarks.readers.peers._base import list_imagefolder  # noqa: PLC0415
-    from benchmarks.readers.peers.imagefolder_peer import list_like_torchvision  # noqa: PLC0415
+    from benchmarks.readers.peers._base import list_imagefolder  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
+    from benchmarks.readers.peers.imagefolder_peer import list_like_torchvision  # noqa: PLC0415 -- on use: each peer's library, in its own measurement
 
     root = Path((directory / "corpus.txt").read_text())
     lister: Callable[[], list[Any]] = (

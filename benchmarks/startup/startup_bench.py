@@ -137,7 +137,7 @@ def measure_memory(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str
 
 
 def measure_peers(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.startup.peer_startup import measure  # noqa: PLC0415 - needs the peers' environment
+    from benchmarks.startup.peer_startup import measure  # noqa: PLC0415 -- optional: the peers' packages
 
     return measure(args, step)
 

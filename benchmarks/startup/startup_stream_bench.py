@@ -119,7 +119,7 @@ class Series:
     runs: list[dict[str, Any]]
 
 
-def run_once(  # noqa: PLR0913 - keyword options of one cold start
+def run_once(  # noqa: PLR0913 -- keyword inputs
     args: argparse.Namespace,
     mode: str,
     url: str,
@@ -223,7 +223,7 @@ HEADER = (
 )
 
 
-def render(  # noqa: PLR0913 - keyword facts of the page
+def render(  # noqa: PLR0913 -- keyword inputs
     args: argparse.Namespace,
     dataset: Path,
     shards: list[int],
@@ -302,8 +302,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from tests.s3_server import S3Server  # noqa: PLC0415 - run from the repository root
-    from tests.shaping_proxy import ShapingProxy, via  # noqa: PLC0415
+    from tests.s3_server import S3Server  # noqa: PLC0415 -- checkout
+    from tests.shaping_proxy import ShapingProxy, via  # noqa: PLC0415 -- checkout
 
     args = parse(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ def _download_all(
 ) -> None:
     bulk, shards_at_once = how
     from fastpack.formats import MANIFEST_NAME, manifest_from_text  # noqa: PLC0415
-    from fastpack.storage import Expected, Location, Transfer  # noqa: PLC0415
+    from fastpack.storage import Expected, Location, Transfer  # noqa: PLC0415 -- on use: in the child whose CPU time is measured
 
     location = Location(url, storage)
     manifest = manifest_from_text(location.read_bytes(MANIFEST_NAME), url)

@@ -50,7 +50,7 @@ class ProxyProcess:
 
 
 def _serve(conn: Connection, upstream: str, rate_bytes_per_s: float | None) -> None:
-    from tests.shaping_proxy import ShapingProxy  # noqa: PLC0415 - from the repository root
+    from tests.shaping_proxy import ShapingProxy  # noqa: PLC0415 -- checkout
 
     with ShapingProxy(upstream, rate_bytes_per_s=rate_bytes_per_s) as proxy:
         conn.send(proxy.endpoint)

@@ -59,7 +59,7 @@ def build_dataset(corpus: Path, copies: int, shard_size: int, workdir: Path) -> 
     built = (out / MANIFEST_NAME).exists() and stamp.exists()
     if built and json.loads(stamp.read_text()) == settings:
         return out
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
+    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 -- on use
 
     tree = repeat_corpus(corpus, copies, workdir / f"corpus-x{copies}")
     shutil.rmtree(out, ignore_errors=True)

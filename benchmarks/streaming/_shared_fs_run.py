@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import torch  # noqa: F401 - imported before any timing, as every loader here needs it
+import torch  # noqa: F401 -- side effect: loaded before any clock starts
 from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset, make_loader
 
 from benchmarks.parallel import cpu_seconds

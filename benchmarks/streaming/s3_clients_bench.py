@@ -31,10 +31,10 @@ PART = 8 << 20
 
 def clients(bucket: str, options: dict[str, Any]) -> dict[str, Fetch]:
     """A ranged read of `bucket/key` through each client, made for `options` (s3fs's)."""
-    import obstore  # noqa: PLC0415
-    import pyarrow.fs  # noqa: PLC0415
-    import s3fs  # noqa: PLC0415
-    from obstore.store import S3Store  # noqa: PLC0415
+    import obstore  # noqa: PLC0415 -- optional: obstore
+    import pyarrow.fs  # noqa: PLC0415 -- optional: pyarrow
+    import s3fs  # noqa: PLC0415 -- optional: s3fs
+    from obstore.store import S3Store  # noqa: PLC0415 -- optional: obstore
 
     endpoint = options["client_kwargs"]["endpoint_url"]
     s3 = s3fs.S3FileSystem(**options)
@@ -79,8 +79,8 @@ def measure(fetch: Fetch, keys: list[str], size: int) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from tests.s3_server import S3Server  # noqa: PLC0415 - from the repository root
-    from tests.shaping_proxy import via  # noqa: PLC0415
+    from tests.s3_server import S3Server  # noqa: PLC0415 -- checkout
+    from tests.shaping_proxy import via  # noqa: PLC0415 -- checkout
 
     server = S3Server(Path(tempfile.mkdtemp(prefix="seaweedfs-")))
     server.start()

@@ -69,7 +69,7 @@ class Bench:
     @contextlib.contextmanager
     def mount(self, delay_ms: float) -> Iterator[Any]:
         """A fresh sshfs mount of the dataset (cold client cache); yields its proxy."""
-        from tests.network_fs import mounted  # noqa: PLC0415 - run from the repository root
+        from tests.network_fs import mounted  # noqa: PLC0415 -- checkout
 
         rate = None if self.args.rate is None else self.args.rate * 1e6
         with mounted(
@@ -238,7 +238,7 @@ def run_rounds(bench: Bench) -> None:
 
 
 def new_report(args: argparse.Namespace, facts: DatasetFacts, argv: list[str]) -> dict[str, Any]:
-    from tests.network_fs import CIPHER  # noqa: PLC0415
+    from tests.network_fs import CIPHER  # noqa: PLC0415 -- checkout
 
     return {
         "command": shlex.join(["python", "-m", "benchmarks.streaming.shared_fs_bench", *argv]),
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     if not args.render:
-        from tests.network_fs import SshServer, missing_tools  # noqa: PLC0415
+        from tests.network_fs import SshServer, missing_tools  # noqa: PLC0415 -- checkout
 
         if missing := missing_tools():
             sys.exit(f"a sshfs mount needs {', '.join(missing)}")

@@ -95,7 +95,7 @@ def repeated_source(source: Path, times: int, work: Path) -> Path:
 def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
     """(images/s, seconds to the first batch) of one epoch through a new loader, whose workers
     have ended when it returns."""
-    from fastpack.reader import make_loader  # noqa: PLC0415
+    from fastpack.reader import make_loader  # noqa: PLC0415 -- on use
 
     started = time.perf_counter()
     loader = make_loader(dataset, batch_size=BATCH, num_workers=workers)
@@ -111,7 +111,7 @@ def timed_epoch(dataset: Any, workers: int) -> tuple[float, float]:
 
 
 def build_local(source: Path, out: Path, shard_mib: int, workers: int) -> Path:
-    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415
+    from fastpack.compiler import BuildOptions, build  # noqa: PLC0415 -- on use
 
     if not (out / MANIFEST_NAME).exists():
         options = BuildOptions(workers=workers, progress=False, shard_size=shard_mib * 2**20)
@@ -120,7 +120,7 @@ def build_local(source: Path, out: Path, shard_mib: int, workers: int) -> Path:
 
 
 def publish(local: Path, server: Any) -> str:
-    from tests.publish import publish_dataset  # noqa: PLC0415 - run from the repository root
+    from tests.publish import publish_dataset  # noqa: PLC0415 -- checkout
 
     url = f"s3://{server.new_bucket()}/ds"
     publish_dataset(local, url, server.storage_options)
@@ -130,7 +130,7 @@ def publish(local: Path, server: Any) -> str:
 def configs(
     args: argparse.Namespace, local: Path, url: str, storage: Any, size: int
 ) -> list[Config]:
-    from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset  # noqa: PLC0415
+    from fastpack.reader import Dataset, RandomResizedCrop, StreamingDataset  # noqa: PLC0415 -- on use
 
     crop = RandomResizedCrop(224)
     caches = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))
@@ -184,8 +184,8 @@ def configs(
 
 
 def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
-    from benchmarks.streaming._proxy_process import ProxyProcess  # noqa: PLC0415
-    from tests.shaping_proxy import via  # noqa: PLC0415 - from the repository root
+    from benchmarks.streaming._proxy_process import ProxyProcess  # noqa: PLC0415 -- checkout
+    from tests.shaping_proxy import via  # noqa: PLC0415 -- checkout
 
     manifest = read_manifest(local / MANIFEST_NAME)
     size = sum(s.bytes for s in manifest.shards)
@@ -336,7 +336,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from tests.s3_server import S3Server  # noqa: PLC0415 - run from the repository root
+    from tests.s3_server import S3Server  # noqa: PLC0415 -- checkout
 
     args = parse(argv)
     args.work.mkdir(parents=True, exist_ok=True)

@@ -153,7 +153,7 @@ def _before_note(before: dict[str, Any]) -> list[str]:
 
 def _run_at(commit: str, argv: list[str]) -> None:
     """This benchmark, run with the code of `commit` (its wheel first on the import path)."""
-    from tests.compiler.golden.write_digests import commit_package, short_sha  # noqa: PLC0415
+    from tests.compiler.golden.write_digests import commit_package, short_sha  # noqa: PLC0415 -- checkout
 
     label = f"{short_sha(commit)} (its wheel)"
     with commit_package(commit) as lib, tempfile.TemporaryDirectory() as tmp:

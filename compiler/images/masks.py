@@ -48,7 +48,7 @@ class MissingPycocotoolsError(BuildError, ImportError):
 
 def _mask_module() -> Any:
     try:
-        from pycocotools import mask  # noqa: PLC0415 - optional dependency
+        from pycocotools import mask  # noqa: PLC0415 -- optional: pycocotools
     except ImportError as e:
         raise MissingPycocotoolsError(
             "rendering COCO masks needs pycocotools: pip install 'fastpack[coco]'"

@@ -101,7 +101,7 @@ class _Policy:
     pixel_budget: int
 
 
-def prepare_image(  # noqa: PLR0913 (the policy's keyword options)
+def prepare_image(  # noqa: PLR0913 -- keyword inputs
     data: bytes,
     *,
     max_side: int | None = None,

@@ -99,7 +99,7 @@ _worker: tuple[Plan, _SharedProgress, _Slot] | None = None
 def _init_worker(
     plan_dir: str, samples: Counter, nbytes: Counter, table: Table, claimed: Counter
 ) -> None:
-    global _worker  # noqa: PLW0603 - per-process state of a pool worker
+    global _worker  # noqa: PLW0603 -- per process
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     # OpenCV's thread count is inherited from the parent (set before the fork, see _run_pool):
     # `cv2.setNumThreads` in a forked child can deadlock on the parent's live thread pool.

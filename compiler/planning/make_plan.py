@@ -38,7 +38,7 @@ def schema_in_force(scan: SourceScan, wanted: BuildSchema | None) -> Schema:
     return wanted.schema
 
 
-def make_plan(  # noqa: PLR0913 - keyword-only plan options
+def make_plan(  # noqa: PLR0913 -- keyword inputs
     source: str | os.PathLike[str],
     kind: str,
     directory: Path,

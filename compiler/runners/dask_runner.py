@@ -41,7 +41,7 @@ REPORT_SECONDS = 0.25
 
 def _distributed() -> Any:
     try:
-        import distributed  # noqa: PLC0415 - an optional extra
+        import distributed  # noqa: PLC0415 -- optional: distributed
     except ImportError as e:
         raise BuildError(
             "a build on a Dask cluster needs dask.distributed: pip install 'fastpack[dask]'"

@@ -64,7 +64,7 @@ def is_wds_url(source: str) -> bool:
 
 def expand(source: str) -> list[str]:
     """The shards `source` names, in webdataset's order; SourceError if it names none."""
-    from webdataset.shardlists import expand_urls  # noqa: PLC0415 - imports torch
+    from webdataset.shardlists import expand_urls  # noqa: PLC0415 -- on use: webdataset imports torch
 
     try:
         urls = [url for url in expand_urls(source) if url]
@@ -117,7 +117,7 @@ def _close_pipe(url: str, pipe: Any, failure: BaseException | None) -> None:
 
 @contextmanager
 def _gopen(url: str) -> Iterator[Read]:
-    from webdataset.gopen import Pipe, gopen  # noqa: PLC0415 - imports torch
+    from webdataset.gopen import Pipe, gopen  # noqa: PLC0415 -- on use: webdataset imports torch
 
     try:
         stream = gopen(url, "rb")

@@ -14,7 +14,7 @@ from .store import StoreTarget
 from .target import Target
 
 
-def choose_target(  # noqa: PLR0913 - the keyword options of build() that choose the target
+def choose_target(  # noqa: PLR0913 -- keyword inputs
     out: str,
     source: str,
     options: BuildOptions,

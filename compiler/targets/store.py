@@ -28,7 +28,7 @@ class StoreTarget:
     """An object store prefix, built through a local staging directory, which is deleted once
     this call is done with it, unless `keep_staging`."""
 
-    def __init__(  # noqa: PLR0913 - the keyword options of build() that concern the store
+    def __init__(  # noqa: PLR0913 -- keyword inputs
         self,
         url: str,
         options: BuildOptions,

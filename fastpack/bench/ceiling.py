@@ -49,7 +49,7 @@ class Ceiling:
         return spread(self.pass_rates)
 
 
-def measure_ceiling(  # noqa: PLR0913 - keyword limits of one measurement
+def measure_ceiling(  # noqa: PLR0913 -- keyword inputs
     payloads: Payloads,
     transform: Transform,
     *,

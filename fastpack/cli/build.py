@@ -25,7 +25,7 @@ SOURCE_HELP = "the source, of one of the formats the source registry lists"
 
 def _registry() -> tuple[tuple[str, ...], Mapping[str, Source]]:
     """The source formats a build takes (`auto` first), and the registered sources."""
-    from ..compiler.sources import SOURCES, source_formats  # noqa: PLC0415 (imported on use)
+    from ..compiler.sources import SOURCES, source_formats  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     return source_formats(), SOURCES
 
@@ -196,9 +196,9 @@ def _source(sources: list[str]) -> str:
 
 
 def _run_build(args: argparse.Namespace) -> int:
-    from ..compiler import BuildError, BuildOptions, build  # noqa: PLC0415 - keep `--help` fast
-    from ..compiler.build_schema import read_build_schema  # noqa: PLC0415
-    from ..compiler.errors import os_error_words  # noqa: PLC0415
+    from ..compiler import BuildError, BuildOptions, build  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
+    from ..compiler.build_schema import read_build_schema  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
+    from ..compiler.errors import os_error_words  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     given = {
         "shard_size": args.shard_size,

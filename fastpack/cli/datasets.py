@@ -47,7 +47,7 @@ def _fraction(text: str) -> float:
 
 
 def _split(text: str) -> tuple[tuple[str, float], ...]:
-    from ..view_build import ViewOptionsError, parse_split  # noqa: PLC0415 - keep `--help` fast
+    from ..view_build import ViewOptionsError, parse_split  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     try:
         return parse_split(text)
@@ -109,7 +109,7 @@ def add_view(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    from ..info import dataset_info  # noqa: PLC0415
+    from ..info import dataset_info  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     info = dataset_info(args.dataset)
     print(json.dumps(info.to_dict(), indent=2, sort_keys=True) if args.json else info.format())
@@ -117,8 +117,8 @@ def _run_info(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from ..reader import verify_dataset, verify_remote, verify_view  # noqa: PLC0415
-    from ..storage import is_url  # noqa: PLC0415
+    from ..reader import verify_dataset, verify_remote, verify_view  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
+    from ..storage import is_url  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     if args.views:
         report = verify_view(args.dataset, args.views)
@@ -133,7 +133,7 @@ def _run_verify(args: argparse.Namespace) -> int:
 
 
 def _run_view(args: argparse.Namespace) -> int:
-    from ..view_build import build_views, save_views  # noqa: PLC0415 - keep `--help` fast
+    from ..view_build import build_views, save_views  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     views = build_views(
         args.dataset,

@@ -28,7 +28,7 @@ def add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _loader_names(text: str) -> tuple[str, ...]:
-    from ..bench.options import LOADERS  # noqa: PLC0415 - keep `--help` fast
+    from ..bench.options import LOADERS  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in LOADERS]
@@ -100,7 +100,7 @@ def add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from ..demo import DemoOptions, run_demo  # noqa: PLC0415
+    from ..demo import DemoOptions, run_demo  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     options = DemoOptions(
         directory=args.dir,
@@ -118,7 +118,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from ..bench import LOADERS, BenchOptions, default_workers, run_bench  # noqa: PLC0415
+    from ..bench import LOADERS, BenchOptions, default_workers, run_bench  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     options = BenchOptions(
         path=args.dataset,

@@ -13,7 +13,7 @@ from .options import ViewOptions
 from .select import select_views
 
 
-def build_views(  # noqa: PLR0913 (public API: keyword options with defaults)
+def build_views(  # noqa: PLR0913 -- public signature
     dataset: str | os.PathLike[str],
     name: str | None = None,
     *,

@@ -63,7 +63,7 @@ class ViewOptions:
             raise ViewOptionsError(f"seed {self.seed}: expected an int in [0, 2^64)")
 
     @classmethod
-    def of(  # noqa: PLR0913 (the keyword options of build_views, checked into one object)
+    def of(  # noqa: PLR0913 -- keyword inputs
         cls,
         *,
         classes: Sequence[str] | None = None,

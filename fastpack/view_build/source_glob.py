@@ -165,7 +165,7 @@ def _rows(fits: Bools) -> Ints:
     return found
 
 
-def _find(  # noqa: PLR0913 (the scan's arrays, passed apart so numpy works on each)
+def _find(  # noqa: PLR0913 -- keyword inputs
     blob: npt.NDArray[np.uint8],
     ends: Ints,
     rows: Ints,

@@ -90,7 +90,7 @@ class FedFields:
         self, batch: Mapping[str, torch.Tensor], indices: list[int], device: Any
     ) -> dict[str, Any]:
         """Each field's values for the samples `indices` of DALI's `batch`."""
-        import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
+        import torch  # noqa: PLC0415 -- optional: torch
 
         names = [self.name(i) for i in indices]
         masks = [f for f in self.fields if f.kind == "mask"]
@@ -118,7 +118,7 @@ class FedFields:
             raise ShardFormatError(f"{self.name(i)}: member {name!r}: {e}") from e
 
     def _member(self, i: int, f: FieldOutput) -> torch.Tensor | None:
-        import torch  # noqa: PLC0415
+        import torch  # noqa: PLC0415 -- optional: torch
 
         try:
             plain = self._plain(i, f.name)

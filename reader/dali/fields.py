@@ -56,7 +56,7 @@ PNG_BIT_DEPTH = 24  # byte offset of the bit depth in a PNG (in its IHDR chunk)
 _WIDE_BITS = 16  # a 16-bit PNG's bit depth: masks are decoded to 8 bits
 
 
-def plan_fields(  # noqa: PLR0913 (the dataset's schema and names, and two keyword options)
+def plan_fields(  # noqa: PLR0913 -- keyword inputs
     schema: Schema,
     names: Sequence[str],
     image_field: str,
@@ -181,7 +181,7 @@ class FieldBatch:
         self, fields: Sequence[FieldOutput], codecs: Mapping[str, FieldCodec], device: Any
     ) -> dict[str, Any]:
         """Each field's values (module docstring); `codecs`: those of the zstd fields."""
-        import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
+        import torch  # noqa: PLC0415 -- optional: torch
 
         out = self.masks(fields)
         for f in fields:
@@ -220,7 +220,7 @@ class FieldBatch:
             )
 
     def _members(self, f: FieldOutput, codec: FieldCodec | None) -> list[torch.Tensor | None]:
-        import torch  # noqa: PLC0415
+        import torch  # noqa: PLC0415 -- optional: torch
 
         data = self._batch[f.name][: self._take]
         sizes, present = self._presence(f)

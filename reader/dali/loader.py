@@ -119,10 +119,10 @@ def _dali_iterator(options: PipelineOptions, source: str, feed: SampleFeed | Non
     begun, ends its epoch when the feed does (any last batch as it is) and is reset by the
     loader, never by itself (the next epoch's batches depend on `set_epoch` and on a resume)."""
     try:
-        from nvidia.dali.plugin.base_iterator import LastBatchPolicy  # noqa: PLC0415 - DALI is optional
-        from nvidia.dali.plugin.pytorch import DALIGenericIterator  # noqa: PLC0415
+        from nvidia.dali.plugin.base_iterator import LastBatchPolicy  # noqa: PLC0415 -- optional: DALI
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator  # noqa: PLC0415 -- optional: DALI
 
-        from .pipeline import build_pipeline  # noqa: PLC0415 - imports DALI
+        from .pipeline import build_pipeline  # noqa: PLC0415 -- optional: DALI
     except ImportError as e:
         raise MissingDependencyError(
             f"the DALI reader needs NVIDIA DALI and torch (pip install 'fastpack[dali,torch]'): {e}"
@@ -308,7 +308,7 @@ class DaliLoader(ClosesOnExit):
         self._in_epoch = self._ended = False
 
     def _fed_epoch(self, progress: Progress) -> Iterator[Batch]:
-        import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
+        import torch  # noqa: PLC0415 -- optional: torch
 
         if progress.batches == 0:
             return
@@ -373,7 +373,7 @@ class DaliLoader(ClosesOnExit):
         return batch
 
     def _epoch(self) -> Iterator[Batch]:
-        import torch  # noqa: PLC0415 - imported with DALI, when a loader is made
+        import torch  # noqa: PLC0415 -- optional: torch
 
         left, fields = self.samples_per_epoch, self.options.fields
         while (batch := self._next()) is not None:
@@ -539,7 +539,7 @@ def _check_seed(dataset: Dataset, crop: DaliTransform, seed: int, where: str) ->
         )
 
 
-def make_dali_loader(  # noqa: PLR0913 - make_loader's and a Dataset's keyword options, one each
+def make_dali_loader(  # noqa: PLR0913 -- public signature
     dataset: str | os.PathLike[str] | Dataset,
     *,
     batch_size: int,

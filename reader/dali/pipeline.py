@@ -109,7 +109,7 @@ def _read_records(o: PipelineOptions) -> dict[str, DataNode]:
     """`_read` from record shards: each field's feature as bytes (a feature a record lacks
     comes out as a 0-d tensor: `_outputs` tells it by its shape), the label from
     `image/class/label`."""
-    from nvidia.dali import tfrecord  # noqa: PLC0415 - only for record shards
+    from nvidia.dali import tfrecord  # noqa: PLC0415 -- on use: only record shards need DALI's TFRecord reader
 
     names = [o.field, *(f.name for f in o.fields)]
     features = {o.feature(n): tfrecord.FixedLenFeature([], tfrecord.string, "") for n in names}

@@ -59,7 +59,7 @@ class SampleDecoder:
     transform) is refused over `pixel_budget` samples (PixelBudgetError naming it); every decode
     error names the sample (`image.guard.named_decode_error`)."""
 
-    def __init__(  # noqa: PLR0913 (keyword options of one decoder, as Dataset passes them)
+    def __init__(  # noqa: PLR0913 -- keyword inputs
         self,
         files: DatasetFiles,
         layout: BatchLayout,
@@ -135,7 +135,7 @@ class SampleDecoder:
             raise named_decode_error(self.where(i, self.image), e) from e
         return cast(GeometryTransform, transform).crop(height, width, draws)
 
-    def _value(  # noqa: PLR0913 (one column of one sample, and its draws, crop and slot)
+    def _value(  # noqa: PLR0913 -- keyword inputs
         self,
         k: int,
         column: Column,

@@ -12,7 +12,7 @@ Allocate = Callable[[tuple[int, ...]], Image]
 DecodeError = Callable[[int, ValueError], Exception]  # the error of the k-th image
 
 
-def decode_same_size(  # noqa: PLR0913 (a batch's inputs, and the decode options)
+def decode_same_size(  # noqa: PLR0913 -- keyword inputs
     payloads: Sequence[JpegData],
     rows: Sequence[int],
     allocate: Allocate,

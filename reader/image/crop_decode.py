@@ -130,7 +130,7 @@ def decode_window(
     return image[top:bottom, left:right]
 
 
-def render(  # noqa: PLR0913 (one crop's inputs; the flags are keyword options)
+def render(  # noqa: PLR0913 -- keyword inputs
     data: JpegData,
     size: tuple[int, int],
     box: Box,

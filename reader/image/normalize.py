@@ -32,7 +32,7 @@ def to_float(
     `channels_last=False`, which makes it contiguous NCHW. A single `(H, W, C)` image gives
     `(C, H, W)`.
     """
-    import torch  # noqa: PLC0415 - torch is optional, imported on use
+    import torch  # noqa: PLC0415 -- optional: torch
 
     if images.dtype != torch.uint8 or images.dim() not in (3, 4):
         raise ValueError(

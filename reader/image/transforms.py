@@ -154,7 +154,7 @@ class RandomResizedCrop:
 
     draws = _DRAWS
 
-    def __init__(  # noqa: PLR0913 (torchvision's RandomResizedCrop arguments, plus keyword options)
+    def __init__(  # noqa: PLR0913 -- mirrors: torchvision
         self,
         size: Size,
         scale: tuple[float, float] = (0.08, 1.0),
@@ -220,7 +220,7 @@ class CenterCrop:
 
     draws = 0
 
-    def __init__(  # noqa: PLR0913 (torchvision's arguments, plus keyword options)
+    def __init__(  # noqa: PLR0913 -- mirrors: torchvision
         self,
         size: Size,
         resize: int | None = None,

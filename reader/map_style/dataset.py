@@ -107,7 +107,7 @@ class Dataset(ClosesOnExit):
     and opens them again on its next read, as a freshly unpickled copy does.
     """
 
-    def __init__(  # noqa: PLR0913 (public API: keyword options with defaults)
+    def __init__(  # noqa: PLR0913 -- public signature
         self,
         path: str | os.PathLike[str],
         *,

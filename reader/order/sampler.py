@@ -83,7 +83,7 @@ class EpochBatchSampler:
     is the batch the same worker reads next.
     """
 
-    def __init__(  # noqa: PLR0913 (keyword options of a torch batch sampler)
+    def __init__(  # noqa: PLR0913 -- public signature
         self,
         dataset: EpochSource,
         batch_size: int,

@@ -116,7 +116,7 @@ def state_schema(length: int) -> Record:
     )
 
 
-def read_state(  # noqa: PLR0913 (every part of the identity a state is checked against, by keyword)
+def read_state(  # noqa: PLR0913 -- keyword inputs
     state: Mapping[str, Any],
     *,
     identity: Mapping[str, Any],

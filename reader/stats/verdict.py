@@ -50,7 +50,7 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def loader_verdict(  # noqa: PLR0913 (keyword-only: the measured figures the verdict weighs)
+def loader_verdict(  # noqa: PLR0913 -- keyword inputs
     *,
     batches: int,
     wait_share: float,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .dataloader import FastpackLoader
 
 
-def make_torch_loader(  # noqa: PLR0913 (public API: DataLoader's keyword options)
+def make_torch_loader(  # noqa: PLR0913 -- public signature
     dataset: Dataset | Mix | StreamingDataset,
     *,
     batch_size: int,
@@ -70,10 +70,10 @@ def make_torch_loader(  # noqa: PLR0913 (public API: DataLoader's keyword option
     batches, each worker's time reading, decoding and allocating, the bytes read and fetched,
     and a verdict (`fastpack.reader.stats.LoaderStats`; the workers count into shared memory).
     """
-    import torch  # noqa: PLC0415 - torch is optional, imported on use
+    import torch  # noqa: PLC0415 -- optional: torch
 
-    from .batch_slots import BatchSlots  # noqa: PLC0415 - imports torch
-    from .dataloader import FastpackLoader, SharedBatches, StreamingLoader  # noqa: PLC0415
+    from .batch_slots import BatchSlots  # noqa: PLC0415 -- optional: torch
+    from .dataloader import FastpackLoader, SharedBatches, StreamingLoader  # noqa: PLC0415 -- optional: torch
 
     if num_workers is None:
         num_workers = min(8, os.cpu_count() or 1)
@@ -119,7 +119,7 @@ def make_torch_loader(  # noqa: PLR0913 (public API: DataLoader's keyword option
     return loader
 
 
-def _batching(  # noqa: PLR0913 (keyword-only: make_torch_loader's batching options)
+def _batching(  # noqa: PLR0913 -- keyword inputs
     dataset: Dataset | Mix | StreamingDataset,
     batch_size: int,
     *,

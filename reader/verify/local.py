@@ -138,7 +138,7 @@ def shard_rows(index: Index, shard: int, ordered: bool) -> Rows:
     return np.flatnonzero(column == shard)
 
 
-def wds_index_problems(  # noqa: PLR0913 (a shard, its DALI index and where its rows are)
+def wds_index_problems(  # noqa: PLR0913 -- keyword inputs
     source: str,
     samples: Sequence[Sequence[MemberLocation]],
     index: Index,
@@ -364,7 +364,7 @@ def dali_index_problems(
     return [*problems, problem] if problem is not None else problems, None
 
 
-def _check_records(  # noqa: PLR0913 (one shard: its rows, bytes and DALI index lines)
+def _check_records(  # noqa: PLR0913 -- keyword inputs
     report: VerifyReport,
     files: DatasetFiles,
     shard: int,

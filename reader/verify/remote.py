@@ -61,7 +61,7 @@ from .views import file_view_name
 DEFAULT_CHUNK_BYTES = 8 * 2**20
 
 
-def verify_remote(  # noqa: PLR0913 (public API: a URL, its storage options, keyword options)
+def verify_remote(  # noqa: PLR0913 -- public signature
     url: str,
     storage_options: Mapping[str, Any] | None = None,
     *,

@@ -121,7 +121,7 @@ def test_member_header_of_an_oversized_member_is_refused() -> None:
 
 def _tarfile_sample(key: str, members: list[tuple[str, bytes]]) -> bytes:
     out = io.BytesIO()
-    tar = tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT)  # noqa: SIM115 (left open: closing adds the end blocks)
+    tar = tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT)  # noqa: SIM115 -- left open: closing writes the end blocks
     for ext, data in members:
         info = tarfile.TarInfo(f"{key}.{ext}")
         info.size, info.mtime, info.mode = len(data), 0, 0o644

@@ -300,7 +300,7 @@ def test_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_failed_encoding_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fastpack.formats.view as view_module  # noqa: PLC0415
+    import fastpack.formats.view as view_module  # noqa: PLC0415 -- under test: the module the test patches
 
     def fail(view: View) -> bytes:
         raise RuntimeError("interrupted")

@@ -87,15 +87,15 @@ def run_case(message: dict[str, Any], context: Context, address_space_kib: int) 
 def warm_up(context: Context) -> None:
     """Decode once through every path, and make the loaders of the state targets (torch's
     import among them), so that the first case's time and memory are its own."""
-    import simplejpeg  # noqa: PLC0415
-    from fastpack.reader import RandomResizedCrop  # noqa: PLC0415
+    import simplejpeg  # noqa: PLC0415 -- side effect: warms the worker up, so that the first case's time is its own
+    from fastpack.reader import RandomResizedCrop  # noqa: PLC0415 -- side effect: warms the worker up, so that the first case's time is its own
 
     image = np.zeros((64, 64, 3), np.uint8)
     data = bytes(simplejpeg.encode_jpeg(image))
     RandomResizedCrop(32)(data, [0.5] * RandomResizedCrop.draws)
     simplejpeg.decode_jpeg(data)
     if "v1" in context.templates and available("state_map"):
-        from .states import loaders  # noqa: PLC0415 (torch)
+        from .states import loaders  # noqa: PLC0415 -- on use: imports torch, in the workers that need it
 
         context.made["loaders"] = loaders(context.copy_of("v1", "states"))
 

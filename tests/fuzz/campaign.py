@@ -136,7 +136,7 @@ def _interleaved(plan: Mapping[str, int]) -> Iterator[tuple[str, int]]:
         yield from (item for item in group if item is not None)
 
 
-def run_campaign(  # noqa: PLR0913 (a run's settings, by keyword)
+def run_campaign(  # noqa: PLR0913 -- keyword inputs
     plan: Mapping[str, int],
     *,
     seed: int,

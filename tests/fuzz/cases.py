@@ -95,7 +95,7 @@ class CaseMaker:
         self.states: dict[str, dict[str, Any]] = {}
         self.schemas: dict[str, StateSchema] = {}
         if any(t.startswith("state_") for t in targets):
-            from .states import schemas, valid_states  # noqa: PLC0415 (torch)
+            from .states import schemas, valid_states  # noqa: PLC0415 -- on use: imports torch, in the workers that need it
 
             self.states, self.schemas = valid_states(templates["v1"]), schemas(templates["v1"])
 

@@ -364,21 +364,21 @@ def _state_case(payload: Payload, load: Callable[[Any], None]) -> Result:
 
 
 def run_state_map(payload: Payload, context: Context) -> Result:
-    from tests.fuzz.states import loaders  # noqa: PLC0415 (torch: only in the workers that need it)
+    from tests.fuzz.states import loaders  # noqa: PLC0415 -- on use: imports torch, in the workers that need it
 
     made = context.made.setdefault("loaders", loaders(context.copy_of("v1", "states")))
     return _state_case(payload, made["state_map"].load_state_dict)
 
 
 def run_state_streaming_loader(payload: Payload, context: Context) -> Result:
-    from tests.fuzz.states import loaders  # noqa: PLC0415
+    from tests.fuzz.states import loaders  # noqa: PLC0415 -- on use: imports torch, in the workers that need it
 
     made = context.made.setdefault("loaders", loaders(context.copy_of("v1", "states")))
     return _state_case(payload, made["state_streaming_loader"].load_state_dict)
 
 
 def run_state_streaming_dataset(payload: Payload, context: Context) -> Result:
-    from tests.fuzz.states import loaders  # noqa: PLC0415
+    from tests.fuzz.states import loaders  # noqa: PLC0415 -- on use: imports torch, in the workers that need it
 
     made = context.made.setdefault("loaders", loaders(context.copy_of("v1", "states")))
     return _state_case(payload, made["state_streaming_dataset"].load_state_dict)

@@ -33,7 +33,7 @@ class Built(NamedTuple):
 def build_dataset(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callable[..., Built]:
     """Factory: an ImageFolder (conftest's `make_image_folder`) compiled into a dataset."""
 
-    def make(  # noqa: PLR0913 (fixture factory: keyword options with defaults)
+    def make(  # noqa: PLR0913 -- keyword inputs
         *,
         classes: int = 3,
         per_class: int = 4,

@@ -77,7 +77,7 @@ def worker_options(workers: int) -> dict[str, Any]:
 
 def worker_rng(seed: int) -> random.Random:
     """A Python RNG for this DataLoader worker (the worker's own seed), or `seed` outside one."""
-    from torch.utils.data import get_worker_info  # noqa: PLC0415 - torch only where used
+    from torch.utils.data import get_worker_info  # noqa: PLC0415 -- optional: torch
 
     info = get_worker_info()
     return random.Random(info.seed if info is not None else seed)
@@ -86,7 +86,7 @@ def worker_rng(seed: int) -> random.Random:
 def collate(items: list[tuple[Any, int]]) -> Batch:
     """(image, label) pairs as torch tensors, as `default_collate` gives them: (B, H, W, 3) uint8
     and (B,) int64. Tensors leave DataLoader workers through shared memory, arrays by pickle."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 -- optional: torch
 
     images = torch.from_numpy(np.stack([image for image, _ in items]))
     return images, torch.tensor([label for _, label in items], dtype=torch.int64)

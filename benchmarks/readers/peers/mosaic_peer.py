@@ -31,8 +31,8 @@ if importlib.util.find_spec("torchvision") is None:
     sys.path.append(str(Path(__file__).resolve().parents[1] / "stubs"))
 
 # streaming imports torchvision: only after the stub path above
-from streaming import MDSWriter, StreamingDataLoader, StreamingDataset  # noqa: E402
-from streaming.base.util import clean_stale_shared_memory  # noqa: E402
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset  # noqa: E402 -- after setup
+from streaming.base.util import clean_stale_shared_memory  # noqa: E402 -- after setup
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:

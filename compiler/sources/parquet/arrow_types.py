@@ -19,8 +19,8 @@ class MissingPyarrowError(SourceError, ImportError):
 
 def pyarrow_modules() -> tuple[Any, Any]:
     try:
-        import pyarrow as pa  # noqa: PLC0415 - optional dependency
-        import pyarrow.parquet as pq  # noqa: PLC0415
+        import pyarrow as pa  # noqa: PLC0415 -- optional: pyarrow
+        import pyarrow.parquet as pq  # noqa: PLC0415 -- optional: pyarrow
     except ImportError as e:
         raise MissingPyarrowError(
             "reading Parquet needs pyarrow: pip install 'fastpack[parquet]'"

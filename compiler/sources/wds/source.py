@@ -115,7 +115,7 @@ def samples(
     is read as it passes (a streamed tar cannot go back). SourceError for a sample with two
     members of one extension."""
     if split is None:
-        from webdataset.tariterators import base_plus_ext  # noqa: PLC0415 - imports torch
+        from webdataset.tariterators import base_plus_ext  # noqa: PLC0415 -- on use: webdataset imports torch
 
         split = base_plus_ext
     sample: Sample | None = None

@@ -193,8 +193,8 @@ def wds_tars(root: Path) -> Path:
 def parquet_file(root: Path) -> Path:
     """A Parquet file laid out as Hugging Face datasets are: an image struct, a label, a caption,
     a list of integers and a float."""
-    import pyarrow as pa  # noqa: PLC0415 - only this input needs it
-    import pyarrow.parquet as pq  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415 -- optional: pyarrow
+    import pyarrow.parquet as pq  # noqa: PLC0415 -- optional: pyarrow
 
     root.mkdir(parents=True, exist_ok=True)
     images = [

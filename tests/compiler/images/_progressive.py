@@ -43,7 +43,7 @@ def textured(height: int, width: int, seed: int) -> np.ndarray:
     return np.clip(base + rng.integers(-60, 60, (height, width, 3)), 0, 255).astype(np.uint8)
 
 
-def encode(  # noqa: PLR0913 (test helper: keyword options of cjpeg)
+def encode(  # noqa: PLR0913 -- mirrors: cjpeg
     image: np.ndarray,
     sampling: str = "4:2:0",
     *,

@@ -43,7 +43,7 @@ def test_cluster_build_is_byte_identical_to_a_local_one(
 def test_cluster_build_with_a_client_object(
     make_image_folder: Callable[..., Path], tmp_path: Path, dask_cluster: LocalDaskCluster
 ) -> None:
-    from distributed import Client  # noqa: PLC0415
+    from distributed import Client  # noqa: PLC0415 -- optional: distributed
 
     source = make_image_folder(classes=2, per_class=6)
     expected = local_build(source, tmp_path / "local")
@@ -133,7 +133,7 @@ def test_a_local_build_does_not_import_dask(
 def test_an_address_without_a_scheduler_is_named_before_planning(
     make_image_folder: Callable[..., Path], tmp_path: Path
 ) -> None:
-    import dask  # noqa: PLC0415
+    import dask  # noqa: PLC0415 -- optional: dask
 
     source = make_image_folder(classes=2, per_class=2)
     with (

@@ -111,8 +111,8 @@ def test_a_source_spilled_into_local_staging_is_refused_for_a_cluster(
 ) -> None:
     """A Parquet source's image bytes are spilled into the plan's directory: on a cluster that
     writes to a store, that directory is the client's, so the build stops before any task."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
+    import pyarrow as pa  # noqa: PLC0415 -- optional: pyarrow
+    import pyarrow.parquet as pq  # noqa: PLC0415 -- optional: pyarrow
 
     table = pa.table({"image": [jpeg_bytes(seed=i) for i in range(4)], "label": [0, 1, 0, 1]})
     pq.write_table(table, tmp_path / "train.parquet")

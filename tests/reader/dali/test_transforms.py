@@ -137,7 +137,7 @@ def test_the_gpu_graph_takes_the_transforms_arguments(crop: DaliTransform, masks
     """The GPU pipeline is defined (not built: no GPU here) with every argument the transform
     gives, nvJPEG's chroma upsampling included; DALI checks argument names as operators are
     made, so a misspelt one fails here."""
-    from fastpack.reader.dali.pipeline import build_pipeline  # noqa: PLC0415 - imports DALI
+    from fastpack.reader.dali.pipeline import build_pipeline  # noqa: PLC0415 -- optional: DALI
 
     options = PipelineOptions(
         paths=("a.tar",),

@@ -187,7 +187,7 @@ def test_info_names_the_mounts_file_system_and_read_method(mounted_dataset: Path
 def test_make_dali_loader_reads_a_mount_without_maps_unless_told(
     network_fs: NetworkFs, mounted_dataset: Path
 ) -> None:
-    from fastpack.reader import make_dali_loader  # noqa: PLC0415 - imports DALI
+    from fastpack.reader import make_dali_loader  # noqa: PLC0415 -- optional: DALI
 
     cases: list[tuple[Path, IoChoice, bool]] = [
         (mounted_dataset, "auto", True),

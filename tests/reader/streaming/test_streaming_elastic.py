@@ -262,7 +262,7 @@ def test_resume_through_a_bounded_cache_of_an_s3_dataset(
 def test_stateful_dataloader_resumes_each_worker_where_it_was(built: Path) -> None:
     """torchdata's StatefulDataLoader saves and restores `StreamingDataset.state_dict()` per
     worker: with the same layout every sample is read once."""
-    from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: PLC0415
+    from torchdata.stateful_dataloader import StatefulDataLoader  # noqa: PLC0415 -- optional: torchdata
 
     def loader(workers: int) -> StatefulDataLoader:
         dataset = StreamingDataset(built, seed=2, transform=CenterCrop(8), shuffle_window=2)

@@ -455,7 +455,7 @@ def test_the_scan_uses_the_builds_worker_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int | None, pools: int
 ) -> None:
     """`--workers 1` scans the files in the build's own process; more, in a pool of that size."""
-    import fastpack.compiler.sources.tfrecord.source as tfrecord_source  # noqa: PLC0415
+    import fastpack.compiler.sources.tfrecord.source as tfrecord_source  # noqa: PLC0415 -- under test: the module the test patches
 
     made: list[int] = []
     real = concurrent.futures.ProcessPoolExecutor
