@@ -90,6 +90,11 @@ REASONS = {
         "function takes too (that becomes an options object)",
     ),
     "per process": Reason(frozenset({"PLW0603"}), "state of one process, set once"),
+    "from a table": Reason(
+        frozenset({"PLE0604"}),
+        "`__all__` built from the one table that lists each name, which ruff cannot read as "
+        "strings",
+    ),
     "left open": Reason(
         frozenset({"SIM115"}),
         "a file left open on purpose: closing it would write what the test must not have",
