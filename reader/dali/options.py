@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
-from .transforms import DaliRandomResizedCrop, DaliTransform
+from .transforms import DaliTransform
 
 READER_NAME = "shards"
 LABEL_FIELD = "cls"  # the label member of tar shards; also the pipeline's output of labels
@@ -122,8 +122,6 @@ class PipelineOptions:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
-        if isinstance(self.transform, DaliRandomResizedCrop):
-            _check_scale(self.transform.scale)
         if not self.field or ";" in self.field or self.field == self.label:
             raise ValueError(f"field must name the image member, not {self.field!r}")
         names = [f.name for f in self.fields]
@@ -145,10 +143,3 @@ class PipelineOptions:
                 "fancy_upsampling=False (a transform's fastupsample=True) needs device='gpu': "
                 "DALI's CPU decoder always upsamples chroma smoothly"
             )
-
-
-def _check_scale(scale: tuple[float, float]) -> None:
-    """DALI crops within the image: a window's area is at most the whole."""
-    low, high = scale
-    if not 0 < low <= high <= 1:
-        raise ValueError(f"DALI's crop scale must satisfy 0 < low <= high <= 1, got {scale}")

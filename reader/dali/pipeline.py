@@ -7,9 +7,11 @@ uint8 HWC images. `device="gpu"` decodes with nvJPEG (`device="mixed"`), resizes
 the GPU and outputs float32 CHW; the tests run without a GPU, and benchmarks/gpu/GPU.md records that
 path run on one and checked against the CPU's, masks included.
 
-Extra fields (fields.py) are further members of the same samples. A mask follows its image: in
-training one crop window (`fn.random_crop_generator`, the generator `image_random_crop` uses)
-slices both, one coin flips both; in evaluation both are resized and centre-cropped alike.
+Extra fields (fields.py) are further members of the same samples. The transform builds the images,
+and the masks that follow them, from the operators here (`DaliTransform.pictures`,
+transforms.py): in training one crop window (`fn.random_crop_generator`, the generator
+`image_random_crop` uses) slices both, one coin flips both; in evaluation both are resized and
+centre-cropped alike.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fastpack.formats import KEY_FEATURE, LABEL_FEATURE
+from fastpack.formats.tfrecord import KEY_FEATURE, LABEL_FEATURE
 from nvidia.dali import fn, types
 from nvidia.dali.data_node import DataNode
 from nvidia.dali.pipeline import Pipeline
@@ -31,7 +33,6 @@ from .fields import (
     output_names,
 )
 from .options import LABEL_FIELD, READER_NAME, PipelineOptions
-from .transforms import DaliCenterCrop, DaliRandomResizedCrop
 
 __all__ = ["READER_NAME", "build_pipeline"]
 
@@ -147,77 +148,74 @@ def _decoder_options(o: PipelineOptions) -> dict[str, Any]:
     }
 
 
-def _train_images(
-    jpg: DataNode, t: DaliRandomResizedCrop, o: PipelineOptions, mirror: DataNode
-) -> DataNode:
-    """Random-resized-crop (decoding only the crop's region) and a horizontal flip where
-    `mirror`."""
-    images = _one(fn.decoders.image_random_crop(jpg, **t.window_args(), **_decoder_options(o)))
-    images = _one(fn.resize(images, resize_x=t.size, resize_y=t.size))
-    return _finish(images, o, mirror=mirror)
-
-
-def _crop_window(shape: DataNode, t: DaliRandomResizedCrop) -> Window:
-    """A random-resized-crop window of each image of `shape` (from its header): what
-    `image_random_crop` draws (same generator and arguments), as data that several operators
-    can share."""
-    window = fn.random_crop_generator(shape, **t.window_args())
-    if not isinstance(window, Sequence) or len(window) != _WINDOW_OUTPUTS:
-        raise RuntimeError(f"fn.random_crop_generator returned {window!r}, expected 2 outputs")
-    return window[0], window[1]
-
-
 _ABSOLUTE_WINDOW: dict[str, Any] = {
     "axis_names": "HW",
     "normalized_anchor": False,
     "normalized_shape": False,
 }
-
-
-def _train_images_in(
-    jpg: DataNode, window: Window, t: DaliRandomResizedCrop, o: PipelineOptions, mirror: DataNode
-) -> DataNode:
-    """`_train_images` with the crop window given: the image's region decoded, resized, flipped."""
-    images = _one(fn.decoders.image_slice(jpg, *window, **_ABSOLUTE_WINDOW, **_decoder_options(o)))
-    images = _one(fn.resize(images, resize_x=t.size, resize_y=t.size))
-    return _finish(images, o, mirror=mirror)
-
-
-def _eval_images(jpg: DataNode, t: DaliCenterCrop, o: PipelineOptions) -> DataNode:
-    """Shorter side resized to `resize_size`, then the centre `size` x `size` square."""
-    images = _one(fn.decoders.image(jpg, **_decoder_options(o)))
-    images = _one(fn.resize(images, resize_shorter=t.resize_size))
-    return _finish(images, o, crop=[t.size, t.size])
-
-
-def _decode_mask(png: DataNode, o: PipelineOptions) -> DataNode:
-    """A mask as stored (`ANY_DATA`: its channels, no colour conversion), 8 bits."""
-    device = "mixed" if o.device == "gpu" else "cpu"
-    return _one(fn.decoders.image(png, device=device, output_type=types.DALIImageType.ANY_DATA))
-
-
 _NEAREST: dict[str, Any] = {"interp_type": types.DALIInterpType.INTERP_NN, "antialias": False}
 
 
-def _train_mask(png: DataNode, window: Window, o: PipelineOptions, mirror: DataNode) -> DataNode:
-    """The image's crop window, size and flip, applied to its mask (resized nearest-neighbour).
-    A window past a smaller mask's edge is padded with zeros: `FieldBatch` refuses such masks."""
-    size = o.transform.size
-    masks = _one(
-        fn.slice(_decode_mask(png, o), *window, **_ABSOLUTE_WINDOW, out_of_bounds_policy="pad")
-    )
-    masks = _one(fn.resize(masks, resize_x=size, resize_y=size, **_NEAREST))
-    return _finish_mask(masks, o, mirror=mirror)
+class _Operators:
+    """The operators a transform builds its images and masks from (`transforms.Operators`),
+    on the device of pipeline options `o`."""
 
+    def __init__(self, o: PipelineOptions) -> None:
+        self.o = o
 
-def _eval_mask(png: DataNode, t: DaliCenterCrop, o: PipelineOptions) -> DataNode:
-    """The image's resize (shorter side, nearest-neighbour) and centre crop, applied to its mask."""
-    masks = _one(fn.resize(_decode_mask(png, o), resize_shorter=t.resize_size, **_NEAREST))
-    return _finish_mask(masks, o, crop=[t.size, t.size])
+    def coin_flip(self, probability: float) -> DataNode:
+        return _one(fn.random.coin_flip(probability=probability))
+
+    def decode(self, jpg: DataNode) -> DataNode:
+        return _one(fn.decoders.image(jpg, **_decoder_options(self.o)))
+
+    def decode_random_crop(self, jpg: DataNode, window: Mapping[str, Any]) -> DataNode:
+        return _one(fn.decoders.image_random_crop(jpg, **window, **_decoder_options(self.o)))
+
+    def crop_window(self, shape: DataNode, window: Mapping[str, Any]) -> Window:
+        """What `image_random_crop` draws (same generator and arguments)."""
+        drawn = fn.random_crop_generator(shape, **window)
+        if not isinstance(drawn, Sequence) or len(drawn) != _WINDOW_OUTPUTS:
+            raise RuntimeError(f"fn.random_crop_generator returned {drawn!r}, expected 2 outputs")
+        return drawn[0], drawn[1]
+
+    def decode_window(self, jpg: DataNode, window: Window) -> DataNode:
+        options = _decoder_options(self.o)
+        return _one(fn.decoders.image_slice(jpg, *window, **_ABSOLUTE_WINDOW, **options))
+
+    def decode_mask(self, png: DataNode) -> DataNode:
+        device = "mixed" if self.o.device == "gpu" else "cpu"
+        return _one(fn.decoders.image(png, device=device, output_type=types.DALIImageType.ANY_DATA))
+
+    def slice_window(self, masks: DataNode, window: Window) -> DataNode:
+        """A window past a smaller mask's edge is padded with zeros: `FieldBatch` refuses such
+        masks."""
+        return _one(fn.slice(masks, *window, **_ABSOLUTE_WINDOW, out_of_bounds_policy="pad"))
+
+    def resize(self, images: DataNode, size: int, *, nearest: bool = False) -> DataNode:
+        filters = _NEAREST if nearest else {}
+        return _one(fn.resize(images, resize_x=size, resize_y=size, **filters))
+
+    def resize_shorter(self, images: DataNode, size: int, *, nearest: bool = False) -> DataNode:
+        filters = _NEAREST if nearest else {}
+        return _one(fn.resize(images, resize_shorter=size, **filters))
+
+    def finish(
+        self, images: DataNode, *, mirror: DataNode | int = 0, crop: Sequence[float] | None = None
+    ) -> DataNode:
+        return _finish(images, self.o, mirror, crop)
+
+    def finish_mask(
+        self, masks: DataNode, *, mirror: DataNode | int = 0, crop: Sequence[float] | None = None
+    ) -> DataNode:
+        return _finish_mask(masks, self.o, mirror, crop)
 
 
 def _finish_mask(
-    masks: DataNode, o: PipelineOptions, mirror: DataNode | int = 0, crop: list[float] | None = None
+    masks: DataNode,
+    o: PipelineOptions,
+    mirror: DataNode | int = 0,
+    crop: Sequence[float] | None = None,
 ) -> DataNode:
     """Crop and flip, values kept (uint8), in the images' layout: HWC on the CPU, CHW on the
     GPU."""
@@ -231,7 +229,7 @@ def _finish(
     images: DataNode,
     o: PipelineOptions,
     mirror: DataNode | int = 0,
-    crop: list[float] | None = None,
+    crop: Sequence[float] | None = None,
 ) -> DataNode:
     """Crop and flip; on the GPU also normalize to float32 CHW, on the CPU stay uint8 HWC (as a
     mask does)."""
@@ -303,21 +301,9 @@ def _pictures(members: dict[str, DataNode], o: PipelineOptions) -> dict[str, Dat
     jpg = members[o.field]
     shape = _one(fn.peek_image_shape(jpg))
     masks = [f.name for f in o.fields if f.kind == "mask"]
-    nodes: dict[str, DataNode] = {}
-    t = o.transform
-    if isinstance(t, DaliRandomResizedCrop):
-        mirror = _one(fn.random.coin_flip(probability=t.flip_prob))
-        if masks:
-            window = _crop_window(shape, t)
-            nodes["images"] = _train_images_in(jpg, window, t, o, mirror)
-            nodes.update({m: _train_mask(members[m], window, o, mirror) for m in masks})
-        else:
-            nodes["images"] = _train_images(jpg, t, o, mirror)
-    elif isinstance(t, DaliCenterCrop):
-        nodes["images"] = _eval_images(jpg, t, o)
-        nodes.update({m: _eval_mask(members[m], t, o) for m in masks})
-    else:  # transforms.py makes no other
-        raise TypeError(f"no DALI operators for {t!r}")
+    pngs = {m: members[m] for m in masks}
+    images, cropped = o.transform.pictures(_Operators(o), jpg, shape, pngs)
+    nodes = {"images": images, **cropped}
     if masks:
         nodes[IMAGE_SHAPE] = shape
     for m in masks:

@@ -1,13 +1,16 @@
-"""The torch path's transforms as DALI's operator arguments (reader/dali/transforms.py): what
-each gives, the one registry, and a transform DALI has no equivalent for."""
+"""The torch path's transforms as DALI's operators (reader/dali/transforms.py): what each gives,
+the one registry, a transform of one's own that the pipeline builds as it says, and a transform
+DALI has no equivalent for."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
 from fastpack.reader.dali import DaliLoader, make_dali_loader, register_transform
 from fastpack.reader.dali import transforms as dali_transforms
@@ -17,9 +20,11 @@ from fastpack.reader.dali.transforms import (
     DaliCenterCrop,
     DaliRandomResizedCrop,
     DaliTransform,
+    Operators,
     dali_transform,
 )
 from fastpack.reader.image.decode import Image, JpegData
+from nvidia.dali.data_node import DataNode
 
 from ..conftest import Built
 
@@ -106,6 +111,65 @@ def test_a_registered_transform_is_read(
     images, _ = next(iter(loader))
     assert tuple(images.shape[1:]) == (8, 8, 3)
     loader.close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaliSquash(DaliTransform):
+    """A transform of its own: the whole image squashed to `size` x `size`, masks alike."""
+
+    def pictures(
+        self, ops: Operators, jpg: DataNode, shape: DataNode, masks: Mapping[str, DataNode]
+    ) -> tuple[DataNode, dict[str, DataNode]]:
+        images = ops.finish(ops.resize(ops.decode(jpg), self.size))
+        return images, {
+            name: ops.finish_mask(ops.resize(ops.decode_mask(png), self.size, nearest=True))
+            for name, png in masks.items()
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaliNothing(DaliTransform):
+    """A DaliTransform that does not say how DALI builds it."""
+
+
+def test_the_pipeline_builds_what_the_transform_says(
+    build_dataset: Callable[..., Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new transform is an adapter and a DaliTransform with its operators: the pipeline asks
+    the transform, whatever its type (the whole image squashed: no crop, unlike both built-in
+    ones)."""
+    monkeypatch.setattr(dali_transforms, "_ADAPTERS", dict(dali_transforms._ADAPTERS))
+    register_transform(Grayscale, lambda t, where: DaliSquash(size=t.output_shape[0]))
+    path = build_dataset(classes=2, per_class=2, size=48).path
+    loader = make_dali_loader(
+        path, batch_size=4, transform=Grayscale(), shuffle=False, num_workers=1
+    )
+    squashed, _ = next(iter(loader))
+    loader.close()
+    assert tuple(squashed.shape) == (4, 8, 8, 3)
+    centre = make_dali_loader(
+        path, batch_size=4, transform=CenterCrop(8, resize=8), shuffle=False, num_workers=1
+    )
+    cropped, _ = next(iter(centre))
+    centre.close()
+    assert not torch.equal(squashed, cropped)  # images of varied shapes squashed, not cropped
+
+
+def test_a_dali_transform_without_operators_is_refused_by_name(
+    build_dataset: Callable[..., Built], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = build_dataset().path
+    monkeypatch.setattr(dali_transforms, "_ADAPTERS", dict(dali_transforms._ADAPTERS))
+    register_transform(Grayscale, lambda t, where: DaliNothing(size=8))  # type: ignore[abstract]
+    with pytest.raises(TypeError, match=r"abstract class DaliNothing .*pictures"):
+        make_dali_loader(path, batch_size=2, transform=Grayscale())
+    register_transform(Grayscale, lambda t, where: "grey")  # type: ignore[arg-type,return-value]
+    message = (
+        r"the DALI loader: the DALI adapter of Grayscale returned str, not a DaliTransform "
+        r"\(which says how DALI builds it\)"
+    )
+    with pytest.raises(TypeError, match=message):
+        make_dali_loader(path, batch_size=2, transform=Grayscale())
 
 
 def test_a_dataset_gives_its_transform_field_and_seed(build_dataset: Callable[..., Built]) -> None:
