@@ -3,6 +3,6 @@ bounded node-local cache; the per-epoch plan of which stream reads which shards.
 
 from .cache import ShardCache
 from .dataset import StreamingDataset
-from .sources import FetchOptions
+from .options import FetchOptions
 
 __all__ = ["FetchOptions", "ShardCache", "StreamingDataset"]

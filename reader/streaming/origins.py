@@ -5,16 +5,14 @@ system (`MountOrigin`, large sequential reads of several parts at once, checked 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from fastpack.formats import MANIFEST_NAME, ShardInfo
 from fastpack.storage import Expected, Location, Transfer
 from fastpack.storage.copy import copy_file
 
 from ..shard_files import listed_in
-
-if TYPE_CHECKING:
-    from .sources import FetchOptions
+from .options import FetchOptions
 
 
 class ShardOrigin(Protocol):

@@ -8,23 +8,25 @@ import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
-from fastpack.storage import FetchError, RetryPolicy
+from fastpack.storage import FetchError
 
 from ..errors import ShardUnavailableError
 from ..shard_files import IoMethod, ShardFile, listed_in, open_shard
 from ..stats import block, recorder
 from ..stats.counts import READ_COUNTS
 from .cache import ShardCache
+from .options import FetchOptions
 from .prefetch import PrefetchDepth
 from .readahead import ReadAhead
 
 if TYPE_CHECKING:
     from .origins import ShardOrigin
+
+__all__ = ["FetchOptions", "LocalShards", "RemoteShards", "ShardSource"]  # FetchOptions: as before
 
 _EVICTED_RETRIES = 3  # a shard evicted by another stream between download and open
 
@@ -88,25 +90,12 @@ class LocalShards:
             self.release(position)
 
 
-@dataclass(frozen=True, kw_only=True)
-class FetchOptions:
-    """How shards are fetched: up to `threads` shards at once (None: as many as the stream
-    fetches ahead, which it chooses from the download and read times it measures; see
-    `PrefetchDepth`), each in ranged GETs of `part_bytes` over `part_threads` connections
-    (a shard of at most `part_bytes` is one GET), retried by `retry`."""
-
-    threads: int | None = None
-    part_threads: int = 4
-    part_bytes: int = 8 * 2**20
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
 class RemoteShards:
     """Shards fetched whole from `origin` (a URL, a mounted file system) into `cache`,
     `depth.depth` chunk positions in advance of the reader; `keep` names shards this stream
     never evicts (the node's resident shards)."""
 
-    def __init__(  # noqa: PLR0913 (keyword-only after the four parts a source joins)
+    def __init__(  # noqa: PLR0913 -- keyword inputs: after the four parts a source joins
         self,
         origin: ShardOrigin,
         manifest: Manifest,
