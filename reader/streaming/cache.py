@@ -2,12 +2,13 @@
 
 A shard appears under its name only when complete and checked (atomic rename). A download in
 flight is a `.part` file truncated to its full size from the start, so every stream counts it.
-A stream makes room for a download by deleting the least recently used shards that it does not
-need itself, under an exclusive `flock` on the cache's `.lock` file, held for that bookkeeping
-only (the cache is a local directory; the dataset itself is never locked). A stream maps a shard
-as soon as it has it, so another stream's deletion never takes bytes from under a reader (POSIX
-keeps unlinked files readable while open). The limit holds as long as it leaves room for the
-shards each stream of the node needs at once (see `StreamingDataset`).
+A stream makes room for a download by deleting shards that it does not need itself, in the order
+its `EvictionPolicy` gives (least recently used unless told otherwise: `eviction`), under an
+exclusive `flock` on the cache's `.lock` file, held for that bookkeeping only (the cache is a
+local directory; the dataset itself is never locked). A stream maps a shard as soon as it has it,
+so another stream's deletion never takes bytes from under a reader (POSIX keeps unlinked files
+readable while open). The limit holds as long as it leaves room for the shards each stream of
+the node needs at once (see `budget`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import stat
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from fastpack.formats import SHARD_SUFFIXES
+from fastpack.formats.layout import SHARD_SUFFIXES
 from fastpack.storage.download import final_name, temp_name
+
+from .eviction import CacheEntry, EvictionPolicy, default_policy
 
 PART_SUFFIX = ".part"
 LOCK_NAME = ".lock"
@@ -39,35 +41,32 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-@dataclass(frozen=True)
-class _Entry:
-    path: Path
-    size: int
-    mtime: float
-    partial: bool
-
-
 class ShardCache:
     """Whole shards of one dataset under `root`, at most `limit_bytes` together (None: no
-    limit). Names are the manifest's shard names (`shards/000042.tar`, `.tfrecord`)."""
+    limit), evicted in the order `policy` gives (None: `eviction.default_policy`). Names are the
+    manifest's shard names (`shards/000042.tar`, `.tfrecord`)."""
 
-    def __init__(self, root: Path, limit_bytes: int | None) -> None:
+    def __init__(
+        self, root: Path, limit_bytes: int | None, policy: EvictionPolicy | None = None
+    ) -> None:
         if limit_bytes is not None and limit_bytes < 0:
             raise ValueError(f"cache limit must be >= 0 bytes, got {limit_bytes}")
         self.root = root
         self.limit_bytes = limit_bytes
+        self.policy = policy or default_policy()
         self._lock = threading.Lock()
 
     def path(self, name: str) -> Path:
         return self.root / name
 
     def lookup(self, name: str, size: int) -> Path | None:
-        """The cached shard `name` if it is there with `size` bytes; marks it recently used."""
+        """The cached shard `name` if it is there with `size` bytes; tells the policy it is
+        used."""
         path = self.path(name)
         try:
             if path.stat().st_size != size:
                 return None
-            os.utime(path)
+            self.policy.used(path)
         except FileNotFoundError:
             return None
         return path
@@ -91,11 +90,11 @@ class ShardCache:
         """Bytes of the shards and downloads in the directory now."""
         return sum(e.size for e in self._entries())
 
-    def _entries(self) -> list[_Entry]:
+    def _entries(self) -> list[CacheEntry]:
         """The shards and downloads now in the directory. A download renamed while the
         directory is read can be missed under both names (the new name may take a slot the
         listing has passed), so a vanished `.part` is looked up under its final name."""
-        entries: dict[Path, _Entry] = {}
+        entries: dict[Path, CacheEntry] = {}
         for directory in {self.root, *(p for p in self.root.glob("*") if p.is_dir())}:
             try:
                 scan = [Path(item.path) for item in os.scandir(directory) if _is_shard(item.name)]
@@ -115,10 +114,8 @@ class ShardCache:
         entries = self._entries()
         used = sum(e.size for e in entries) + incoming
         kept = {self.path(name) for name in keep}
-        victims = sorted(
-            (e for e in entries if not e.partial and e.path not in kept), key=lambda e: e.mtime
-        )
-        for victim in victims:
+        evictable = [e for e in entries if not e.partial and e.path not in kept]
+        for victim in self.policy.victims(evictable):
             if used <= self.limit_bytes:
                 return
             victim.path.unlink(missing_ok=True)
@@ -131,7 +128,7 @@ class ShardCache:
                 entry.path.unlink(missing_ok=True)
 
 
-def _stat(path: Path) -> _Entry | None:
+def _stat(path: Path) -> CacheEntry | None:
     """`path` as a cache entry; None if it is gone or not a regular file."""
     try:
         st = path.lstat()
@@ -139,7 +136,7 @@ def _stat(path: Path) -> _Entry | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return _Entry(path, st.st_size, st.st_mtime, path.name.startswith("."))
+    return CacheEntry(path, st.st_size, st.st_mtime, path.name.startswith("."))
 
 
 _SHARD_SUFFIXES = (*SHARD_SUFFIXES.values(), PART_SUFFIX)  # `.tar`, `.tfrecord`, downloads
