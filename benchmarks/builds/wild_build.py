@@ -123,10 +123,11 @@ class Session:
         shutil.rmtree(killed, ignore_errors=True)
         shards = _shards_written(full)
         target = max(1, int(shards * kill_at))
+        kill_after_s: float = wall_s * kill_at
 
         def kill_when() -> bool:
             if shards <= 1:  # one shard: kill at a fraction of the uninterrupted build's time
-                return time.monotonic() - began >= wall_s * kill_at
+                return time.monotonic() - began >= kill_after_s
             return _shards_written(killed) >= target
 
         began = time.monotonic()
