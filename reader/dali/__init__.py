@@ -3,7 +3,8 @@
 samples fed in fastpack's order (`fn.external_source`); DALI itself is imported only when a
 loader is made."""
 
-from .loader import DaliLoader, make_dali_loader
+from .loader import DaliLoader
+from .make import make_dali_loader
 from .options import DaliOptions
 from .transforms import register_transform
 

@@ -18,9 +18,8 @@ import torch
 from fastpack.compiler import BuildOptions, build
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, ShardFormatError
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
-from fastpack.reader.dali import DaliOptions
+from fastpack.reader.dali import DaliLoader, DaliOptions, make_dali_loader
 from fastpack.reader.dali.labels import parse_labels
-from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
 from fastpack.reader.dali.malloc import ENV_VARIABLE, fix_mmap_threshold
 from fastpack.reader.errors import MissingDependencyError
 from hypothesis import given

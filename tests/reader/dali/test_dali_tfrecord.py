@@ -17,7 +17,7 @@ import pytest
 import torch
 from fastpack.formats import DatasetFiles
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
-from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
+from fastpack.reader.dali import DaliLoader, make_dali_loader
 
 from tests.conftest import jpeg_bytes
 from tests.reader._tfrecord_data import FIELDS_COUNT, Pair, build_fields_pair, build_pair

@@ -14,7 +14,7 @@ from fastpack.formats import (
     TruncatedFileError,
 )
 from fastpack.reader import CenterCrop, Dataset
-from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
+from fastpack.reader.dali import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 
 from ..conftest import Built, section

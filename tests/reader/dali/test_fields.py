@@ -16,7 +16,7 @@ import simplejpeg
 import torch
 from fastpack.formats import FastpackError, Schema, ShardFormatError, decode_value
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
-from fastpack.reader.dali.loader import DaliLoader, make_dali_loader
+from fastpack.reader.dali import DaliLoader, make_dali_loader
 from fastpack.reader.errors import DaliReadError, MissingFieldError
 from PIL import Image
 
