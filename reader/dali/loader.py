@@ -6,9 +6,8 @@ fastpack's order (reader/order/: `EpochBatchSampler`, `EpochReading`).
 Sharding and epoch length. Over a path, rank `r` of `n` reads DALI shard `r` of `n` (samples
 are split over all shard files concatenated); over a `Dataset`, every `n`-th position of the
 epoch's order from `r` (`EpochBatchSampler`). `r` and `n` come from the arguments (`rank`,
-`world_size`), else from
-torch.distributed, else from RANK and WORLD_SIZE. Every rank yields the same number of batches
-per epoch, so DDP never waits on a rank that ran out:
+`world_size`), else from torch.distributed, else from RANK and WORLD_SIZE. Every rank yields the
+same number of batches per epoch, so DDP never waits on a rank that ran out:
 
 - `drop_last=False`: each rank yields `ceil(N / n)` samples per epoch, in
   `ceil(ceil(N / n) / batch_size)` batches whose last one may be partial. When `n` does not

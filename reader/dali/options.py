@@ -36,7 +36,7 @@ class DaliOptions:
     float32 NCHW normalized by `mean` and `std` (per channel, 0..1 scale, as `to_float`);
     `"cpu"` (default) returns uint8 NHWC. `initial_fill`: the buffer DALI's own reader (over a
     path) draws shuffled samples from. `malloc_mmap_threshold`: the process's malloc mmap
-    threshold in bytes, which keeps host memory flat (loader.py); None leaves malloc alone.
+    threshold in bytes, which keeps host memory flat (make.py); None leaves malloc alone.
     """
 
     device: Device = "cpu"
