@@ -213,11 +213,11 @@ def test_streaming_from_s3_counts_fetches_then_cache_hits(
 
 @pytest.mark.parametrize("fed", [True, False])
 def test_dali_counts_the_trainers_side(build_dataset: Callable[..., Built], fed: bool) -> None:
-    """`make_loader(decoder="dali")` (fastpack's order fed to DALI) and DALI's own reader."""
+    """`make_loader(loader="dali")` (fastpack's order fed to DALI) and DALI's own reader."""
     path = build_dataset(classes=3, per_class=4, size=96).path
     if fed:
         ds = Dataset(path, transform=CenterCrop(32))
-        loader = make_loader(ds, batch_size=4, num_workers=1, decoder="dali")
+        loader = make_loader(ds, batch_size=4, num_workers=1, loader="dali")
     else:
         loader = make_dali_loader(path, batch_size=4, transform=CenterCrop(32), num_workers=1)
     for _ in loader:
