@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fastpack.formats import FastpackError, FieldSpec, Schema, Zstd, parse_field
+from fastpack.formats import FastpackError, FieldSpec, Schema, Zstd
+from fastpack.formats.schema import parse_field
 
 from .errors import SourceError
 

@@ -16,18 +16,18 @@ from fastpack.formats import (
     MANIFEST_NAME,
     REJECTS_NAME,
     SHARDS_DIR,
-    FileInfo,
     IndexWriter,
     Manifest,
     Schema,
     ShardInfo,
-    file_sha256,
     read_manifest,
-    shard_idx_name,
     shard_name,
-    version_for,
     write_manifest,
 )
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.layout import shard_idx_name
+from fastpack.formats.manifest import version_for
+from fastpack.formats.schema import FileInfo
 
 from .build_dir import BUILD_DIR
 from .jobs.index_parts import load_part, part_path

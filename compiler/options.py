@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, SHARD_FORMATS, Manifest
+from fastpack.formats import Manifest
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.layout import SHARD_FORMATS
 
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError

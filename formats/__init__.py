@@ -1,9 +1,29 @@
-"""The on-disk contract of fastpack: manifest, binary index, tar shards and DALI indexes.
+"""The on-disk contract of fastpack: formats/SPEC.md is its normative description, and each module
+here implements one artifact of it.
 
-formats/SPEC.md is the normative description; each module here implements one artifact.
+The package exports the contract, and only it: what SPEC specifies and the errors a user of a
+dataset catches.
+
+- The dataset's files (SPEC sections 1, 2.3, 7, 8): `MANIFEST_NAME`, `INDEX_NAME`, `SHARDS_DIR`,
+  `shard_name`, `REJECTS_NAME`, `VIEWS_DIR`, `SUPPORTED_VERSIONS`.
+- The manifest (2): `Manifest`, `ShardInfo`, `read_manifest`, `write_manifest`; its schema (2.1,
+  2.2): `Schema`, `FieldSpec`, `Zstd`.
+- The field types and their member bytes (2.1, 4.1): `FieldTypeDef`, `field_type`,
+  `register_field_type`, `encode_value`, `decode_value`.
+- The index (3): `Index`, `IndexWriter`, `IndexPart`, `ABSENT`.
+- The shards (4, 4.2): `scan_members` (tar), `read_records` (TFRecord); a dataset's manifest,
+  index and shards opened together: `DatasetFiles`.
+- Views (8): `View`, `read_view_file`, `write_view_file`.
+- The errors: `FastpackError`, `FormatError`, `ManifestError`, `CorruptIndexError`,
+  `BadMagicError`, `UnsupportedVersionError`, `TruncatedFileError`, `OffsetOutOfRangeError`,
+  `ShardFormatError`, `ChecksumMismatchError`, `DatasetNotFoundError`, `AbsentFieldError`,
+  `FieldValueError`, `PixelBudgetError`, `ViewError`, `ViewMismatchError`.
+
+Everything else is imported from its module: the byte layouts (`index_layout`, `tfrecord`,
+`tar_shard`, `example`, `wds_index`), the parsers and checks (`manifest`, `schema`, `view`,
+`image_header`), `checksum`, `string_table`, `field_codec` and `field_types`.
 """
 
-from .checksum import crc32c_extend, file_crc32c, file_sha256, file_sha256_crc32c
 from .dataset_files import DatasetFiles
 from .errors import (
     AbsentFieldError,
@@ -22,257 +42,70 @@ from .errors import (
     ViewError,
     ViewMismatchError,
 )
-from .example import Feature, encode_example, parse_example
-from .example import Kind as FeatureKind
-from .field_codec import FieldCodec, decode_value, encode_value, train_dictionary
-from .field_types import (
-    NDARRAY_DTYPES,
-    FieldTypeDef,
-    field_type,
-    field_type_names,
-    register_field_type,
-    unregister_field_type,
-)
-from .image_header import (
-    DEFAULT_PIXEL_BUDGET,
-    ImageHeader,
-    ImageHeaderError,
-    PixelBudgetError,
-    check_budget_value,
-    check_pixel_budget,
-    image_header,
-    jpeg_header,
-    png_header,
-)
+from .field_codec import decode_value, encode_value
+from .field_types import FieldTypeDef, field_type, register_field_type
+from .image_header import PixelBudgetError
 from .index import Index
-from .index_layout import ABSENT, Section, section_table, table_size
-from .index_layout import HEADER_SIZE as INDEX_HEADER_SIZE
+from .index_layout import ABSENT
 from .index_writer import IndexPart, IndexWriter
 from .layout import (
     INDEX_NAME,
     MANIFEST_NAME,
     REJECTS_NAME,
-    SHARD_FORMATS,
-    SHARD_SUFFIXES,
     SHARDS_DIR,
-    key_width,
-    sample_key,
-    shard_idx_name,
+    SUPPORTED_VERSIONS,
     shard_name,
-    shard_tar_name,
 )
-from .manifest import (
-    DEFAULT_FIELDS,
-    Manifest,
-    ShardInfo,
-    check_manifest_text,
-    content_sha256,
-    first_difference,
-    manifest_digest,
-    manifest_from_text,
-    parse_manifest,
-    read_manifest,
-    version_for,
-    write_manifest,
-)
-from .schema import (
-    DICTIONARY_DIR,
-    EXTENSION_TYPES,
-    FIELD_TYPES,
-    IMAGE_TYPE,
-    LABEL_TYPE,
-    MAX_FIELD_NAME,
-    V1_SCHEMA,
-    ZSTD_SUFFIX,
-    Dictionary,
-    FieldSpec,
-    FieldType,
-    FileInfo,
-    Geometry,
-    Schema,
-    Zstd,
-    dictionary_name,
-    parse_field,
-    parse_schema,
-    type_of_extension,
-)
-from .string_table import pack_strings, string_at, unpack_strings
-from .tar_shard import MemberLocation, TarShardWriter, check_key, member_header, scan_members
-from .tfrecord import (
-    FIELD_PREFIX,
-    FORMAT_FEATURE,
-    HEIGHT_FEATURE,
-    IMAGE_FEATURE,
-    KEY_FEATURE,
-    LABEL_FEATURE,
-    WIDTH_FEATURE,
-    RecordProblem,
-    RecordShardWriter,
-    RecordSpan,
-    WrittenSample,
-    feature_name,
-    format_record_index,
-    parse_record_index,
-    read_records,
-    scan_records,
-)
-from .tfrecord import FOOTER_BYTES as RECORD_FOOTER_BYTES
-from .tfrecord import HEADER_BYTES as RECORD_HEADER_BYTES
-from .view import (
-    VIEW_SUFFIX,
-    VIEWS_DIR,
-    View,
-    check_view_dataset,
-    check_view_text,
-    is_view_name,
-    read_view_file,
-    view_file_name,
-    view_from_bytes,
-    view_to_bytes,
-    write_view_file,
-)
-from .wds_index import (
-    format_wds_index,
-    join_wds_index,
-    parse_wds_index,
-    read_wds_index,
-    wds_index_line,
-)
+from .manifest import Manifest, ShardInfo, read_manifest, write_manifest
+from .schema import FieldSpec, Schema, Zstd
+from .tar_shard import scan_members
+from .tfrecord import read_records
+from .view import VIEWS_DIR, View, read_view_file, write_view_file
 
 __all__ = [
     "ABSENT",
-    "DEFAULT_FIELDS",
-    "DEFAULT_PIXEL_BUDGET",
-    "DICTIONARY_DIR",
-    "EXTENSION_TYPES",
-    "FIELD_PREFIX",
-    "FIELD_TYPES",
-    "FORMAT_FEATURE",
-    "HEIGHT_FEATURE",
-    "IMAGE_FEATURE",
-    "IMAGE_TYPE",
-    "INDEX_HEADER_SIZE",
     "INDEX_NAME",
-    "KEY_FEATURE",
-    "LABEL_FEATURE",
-    "LABEL_TYPE",
     "MANIFEST_NAME",
-    "MAX_FIELD_NAME",
-    "NDARRAY_DTYPES",
-    "RECORD_FOOTER_BYTES",
-    "RECORD_HEADER_BYTES",
     "REJECTS_NAME",
     "SHARDS_DIR",
-    "SHARD_FORMATS",
-    "SHARD_SUFFIXES",
-    "V1_SCHEMA",
+    "SUPPORTED_VERSIONS",
     "VIEWS_DIR",
-    "VIEW_SUFFIX",
-    "WIDTH_FEATURE",
-    "ZSTD_SUFFIX",
     "AbsentFieldError",
     "BadMagicError",
     "ChecksumMismatchError",
     "CorruptIndexError",
     "DatasetFiles",
     "DatasetNotFoundError",
-    "Dictionary",
     "FastpackError",
-    "Feature",
-    "FeatureKind",
-    "FieldCodec",
     "FieldSpec",
-    "FieldType",
     "FieldTypeDef",
     "FieldValueError",
-    "FileInfo",
     "FormatError",
-    "Geometry",
-    "ImageHeader",
-    "ImageHeaderError",
     "Index",
     "IndexPart",
     "IndexWriter",
     "Manifest",
     "ManifestError",
-    "MemberLocation",
     "OffsetOutOfRangeError",
     "PixelBudgetError",
-    "RecordProblem",
-    "RecordShardWriter",
-    "RecordSpan",
     "Schema",
-    "Section",
     "ShardFormatError",
     "ShardInfo",
-    "TarShardWriter",
     "TruncatedFileError",
     "UnsupportedVersionError",
     "View",
     "ViewError",
     "ViewMismatchError",
-    "WrittenSample",
     "Zstd",
-    "check_budget_value",
-    "check_key",
-    "check_manifest_text",
-    "check_pixel_budget",
-    "check_view_dataset",
-    "check_view_text",
-    "content_sha256",
-    "crc32c_extend",
     "decode_value",
-    "dictionary_name",
-    "encode_example",
     "encode_value",
-    "feature_name",
     "field_type",
-    "field_type_names",
-    "file_crc32c",
-    "file_sha256",
-    "file_sha256_crc32c",
-    "first_difference",
-    "format_record_index",
-    "format_wds_index",
-    "image_header",
-    "is_view_name",
-    "join_wds_index",
-    "jpeg_header",
-    "key_width",
-    "manifest_digest",
-    "manifest_from_text",
-    "member_header",
-    "pack_strings",
-    "parse_example",
-    "parse_field",
-    "parse_manifest",
-    "parse_record_index",
-    "parse_schema",
-    "parse_wds_index",
-    "png_header",
     "read_manifest",
     "read_records",
     "read_view_file",
-    "read_wds_index",
     "register_field_type",
-    "sample_key",
     "scan_members",
-    "scan_records",
-    "section_table",
-    "shard_idx_name",
     "shard_name",
-    "shard_tar_name",
-    "string_at",
-    "table_size",
-    "train_dictionary",
-    "type_of_extension",
-    "unpack_strings",
-    "unregister_field_type",
-    "version_for",
-    "view_file_name",
-    "view_from_bytes",
-    "view_to_bytes",
-    "wds_index_line",
     "write_manifest",
     "write_view_file",
 ]

@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from fastpack.formats import (
-    VIEW_SUFFIX,
     VIEWS_DIR,
     DatasetNotFoundError,
     FastpackError,
     Manifest,
     View,
+    read_view_file,
+)
+from fastpack.formats.view import (
+    VIEW_SUFFIX,
     check_view_dataset,
     is_view_name,
-    read_view_file,
     view_file_name,
     view_from_bytes,
 )

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, crc32c_extend
+from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError
+from fastpack.formats.checksum import crc32c_extend
 
 from .counts import IO_COUNTS
 from .object_reads import RangeChunks

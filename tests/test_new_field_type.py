@@ -28,9 +28,8 @@ from fastpack.formats import (
     encode_value,
     field_type,
     register_field_type,
-    unregister_field_type,
 )
-from fastpack.formats.field_types import Spec
+from fastpack.formats.field_types import Spec, unregister_field_type
 from fastpack.formats.schema import Zstd
 from fastpack.reader import Dataset
 from fastpack.reader.verify import verify_dataset

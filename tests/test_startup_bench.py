@@ -8,14 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import (
-    INDEX_NAME,
-    Index,
-    file_sha256,
-    pack_strings,
-    read_manifest,
-    sample_key,
-)
+from fastpack.formats import INDEX_NAME, Index, read_manifest
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.layout import sample_key
+from fastpack.formats.string_table import pack_strings
 from fastpack.reader import Dataset, RandomResizedCrop
 
 from benchmarks.startup._index import sample_keys, synthetic_dataset

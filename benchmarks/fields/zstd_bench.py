@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import zstandard
-from fastpack.formats import FieldCodec, FieldSpec, Zstd, encode_value, train_dictionary
+from fastpack.formats import FieldSpec, Zstd, encode_value
+from fastpack.formats.field_codec import FieldCodec, train_dictionary
 from fastpack.formats.schema import Dictionary, dictionary_name
 
 from benchmarks import sysinfo as _sysinfo

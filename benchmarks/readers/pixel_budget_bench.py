@@ -28,7 +28,7 @@ from typing import Any
 
 import cv2
 import numpy as np
-from fastpack.formats import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
 
 from benchmarks.launch import REPO, run_step
 from benchmarks.sysinfo import fastpack_commit, load, machine, versions

@@ -28,20 +28,18 @@ from fastpack.formats import (
     MANIFEST_NAME,
     SHARDS_DIR,
     DatasetFiles,
-    FileInfo,
     Index,
     IndexPart,
     IndexWriter,
     Manifest,
     ShardInfo,
-    file_sha256,
-    key_width,
-    pack_strings,
     read_manifest,
-    shard_idx_name,
-    shard_tar_name,
     write_manifest,
 )
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.layout import key_width, shard_idx_name, shard_tar_name
+from fastpack.formats.schema import FileInfo
+from fastpack.formats.string_table import pack_strings
 
 StringTable = tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]]
 SYNTHETIC_KEY = "synthetic"  # the manifest's `build` entry that describes the repetition

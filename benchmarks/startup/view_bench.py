@@ -32,18 +32,16 @@ from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
     DatasetFiles,
-    FileInfo,
     IndexPart,
     IndexWriter,
     Manifest,
     ShardInfo,
-    file_sha256,
-    key_width,
     read_manifest,
-    shard_idx_name,
-    shard_tar_name,
     write_manifest,
 )
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.layout import key_width, shard_idx_name, shard_tar_name
+from fastpack.formats.schema import FileInfo
 
 from benchmarks import sysinfo as _sysinfo
 from benchmarks.startup._index import sample_keys

@@ -16,8 +16,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from fastpack.formats import ImageHeader, png_header
-from fastpack.formats.image_header import PNG_SIGNATURE
+from fastpack.formats.image_header import PNG_SIGNATURE, ImageHeader, png_header
 
 _TIFF_TAGS = {256: "width", 257: "height", 262: "photometric", 277: "samples"}
 _TIFF_SHORT, _TIFF_LONG = 3, 4

@@ -24,7 +24,7 @@ from typing import Any
 import cv2
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
 
 from ..errors import BuildError
 from .guard import MACHINE_ERRORS, describe

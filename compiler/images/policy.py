@@ -30,10 +30,10 @@ from typing import Literal
 import cv2
 import numpy as np
 import simplejpeg
-from fastpack.formats import (
+from fastpack.formats import PixelBudgetError
+from fastpack.formats.image_header import (
     DEFAULT_PIXEL_BUDGET,
     ImageHeader,
-    PixelBudgetError,
     check_pixel_budget,
     jpeg_header,
 )

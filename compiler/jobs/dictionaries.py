@@ -20,15 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fastpack.formats import (
-    Dictionary,
-    FieldValueError,
-    Schema,
-    Zstd,
-    dictionary_name,
-    encode_value,
-    train_dictionary,
-)
+from fastpack.formats import FieldValueError, Schema, Zstd, encode_value
+from fastpack.formats.field_codec import train_dictionary
+from fastpack.formats.schema import Dictionary, dictionary_name
 
 from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError

@@ -27,9 +27,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from fastpack.formats import (
-    DEFAULT_PIXEL_BUDGET,
-    IMAGE_TYPE,
-    FieldCodec,
     FieldSpec,
     FieldTypeDef,
     FieldValueError,
@@ -38,6 +35,9 @@ from fastpack.formats import (
     encode_value,
     field_type,
 )
+from fastpack.formats.field_codec import FieldCodec
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.schema import IMAGE_TYPE
 
 from ..images.geometry import png_size, scale_boxes, shrink_mask
 from ..images.guard import guarded_value

@@ -23,16 +23,11 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    DEFAULT_FIELDS,
-    DEFAULT_PIXEL_BUDGET,
-    FastpackError,
-    Schema,
-    crc32c_extend,
-    sample_key,
-    shard_idx_name,
-    shard_name,
-)
+from fastpack.formats import FastpackError, Schema, shard_name
+from fastpack.formats.checksum import crc32c_extend
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.layout import sample_key, shard_idx_name
+from fastpack.formats.manifest import DEFAULT_FIELDS
 
 from ..build_dir import temp_path
 from ..errors import BuildError, BuildMemoryError, OutputError, os_error_words

@@ -12,7 +12,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fastpack.formats import SHARD_FORMATS, shard_idx_name, shard_name
+from fastpack.formats import shard_name
+from fastpack.formats.layout import SHARD_FORMATS, shard_idx_name
 
 from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildDirError

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import ABSENT, IndexPart, MemberLocation
+from fastpack.formats import ABSENT, IndexPart
+from fastpack.formats.tar_shard import MemberLocation
 
 from .shard_record import KeptLine, RejectLine
 

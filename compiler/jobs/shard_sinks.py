@@ -6,16 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
-from fastpack.formats import (
-    V1_SCHEMA,
-    MemberLocation,
-    RecordShardWriter,
-    Schema,
-    TarShardWriter,
-    format_record_index,
-    join_wds_index,
-    wds_index_line,
-)
+from fastpack.formats import Schema
+from fastpack.formats.schema import V1_SCHEMA
+from fastpack.formats.tar_shard import MemberLocation, TarShardWriter
+from fastpack.formats.tfrecord import RecordShardWriter, format_record_index
+from fastpack.formats.wds_index import join_wds_index, wds_index_line
 
 Members = Sequence[tuple[str, bytes]]
 

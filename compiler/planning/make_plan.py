@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fastpack.formats import Schema, key_width
+from fastpack.formats import Schema
+from fastpack.formats.layout import key_width
 
 from ..build_schema import BuildSchema
 from ..errors import SourceError

@@ -28,7 +28,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import V1_SCHEMA, Schema, parse_schema
+from fastpack.formats import Schema
+from fastpack.formats.schema import V1_SCHEMA, parse_schema
 
 from ..errors import BuildDirError
 from ..sources.scan import PlanRow

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from fastpack.formats import V1_SCHEMA, Schema
+from fastpack.formats import Schema
+from fastpack.formats.schema import V1_SCHEMA
 
 from ..build_schema import BuildSchema
 from .labels import LabelTable

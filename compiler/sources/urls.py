@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from fastpack.formats import ZSTD_SUFFIX, FieldSpec, ManifestError, type_of_extension
+from fastpack.formats import FieldSpec, ManifestError
+from fastpack.formats.schema import ZSTD_SUFFIX, type_of_extension
 from fastpack.storage import Location, MissingDependencyError
 
 from ..errors import SourceError

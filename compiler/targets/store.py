@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import MANIFEST_NAME, manifest_from_text
+from fastpack.formats import MANIFEST_NAME
+from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import RetryPolicy
 
 from ..build_dir import BUILD_DIR, default_staging_dir, node_plan_dir

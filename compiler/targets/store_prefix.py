@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import SHARD_FORMATS, SHARDS_DIR, shard_idx_name, shard_name
+from fastpack.formats import SHARDS_DIR, shard_name
+from fastpack.formats.layout import SHARD_FORMATS, shard_idx_name
 from fastpack.storage import Location, RetryPolicy
 
 from ..build_dir import BUILD_DIR

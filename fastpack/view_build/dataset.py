@@ -18,8 +18,8 @@ from fastpack.formats import (
     DatasetNotFoundError,
     Index,
     Manifest,
-    manifest_from_text,
 )
+from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Expected, Location, is_url
 
 

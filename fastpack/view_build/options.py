@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastpack.formats import FastpackError, is_view_name
+from fastpack.formats import FastpackError
+from fastpack.formats.view import is_view_name
 
 
 class ViewOptionsError(FastpackError, ValueError):

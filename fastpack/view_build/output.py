@@ -9,13 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import (
-    VIEW_SUFFIX,
-    FastpackError,
-    View,
-    view_file_name,
-    write_view_file,
-)
+from fastpack.formats import FastpackError, View, write_view_file
+from fastpack.formats.view import VIEW_SUFFIX, view_file_name
 from fastpack.storage import Location, is_url
 
 

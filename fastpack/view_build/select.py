@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from fastpack.formats import Index, Manifest, View, manifest_digest
+from fastpack.formats import Index, Manifest, View
+from fastpack.formats.manifest import manifest_digest
 
 from .draws import in_fraction, split_parts
 from .options import ViewOptions, ViewOptionsError

@@ -16,13 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    AbsentFieldError,
-    FieldCodec,
-    FieldValueError,
-    ShardFormatError,
-    decode_value,
-)
+from fastpack.formats import AbsentFieldError, FieldValueError, ShardFormatError, decode_value
+from fastpack.formats.field_codec import FieldCodec
 
 from ..map_style.dataset import Dataset
 from ..order.sampler import EpochBatch, EpochBatchSampler

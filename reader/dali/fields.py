@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import FieldCodec, FieldValueError, Schema, ShardFormatError, field_type
+from fastpack.formats import FieldValueError, Schema, ShardFormatError, field_type
+from fastpack.formats.field_codec import FieldCodec
 
 from ..errors import MissingFieldError
 from .labels import parse_labels

@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, field_type
+from fastpack.formats import field_type
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
 
 from ..image.decode import DecodeOptions, decode, decode_png, decode_png_bgr
 from ..image.guard import budgeted_jpeg, guarded

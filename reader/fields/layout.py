@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from fastpack.formats import IMAGE_TYPE, FieldSpec, Schema, field_type
+from fastpack.formats import FieldSpec, Schema, field_type
+from fastpack.formats.schema import IMAGE_TYPE
 
 from ..image.transforms import Transform
 from .images import image_reader

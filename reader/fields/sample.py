@@ -19,14 +19,10 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    DEFAULT_PIXEL_BUDGET,
-    IMAGE_TYPE,
-    AbsentFieldError,
-    DatasetFiles,
-    FieldCodec,
-    field_type,
-)
+from fastpack.formats import AbsentFieldError, DatasetFiles, field_type
+from fastpack.formats.field_codec import FieldCodec
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
+from fastpack.formats.schema import IMAGE_TYPE
 
 from ..image.batch import Allocate
 from ..image.decode import jpeg_size

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fastpack.formats import IMAGE_TYPE, Schema
+from fastpack.formats import Schema
+from fastpack.formats.schema import IMAGE_TYPE
 
 from ..errors import MissingFieldError
 

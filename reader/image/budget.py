@@ -7,7 +7,7 @@ image without a transform, a PNG field), so that one number bounds them all.
 
 from __future__ import annotations
 
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, check_budget_value
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, check_budget_value
 
 from .decode import DecodeOptions
 

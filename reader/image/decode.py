@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, ImageHeader, ImageHeaderError
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, ImageHeader, ImageHeaderError
 
 from .guard import budgeted_jpeg, budgeted_png, guarded
 

@@ -19,16 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from fastpack.formats import (
-    FastpackError,
-    FieldValueError,
-    ImageHeader,
-    PixelBudgetError,
-    ShardFormatError,
-    check_pixel_budget,
-    jpeg_header,
-    png_header,
-)
+from fastpack.formats import FastpackError, FieldValueError, PixelBudgetError, ShardFormatError
+from fastpack.formats.image_header import ImageHeader, check_pixel_budget, jpeg_header, png_header
 
 Data = bytes | bytearray | memoryview
 P = ParamSpec("P")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-from fastpack.formats import DEFAULT_PIXEL_BUDGET, check_budget_value
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, check_budget_value
 
 from .crop_decode import render
 from .decode import (

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import AbsentFieldError, Manifest, manifest_digest
+from fastpack.formats import AbsentFieldError, Manifest
+from fastpack.formats.manifest import manifest_digest
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError

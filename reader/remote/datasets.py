@@ -12,11 +12,11 @@ from fastpack.formats import (
     MANIFEST_NAME,
     REJECTS_NAME,
     DatasetNotFoundError,
-    Dictionary,
     Manifest,
-    manifest_from_text,
     read_manifest,
 )
+from fastpack.formats.manifest import manifest_from_text
+from fastpack.formats.schema import Dictionary
 from fastpack.storage import Expected, Location, RetryPolicy, Transfer, is_url
 
 

@@ -32,18 +32,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
-    INDEX_HEADER_SIZE,
     INDEX_NAME,
     MANIFEST_NAME,
     CorruptIndexError,
     FastpackError,
     Index,
     Manifest,
-    Section,
     TruncatedFileError,
-    section_table,
-    table_size,
 )
+from fastpack.formats.index_layout import HEADER_SIZE as INDEX_HEADER_SIZE
+from fastpack.formats.index_layout import Section, section_table, table_size
 from fastpack.storage import Expected, Location
 
 from ._row_checks import ShardRows, check_rows

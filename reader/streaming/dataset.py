@@ -43,15 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    MANIFEST_NAME,
-    DatasetFiles,
-    Manifest,
-    View,
-    manifest_digest,
-    manifest_from_text,
-    read_manifest,
-)
+from fastpack.formats import MANIFEST_NAME, DatasetFiles, Manifest, View, read_manifest
+from fastpack.formats.manifest import manifest_digest, manifest_from_text
 from fastpack.storage import Expected, Location, Transfer, default_cache_dir, is_url
 
 from ..closing import ClosesOnExit

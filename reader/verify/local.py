@@ -33,12 +33,12 @@ from fastpack.formats import (
     FastpackError,
     Index,
     Manifest,
-    MemberLocation,
-    file_sha256_crc32c,
-    manifest_from_text,
-    parse_record_index,
-    parse_wds_index,
 )
+from fastpack.formats.checksum import file_sha256_crc32c
+from fastpack.formats.manifest import manifest_from_text
+from fastpack.formats.tar_shard import MemberLocation
+from fastpack.formats.tfrecord import parse_record_index
+from fastpack.formats.wds_index import parse_wds_index
 from tqdm import tqdm
 
 from .manifest_checks import (

@@ -14,14 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import (
-    FastpackError,
-    Index,
-    Manifest,
-    check_manifest_text,
-    shard_idx_name,
-    shard_name,
-)
+from fastpack.formats import FastpackError, Index, Manifest, shard_name
+from fastpack.formats.layout import shard_idx_name
+from fastpack.formats.manifest import check_manifest_text
 
 CHUNK_ROWS = 1 << 18  # rows of a per-sample check at a time: a few MiB of temporaries
 _MAX_DIGITS = 19  # the longest key that fits a u64

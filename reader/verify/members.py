@@ -18,7 +18,6 @@ import numpy.typing as npt
 from fastpack.formats import (
     ABSENT,
     FastpackError,
-    FieldCodec,
     FieldSpec,
     FieldValueError,
     Index,
@@ -26,6 +25,7 @@ from fastpack.formats import (
     Schema,
     field_type,
 )
+from fastpack.formats.field_codec import FieldCodec
 
 from ..fields import image_reader
 

@@ -15,20 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
-from fastpack.formats import (
+from fastpack.formats import Index, Schema, ShardFormatError
+from fastpack.formats.example import Feature, parse_example
+from fastpack.formats.tfrecord import (
+    FOOTER_BYTES,
+    HEADER_BYTES,
     KEY_FEATURE,
     LABEL_FEATURE,
-    Feature,
-    Index,
     RecordSpan,
-    Schema,
-    ShardFormatError,
     feature_name,
-    parse_example,
     scan_records,
 )
-from fastpack.formats import RECORD_FOOTER_BYTES as FOOTER_BYTES
-from fastpack.formats import RECORD_HEADER_BYTES as HEADER_BYTES
 
 from .members import Rows, key_of, present, where
 

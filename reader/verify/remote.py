@@ -30,9 +30,9 @@ from fastpack.formats import (
     FastpackError,
     Manifest,
     TruncatedFileError,
-    crc32c_extend,
-    manifest_from_text,
 )
+from fastpack.formats.checksum import crc32c_extend
+from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
 

@@ -15,13 +15,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fastpack.formats import (
-    Manifest,
-    MemberLocation,
-    first_difference,
-    format_record_index,
-    format_wds_index,
-)
+from fastpack.formats import Manifest
+from fastpack.formats.manifest import first_difference
+from fastpack.formats.tar_shard import MemberLocation
+from fastpack.formats.tfrecord import format_record_index
+from fastpack.formats.wds_index import format_wds_index
 
 _REJECT_KEYS = (("path", "reason"), ("path", "field", "reason"))
 

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, FastpackError, manifest_from_text
+from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, FastpackError
+from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Location, is_url
 
 from ..remote import read_manifest_bytes

@@ -7,14 +7,8 @@ made for another dataset.
 
 from __future__ import annotations
 
-from fastpack.formats import (
-    VIEW_SUFFIX,
-    FastpackError,
-    Manifest,
-    ViewMismatchError,
-    check_view_dataset,
-    check_view_text,
-)
+from fastpack.formats import FastpackError, Manifest, ViewMismatchError
+from fastpack.formats.view import VIEW_SUFFIX, check_view_dataset, check_view_text
 
 
 def view_problems(where: str, data: bytes, manifest: Manifest, name: str | None) -> list[str]:

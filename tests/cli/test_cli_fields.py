@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fastpack.formats import manifest_from_text, read_manifest
+from fastpack.formats import read_manifest
+from fastpack.formats.manifest import manifest_from_text
 
 from fastpack.sizes import format_size
 from tests.compiler._fields import sample_values, write_files, write_jsonl, write_schema

@@ -16,10 +16,10 @@ from fastpack.formats import (
     DatasetNotFoundError,
     View,
     ViewMismatchError,
-    manifest_digest,
     read_manifest,
     read_view_file,
 )
+from fastpack.formats.manifest import manifest_digest
 from fastpack.reader import list_views, open_view, read_manifest_at
 
 from fastpack.cli import main

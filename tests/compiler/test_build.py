@@ -12,16 +12,10 @@ from pathlib import Path
 import google_crc32c
 import pytest
 from fastpack.compiler import BuildOptions, BuildSummary, build
-from fastpack.formats import (
-    DatasetFiles,
-    file_crc32c,
-    file_sha256,
-    key_width,
-    read_manifest,
-    read_wds_index,
-    sample_key,
-    scan_members,
-)
+from fastpack.formats import DatasetFiles, read_manifest, scan_members
+from fastpack.formats.checksum import file_crc32c, file_sha256
+from fastpack.formats.layout import key_width, sample_key
+from fastpack.formats.wds_index import read_wds_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.compiler.jobs.shard_record import finished_record
-from fastpack.formats import shard_tar_name
+from fastpack.formats.layout import shard_tar_name
 
 from tests.compiler._helpers import QUIET, read_dataset, tree_bytes
 from tests.compiler.test_rejects import hostile_folder

@@ -16,14 +16,8 @@ import numpy as np
 import pytest
 from fastpack.compiler import BuildError, BuildOptions, build
 from fastpack.compiler.build_schema import read_build_schema
-from fastpack.formats import (
-    ABSENT,
-    DatasetFiles,
-    RecordSpan,
-    parse_record_index,
-    read_manifest,
-    scan_records,
-)
+from fastpack.formats import ABSENT, DatasetFiles, read_manifest
+from fastpack.formats.tfrecord import RecordSpan, parse_record_index, scan_records
 
 from fastpack.cli import main
 from tests.compiler._fields import (

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from fastpack.compiler import BuildError, BuildOptions, OutputError, build
 from fastpack.compiler.jobs.shard_record import finished_record
-from fastpack.formats import read_manifest, shard_tar_name
+from fastpack.formats import read_manifest
+from fastpack.formats.layout import shard_tar_name
 
 from fastpack.cli import main
 from tests.compiler._helpers import QUIET

@@ -7,15 +7,11 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from fastpack.formats import (
-    IndexPart,
-    IndexWriter,
-    MemberLocation,
-    TarShardWriter,
-    format_wds_index,
-    pack_strings,
-    sample_key,
-)
+from fastpack.formats import IndexPart, IndexWriter
+from fastpack.formats.layout import sample_key
+from fastpack.formats.string_table import pack_strings
+from fastpack.formats.tar_shard import MemberLocation, TarShardWriter
+from fastpack.formats.wds_index import format_wds_index
 
 FIELDS = ("jpg", "cls")
 PAYLOADS = (b"\xff\xd8first\xff\xd9", b"\xff\xd8" + bytes(range(256)) * 3 + b"\xff\xd9", b"x" * 512)

@@ -15,30 +15,24 @@ from fastpack.formats import (
     ABSENT,
     INDEX_NAME,
     MANIFEST_NAME,
-    Dictionary,
-    FieldCodec,
     FieldSpec,
-    FileInfo,
     IndexPart,
     IndexWriter,
     Manifest,
-    MemberLocation,
     Schema,
     ShardInfo,
-    TarShardWriter,
     Zstd,
-    dictionary_name,
     encode_value,
-    file_sha256,
-    format_wds_index,
-    pack_strings,
-    sample_key,
-    shard_idx_name,
-    shard_tar_name,
-    train_dictionary,
-    version_for,
     write_manifest,
 )
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.field_codec import FieldCodec, train_dictionary
+from fastpack.formats.layout import sample_key, shard_idx_name, shard_tar_name
+from fastpack.formats.manifest import version_for
+from fastpack.formats.schema import Dictionary, FileInfo, dictionary_name
+from fastpack.formats.string_table import pack_strings
+from fastpack.formats.tar_shard import MemberLocation, TarShardWriter
+from fastpack.formats.wds_index import format_wds_index
 
 Sample = Mapping[str, Any]  # field name -> value; a missing name: the member is absent
 

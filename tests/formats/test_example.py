@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.formats import FieldValueError, ShardFormatError, encode_example, parse_example
-from fastpack.formats.example import Buffer, Feature, Value, varint
+from fastpack.formats import FieldValueError, ShardFormatError
+from fastpack.formats.example import Buffer, Feature, Value, encode_example, parse_example, varint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -10,15 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 import zstandard
-from fastpack.formats import (
-    FieldCodec,
-    FieldSpec,
-    FieldValueError,
-    Zstd,
-    decode_value,
-    encode_value,
-    train_dictionary,
-)
+from fastpack.formats import FieldSpec, FieldValueError, Zstd, decode_value, encode_value
+from fastpack.formats.field_codec import FieldCodec, train_dictionary
 
 from ._golden_v2 import JPEG, caption
 from ._v2 import spec

@@ -7,15 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.formats import (
-    FIELD_TYPES,
-    FieldSpec,
-    FieldValueError,
-    ManifestError,
-    field_type,
-    field_type_names,
-)
-from fastpack.formats.field_types import FieldTypeDef
+from fastpack.formats import FieldSpec, FieldValueError, ManifestError, field_type
+from fastpack.formats.field_types import FieldTypeDef, field_type_names
+from fastpack.formats.schema import FIELD_TYPES
 
 COLUMNS: dict[str, list[Any]] = {
     "class": [0, 7, -3, 2**40, "12", b"5", True, 1.5, "x", np.int64(4)],

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastpack.formats import DatasetFiles, read_wds_index, scan_members
+from fastpack.formats import DatasetFiles, scan_members
+from fastpack.formats.wds_index import read_wds_index
 
 from ._samples import LABELS, PAYLOADS, SOURCES, write_dataset_files
 

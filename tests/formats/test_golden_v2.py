@@ -14,14 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastpack.formats import (
-    ABSENT,
-    AbsentFieldError,
-    DatasetFiles,
-    file_sha256,
-    read_wds_index,
-    scan_members,
-)
+from fastpack.formats import ABSENT, AbsentFieldError, DatasetFiles, scan_members
+from fastpack.formats.checksum import file_sha256
+from fastpack.formats.wds_index import read_wds_index
 
 from . import _v2
 from ._golden_v2 import NUM_SAMPLES, SCHEMA, samples, write_golden_v2

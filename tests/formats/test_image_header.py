@@ -10,19 +10,18 @@ import cv2
 import numpy as np
 import pytest
 import simplejpeg
-from fastpack.formats import (
+from fastpack.formats import FieldValueError, PixelBudgetError
+from fastpack.formats.image_header import (
     DEFAULT_PIXEL_BUDGET,
-    FieldValueError,
+    MAX_SEGMENTS,
     ImageHeader,
     ImageHeaderError,
-    PixelBudgetError,
     check_budget_value,
     check_pixel_budget,
     image_header,
     jpeg_header,
     png_header,
 )
-from fastpack.formats.image_header import MAX_SEGMENTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

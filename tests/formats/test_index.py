@@ -16,11 +16,9 @@ from fastpack.formats import (
     OffsetOutOfRangeError,
     TruncatedFileError,
     UnsupportedVersionError,
-    section_table,
-    table_size,
-    unpack_strings,
 )
-from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE, MAGIC
+from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE, MAGIC, section_table, table_size
+from fastpack.formats.string_table import unpack_strings
 
 from ._samples import FIELDS, LABELS, PAYLOADS, SOURCES, index_part, write_index, write_shard
 

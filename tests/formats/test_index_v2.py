@@ -19,9 +19,9 @@ from fastpack.formats import (
     OffsetOutOfRangeError,
     Schema,
     UnsupportedVersionError,
-    pack_strings,
 )
 from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE
+from fastpack.formats.string_table import pack_strings
 
 from ._v2 import spec, write_v2_dataset
 

@@ -9,18 +9,20 @@ import pytest
 from fastpack.formats import (
     ChecksumMismatchError,
     DatasetNotFoundError,
-    FileInfo,
     Manifest,
     ManifestError,
     ShardInfo,
     UnsupportedVersionError,
+    read_manifest,
+    write_manifest,
+)
+from fastpack.formats.manifest import (
     check_manifest_text,
     content_sha256,
     manifest_digest,
     manifest_from_text,
-    read_manifest,
-    write_manifest,
 )
+from fastpack.formats.schema import FileInfo
 
 
 def _manifest() -> Manifest:

@@ -12,14 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.formats import (
-    AbsentFieldError,
-    DatasetFiles,
-    FieldSpec,
-    Schema,
-    Zstd,
-    train_dictionary,
-)
+from fastpack.formats import AbsentFieldError, DatasetFiles, FieldSpec, Schema, Zstd
+from fastpack.formats.field_codec import train_dictionary
 from fastpack.formats.field_types import NDARRAY_DTYPES
 from fastpack.formats.image_header import PNG_SIGNATURE
 from fastpack.formats.schema import COMPRESSIBLE, FIELD_TYPES, ZSTD_SUFFIX

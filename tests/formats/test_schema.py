@@ -7,18 +7,15 @@ import json
 from typing import Any
 
 import pytest
-from fastpack.formats import (
+from fastpack.formats import ManifestError, Schema, Zstd
+from fastpack.formats.manifest import manifest_from_text, version_for
+from fastpack.formats.schema import (
     V1_SCHEMA,
     Dictionary,
-    ManifestError,
-    Schema,
-    Zstd,
     dictionary_name,
-    manifest_from_text,
     parse_field,
     parse_schema,
     type_of_extension,
-    version_for,
 )
 
 from ._golden_v2 import SCHEMA

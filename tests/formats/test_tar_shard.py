@@ -8,14 +8,12 @@ import pytest
 import webdataset as wds
 from fastpack.formats import (
     ShardFormatError,
-    TarShardWriter,
     TruncatedFileError,
     UnsupportedVersionError,
-    format_wds_index,
-    member_header,
-    parse_wds_index,
     scan_members,
 )
+from fastpack.formats.tar_shard import TarShardWriter, member_header
+from fastpack.formats.wds_index import format_wds_index, parse_wds_index
 from hypothesis import given
 from hypothesis import strategies as st
 

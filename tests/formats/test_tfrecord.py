@@ -20,34 +20,32 @@ import numpy as np
 import pytest
 import zstandard
 from fastpack.formats import (
-    V1_SCHEMA,
     ChecksumMismatchError,
     FieldSpec,
     FieldValueError,
-    RecordProblem,
-    RecordShardWriter,
-    RecordSpan,
     Schema,
     ShardFormatError,
     TruncatedFileError,
-    WrittenSample,
     Zstd,
-    encode_example,
-    feature_name,
-    format_record_index,
-    parse_example,
-    parse_record_index,
     read_records,
-    scan_records,
 )
-from fastpack.formats.example import Value, varint
+from fastpack.formats.example import Value, encode_example, parse_example, varint
+from fastpack.formats.schema import V1_SCHEMA
 from fastpack.formats.tfrecord import (
     FOOTER_BYTES,
     HEADER_BYTES,
+    RecordProblem,
+    RecordShardWriter,
+    RecordSpan,
+    WrittenSample,
+    feature_name,
+    format_record_index,
     image_size,
     mask,
     masked_crc32c,
+    parse_record_index,
     record_header,
+    scan_records,
     write_file,
 )
 from hypothesis import given, settings

@@ -25,16 +25,13 @@ from fastpack.formats import (
     View,
     ViewError,
     ViewMismatchError,
-    check_view_dataset,
-    crc32c_extend,
-    manifest_digest,
     read_manifest,
     read_view_file,
-    view_from_bytes,
-    view_to_bytes,
     write_view_file,
 )
-from fastpack.formats.view import MAGIC
+from fastpack.formats.checksum import crc32c_extend
+from fastpack.formats.manifest import manifest_digest
+from fastpack.formats.view import MAGIC, check_view_dataset, view_from_bytes, view_to_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

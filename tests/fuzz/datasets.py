@@ -22,17 +22,17 @@ from fastpack.compiler.build_schema import read_build_schema
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
-    FileInfo,
     IndexPart,
     IndexWriter,
     Manifest,
-    TarShardWriter,
-    crc32c_extend,
-    pack_strings,
     read_manifest,
-    sample_key,
     write_manifest,
 )
+from fastpack.formats.checksum import crc32c_extend
+from fastpack.formats.layout import sample_key
+from fastpack.formats.schema import FileInfo
+from fastpack.formats.string_table import pack_strings
+from fastpack.formats.tar_shard import TarShardWriter
 
 from fastpack.view_build import build_views, save_views
 from tests.compiler._fields import sample_values, write_files, write_jsonl, write_schema

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import zstandard
-from fastpack.formats import crc32c_extend
+from fastpack.formats.checksum import crc32c_extend
 
 Rng = np.random.Generator
 Path_ = tuple[str | int, ...]  # keys and list positions from the document's root

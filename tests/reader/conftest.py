@@ -14,14 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import (
-    INDEX_NAME,
-    MANIFEST_NAME,
-    FileInfo,
-    file_crc32c,
-    read_manifest,
-    write_manifest,
-)
+from fastpack.formats import INDEX_NAME, MANIFEST_NAME, read_manifest, write_manifest
+from fastpack.formats.checksum import file_crc32c
+from fastpack.formats.schema import FileInfo
 
 
 class Built(NamedTuple):

@@ -6,7 +6,7 @@ import fnmatch
 
 import numpy as np
 import pytest
-from fastpack.formats import pack_strings
+from fastpack.formats.string_table import pack_strings
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

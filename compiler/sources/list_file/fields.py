@@ -24,15 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastpack.formats import (
-    EXTENSION_TYPES,
-    V1_SCHEMA,
-    FastpackError,
-    FieldSpec,
-    FieldType,
-    Schema,
-    field_type,
-)
+from fastpack.formats import FastpackError, FieldSpec, Schema, field_type
+from fastpack.formats.schema import EXTENSION_TYPES, V1_SCHEMA, FieldType
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError

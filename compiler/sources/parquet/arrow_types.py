@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from fastpack.formats import NDARRAY_DTYPES
+from fastpack.formats.field_types import NDARRAY_DTYPES
 
 from ...errors import SourceError
 

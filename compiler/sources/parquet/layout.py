@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fastpack.formats import MAX_FIELD_NAME, FieldSpec, Schema, field_type
+from fastpack.formats import FieldSpec, Schema, field_type
+from fastpack.formats.schema import MAX_FIELD_NAME
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError

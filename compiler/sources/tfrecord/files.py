@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlparse
 
-from fastpack.formats import RecordProblem, RecordSpan, scan_records
+from fastpack.formats.tfrecord import RecordProblem, RecordSpan, scan_records
 
 from ...errors import SourceError
 from ..urls import (

@@ -12,7 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from fastpack.formats import (
+from fastpack.formats import FieldSpec, Schema
+from fastpack.formats.example import Feature, Kind
+from fastpack.formats.schema import ZSTD_SUFFIX, type_of_extension
+from fastpack.formats.tfrecord import (
     FIELD_PREFIX,
     FORMAT_FEATURE,
     HEIGHT_FEATURE,
@@ -20,13 +23,7 @@ from fastpack.formats import (
     KEY_FEATURE,
     LABEL_FEATURE,
     WIDTH_FEATURE,
-    ZSTD_SUFFIX,
-    Feature,
-    FieldSpec,
-    Schema,
-    type_of_extension,
 )
-from fastpack.formats import FeatureKind as Kind
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fastpack.formats import Feature, RecordProblem, RecordSpan, ShardFormatError, parse_example
+from fastpack.formats import ShardFormatError
+from fastpack.formats.example import Feature, parse_example
+from fastpack.formats.tfrecord import RecordProblem, RecordSpan
 
 from ..sample_fields import WHOLE_SAMPLE, FieldValue, InvalidValue, pack_fields
 from ..scan import PlanRow

@@ -52,7 +52,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
-from fastpack.formats import FIELD_PREFIX, RecordProblem, ShardFormatError, parse_example
+from fastpack.formats import ShardFormatError
+from fastpack.formats.example import parse_example
+from fastpack.formats.tfrecord import FIELD_PREFIX, RecordProblem
 
 from ..labels import LabelTable
 from ..left_out import warn_left_out

@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from fastpack.formats import ZSTD_SUFFIX, FieldSpec, Schema, type_of_extension
+from fastpack.formats import FieldSpec, Schema
+from fastpack.formats.schema import ZSTD_SUFFIX, type_of_extension
 
 from ...build_schema import BuildSchema
 from ...errors import SourceError

@@ -15,7 +15,8 @@ from fastpack.compiler import PreparedImage, Reject, prepare_image
 from fastpack.compiler.images.guard import InputError, describe, guarded, guarded_value
 from fastpack.compiler.images.input_header import UnreadableHeaderError, input_header
 from fastpack.compiler.images.masks import SegmentationError, render_mask
-from fastpack.formats import FieldValueError, ImageHeader
+from fastpack.formats import FieldValueError
+from fastpack.formats.image_header import ImageHeader
 
 from tests.compiler._helpers import gray_jpeg
 from tests.conftest import jpeg_bytes, synthetic_rgb

@@ -11,12 +11,8 @@ from functools import partial
 import numpy as np
 import pytest
 import simplejpeg
-from fastpack.formats import (
-    DEFAULT_PIXEL_BUDGET,
-    FieldValueError,
-    ImageHeaderError,
-    PixelBudgetError,
-)
+from fastpack.formats import FieldValueError, PixelBudgetError
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, ImageHeaderError
 from fastpack.reader.image import CenterCrop, ImageDecodeError, RandomResizedCrop, decode_png
 from fastpack.reader.image.budget import resolve_budget, transform_budget
 from fastpack.reader.image.crop_decode import (

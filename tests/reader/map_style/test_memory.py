@@ -13,17 +13,15 @@ import pytest
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
-    FileInfo,
     IndexPart,
     IndexWriter,
     Manifest,
     ShardInfo,
-    TarShardWriter,
-    sample_key,
-    shard_idx_name,
-    shard_tar_name,
     write_manifest,
 )
+from fastpack.formats.layout import sample_key, shard_idx_name, shard_tar_name
+from fastpack.formats.schema import FileInfo
+from fastpack.formats.tar_shard import TarShardWriter
 
 from tests.conftest import jpeg_bytes
 

@@ -13,12 +13,8 @@ import numpy as np
 import pytest
 import simplejpeg
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import (
-    DEFAULT_PIXEL_BUDGET,
-    Index,
-    PixelBudgetError,
-    ShardFormatError,
-)
+from fastpack.formats import Index, PixelBudgetError, ShardFormatError
+from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, verify_dataset
 
 from tests.reader.image._hostile import (

@@ -23,8 +23,8 @@ from fastpack.formats import (
     Index,
     TruncatedFileError,
     read_manifest,
-    section_table,
 )
+from fastpack.formats.index_layout import section_table
 from fastpack.reader import Dataset
 from fastpack.reader.remote import IndexRows, index_rows
 from fastpack.reader.streaming.dataset import StreamingDataset

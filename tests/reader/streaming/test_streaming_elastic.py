@@ -15,14 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import (
-    MANIFEST_NAME,
-    View,
-    manifest_digest,
-    read_manifest,
-    view_file_name,
-    write_view_file,
-)
+from fastpack.formats import MANIFEST_NAME, View, read_manifest, write_view_file
+from fastpack.formats.manifest import manifest_digest
+from fastpack.formats.view import view_file_name
 from fastpack.reader import CenterCrop, Dataset, StreamingDataset, make_loader
 from fastpack.reader.streaming.elastic import (
     EpochProgress,

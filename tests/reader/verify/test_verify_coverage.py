@@ -19,14 +19,13 @@ from fastpack.formats import (
     Index,
     Manifest,
     View,
-    manifest_digest,
     read_manifest,
     read_view_file,
-    view_to_bytes,
     write_manifest,
     write_view_file,
 )
-from fastpack.formats.view import MAGIC
+from fastpack.formats.manifest import manifest_digest
+from fastpack.formats.view import MAGIC, view_to_bytes
 from fastpack.reader import verify_dataset, verify_remote, verify_view
 
 from fastpack.cli import main

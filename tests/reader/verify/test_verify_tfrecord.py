@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 import pytest
 from fastpack.compiler import BuildOptions, build
-from fastpack.formats import DatasetFiles, Index, parse_record_index
+from fastpack.formats import DatasetFiles, Index
+from fastpack.formats.tfrecord import parse_record_index
 from fastpack.reader import verify_dataset, verify_remote
 
 from tests.reader._tfrecord_data import build_fields_pair

@@ -15,7 +15,7 @@ from fastpack.compiler.planning.plan_store import Plan
 from fastpack.compiler.sources.list_file.source import scan_list
 from fastpack.compiler.sources.sample_fields import FileRef, unpack_fields
 from fastpack.compiler.sources.scan import SourceOptions
-from fastpack.formats import V1_SCHEMA
+from fastpack.formats.schema import V1_SCHEMA
 
 from tests.conftest import jpeg_bytes
 

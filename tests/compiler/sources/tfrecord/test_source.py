@@ -23,17 +23,10 @@ import pytest
 from fastpack.compiler import BuildOptions, build
 from fastpack.compiler.build_schema import parse_build_schema
 from fastpack.compiler.sources import LeftOutWarning, SourceOptions
-from fastpack.formats import (
-    FieldSpec,
-    RecordShardWriter,
-    Schema,
-    format_record_index,
-    read_manifest,
-    read_records,
-    sample_key,
-)
+from fastpack.formats import FieldSpec, Schema, read_manifest, read_records
 from fastpack.formats.example import encode_example
-from fastpack.formats.tfrecord import write_file
+from fastpack.formats.layout import sample_key
+from fastpack.formats.tfrecord import RecordShardWriter, format_record_index, write_file
 from fastpack.reader import Dataset
 
 from tests.compiler._fields import read_fields

@@ -16,7 +16,8 @@ from fastpack.compiler import BuildOptions, SourceError, build
 from fastpack.compiler.build_schema import parse_build_schema
 from fastpack.compiler.sources import LeftOutWarning, SourceOptions, open_source
 from fastpack.compiler.sources.wds import source as wds
-from fastpack.formats import V1_SCHEMA, FieldSpec, Zstd, decode_value
+from fastpack.formats import FieldSpec, Zstd, decode_value
+from fastpack.formats.schema import V1_SCHEMA
 
 from tests.compiler._fields import read_fields
 from tests.compiler.sources._scans import image_bytes, resolved, scan_all
