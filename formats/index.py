@@ -26,13 +26,13 @@ from .index_layout import (
     ABSENT,
     ALIGN,
     DTYPES,
-    ENTRY,
     ENTRY_SIZE,
+    ENTRY_STRUCT,
     FIELD_SECTIONS,
     FIXED_SECTIONS,
-    HEADER,
     HEADER_SIZE,
-    MAGIC,
+    HEADER_STRUCT,
+    INDEX_MAGIC,
     AnyArray,
     expected_count,
     padded_ascii,
@@ -122,11 +122,11 @@ class Index:
     def _read_header(self, size: int) -> tuple[int, int, int, int]:
         """Check the header against SPEC and the file's `size`;
         `(version, samples, shards, sections)`."""
-        magic, version, header_size, n, shards, sections, file_size, reserved = HEADER.unpack_from(
-            self._mmap
+        magic, version, header_size, n, shards, sections, file_size, reserved = (
+            HEADER_STRUCT.unpack_from(self._mmap)
         )
-        if magic != MAGIC:
-            raise BadMagicError(f"{self.path}: bad magic {magic!r}, expected {MAGIC!r}")
+        if magic != INDEX_MAGIC:
+            raise BadMagicError(f"{self.path}: bad magic {magic!r}, expected {INDEX_MAGIC!r}")
         if version not in SUPPORTED_VERSIONS:
             raise UnsupportedVersionError(
                 f"{self.path}: index version {version}, this reader supports {SUPPORTED_VERSIONS}"
@@ -165,7 +165,9 @@ class Index:
         """The `count` section entries by name, each with a well-formed name and a SPEC dtype."""
         table: dict[str, _Entry] = {}
         for i in range(count):
-            name_b, dtype_b, offset, n = ENTRY.unpack_from(self._mmap, HEADER_SIZE + i * ENTRY_SIZE)
+            name_b, dtype_b, offset, n = ENTRY_STRUCT.unpack_from(
+                self._mmap, HEADER_SIZE + i * ENTRY_SIZE
+            )
             name = padded_ascii(name_b)
             if name is None:
                 raise CorruptIndexError(

@@ -11,14 +11,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-MAGIC = b"\x89FPX\r\n\x1a\n"
+INDEX_MAGIC = b"\x89FPX\r\n\x1a\n"
 # `<f>.offset` of a member an optional field lacks (version 2); its size and crc32 are 0
 ABSENT = 2**64 - 1
 HEADER_SIZE = 64
 ENTRY_SIZE = 48
 ALIGN = 64
-HEADER = struct.Struct("<8sIIQIIQ24s")
-ENTRY = struct.Struct("<24s8sQQ")
+HEADER_STRUCT = struct.Struct("<8sIIQIIQ24s")
+ENTRY_STRUCT = struct.Struct("<24s8sQQ")
 
 # Section name -> dtype for the fixed sections; per-field sections follow FIELD_SECTIONS.
 FIXED_SECTIONS: dict[str, str] = {
@@ -92,7 +92,7 @@ def table_size(header: bytes) -> int:
     """Bytes of the header and section table, from the index's first 64 bytes (unchecked)."""
     if len(header) < HEADER_SIZE:
         return HEADER_SIZE
-    sections: int = HEADER.unpack_from(header)[5]
+    sections: int = HEADER_STRUCT.unpack_from(header)[5]
     return HEADER_SIZE + ENTRY_SIZE * sections
 
 
@@ -101,7 +101,7 @@ def section_table(head: bytes) -> dict[str, Section]:
     a SPEC dtype, unchecked otherwise: opening the file with `Index` checks them against SPEC."""
     sections: dict[str, Section] = {}
     for at in range(HEADER_SIZE, min(len(head), table_size(head)) - ENTRY_SIZE + 1, ENTRY_SIZE):
-        name_b, dtype_b, offset, elements = ENTRY.unpack_from(head, at)
+        name_b, dtype_b, offset, elements = ENTRY_STRUCT.unpack_from(head, at)
         name, dtype = padded_ascii(name_b), padded_ascii(dtype_b)
         if name is not None and dtype is not None and dtype in DTYPES:
             sections.setdefault(name, Section(DTYPES[dtype], offset, elements))

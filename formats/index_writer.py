@@ -13,11 +13,11 @@ import numpy.typing as npt
 
 from .errors import CorruptIndexError
 from .index_layout import (
-    ENTRY,
     ENTRY_SIZE,
-    HEADER,
+    ENTRY_STRUCT,
     HEADER_SIZE,
-    MAGIC,
+    HEADER_STRUCT,
+    INDEX_MAGIC,
     AnyArray,
     align,
     expected_count,
@@ -87,8 +87,8 @@ class IndexWriter:
     def _write_header(self, file_size: int) -> None:
         if self._map is None:
             raise ValueError(f"{self.path}: index writer is closed")
-        header = HEADER.pack(
-            MAGIC,
+        header = HEADER_STRUCT.pack(
+            INDEX_MAGIC,
             self.version,
             HEADER_SIZE,
             self.num_samples,
@@ -100,7 +100,7 @@ class IndexWriter:
         self._map[:HEADER_SIZE] = np.frombuffer(header, dtype=np.uint8)
         at = HEADER_SIZE
         for name, (dtype, offset, count) in self._layout.items():
-            entry = ENTRY.pack(name.encode("ascii"), dtype.encode("ascii"), offset, count)
+            entry = ENTRY_STRUCT.pack(name.encode("ascii"), dtype.encode("ascii"), offset, count)
             self._map[at : at + ENTRY_SIZE] = np.frombuffer(entry, dtype=np.uint8)
             at += ENTRY_SIZE
 

@@ -28,7 +28,7 @@ from .errors import (
 )
 from .manifest import Manifest, manifest_digest
 
-MAGIC = b"\x89FPV\r\n\x1a\n"
+VIEW_MAGIC = b"\x89FPV\r\n\x1a\n"
 VIEW_VERSION = 2
 SUPPORTED_VIEW_VERSIONS = (1, 2)
 VIEWS_DIR = "views"
@@ -169,7 +169,7 @@ def view_to_bytes(view: View) -> bytes:
     }
     text = _header_text(header)
     frame = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=True).compress(bitmap)
-    body = _PREAMBLE.pack(MAGIC, VIEW_VERSION, len(text)) + text + frame
+    body = _PREAMBLE.pack(VIEW_MAGIC, VIEW_VERSION, len(text)) + text + frame
     return body + _TRAILER.pack(crc32c_extend(0, body))
 
 
@@ -227,14 +227,14 @@ def view_from_bytes(data: bytes, where: str) -> View:
 def _split(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
     """The checked JSON header and the bytes after it."""
     if len(data) < _PREAMBLE.size:
-        if not MAGIC.startswith(bytes(data[: len(MAGIC)])):
-            raise BadMagicError(f"{where}: bad magic {bytes(data[:8])!r}, expected {MAGIC!r}")
+        if not VIEW_MAGIC.startswith(bytes(data[: len(VIEW_MAGIC)])):
+            raise BadMagicError(f"{where}: bad magic {bytes(data[:8])!r}, expected {VIEW_MAGIC!r}")
         raise TruncatedFileError(
             f"{where}: {len(data)} bytes, shorter than the {_PREAMBLE.size}-byte preamble"
         )
     magic, version, size = _PREAMBLE.unpack_from(data)
-    if magic != MAGIC:
-        raise BadMagicError(f"{where}: bad magic {magic!r}, expected {MAGIC!r} (a view file)")
+    if magic != VIEW_MAGIC:
+        raise BadMagicError(f"{where}: bad magic {magic!r}, expected {VIEW_MAGIC!r} (a view file)")
     if version not in SUPPORTED_VIEW_VERSIONS:
         raise UnsupportedVersionError(
             f"{where}: view version {version}, this reader supports {SUPPORTED_VIEW_VERSIONS}"

@@ -17,7 +17,13 @@ from fastpack.formats import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
-from fastpack.formats.index_layout import ENTRY_SIZE, HEADER_SIZE, MAGIC, section_table, table_size
+from fastpack.formats.index_layout import (
+    ENTRY_SIZE,
+    HEADER_SIZE,
+    INDEX_MAGIC,
+    section_table,
+    table_size,
+)
 from fastpack.formats.string_table import unpack_strings
 
 from ._samples import FIELDS, LABELS, PAYLOADS, SOURCES, index_part, write_index, write_shard
@@ -48,7 +54,7 @@ def test_round_trip(index_path: Path) -> None:
 
 def test_file_layout(index_path: Path) -> None:
     raw = index_path.read_bytes()
-    assert raw[:8] == MAGIC == b"\x89FPX\r\n\x1a\n"
+    assert raw[:8] == INDEX_MAGIC == b"\x89FPX\r\n\x1a\n"
     version, header_size, n, shards, sections, file_size = struct.unpack_from("<IIQIIQ", raw, 8)
     assert (version, header_size, n, shards, file_size) == (1, 64, 3, 1, len(raw))
     for s in range(sections):

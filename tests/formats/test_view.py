@@ -31,7 +31,7 @@ from fastpack.formats import (
 )
 from fastpack.formats.checksum import crc32c_extend
 from fastpack.formats.manifest import manifest_digest
-from fastpack.formats.view import MAGIC, check_view_dataset, view_from_bytes, view_to_bytes
+from fastpack.formats.view import VIEW_MAGIC, check_view_dataset, view_from_bytes, view_to_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,7 +65,7 @@ def parts(data: bytes) -> tuple[int, dict[str, object], bytes]:
 
 def assemble(header: dict[str, object], frame: bytes, version: int = 1) -> bytes:
     text = json.dumps(header).encode()
-    return MAGIC + struct.pack("<II", version, len(text)) + text + frame
+    return VIEW_MAGIC + struct.pack("<II", version, len(text)) + text + frame
 
 
 def assert_same(a: View, b: View) -> None:
@@ -227,9 +227,9 @@ HOSTILE: list[tuple[str, bytes, type[FastpackError], str]] = [
     ("header cut", GOOD[:40], TruncatedFileError, "-byte header alone ends at byte"),
     ("no bitmap", assemble(_header(), b""), TruncatedFileError, "without the bitmap"),
     ("bitmap cut", assemble(_header(), GOOD_FRAME[:-4]), TruncatedFileError, "cut short"),
-    ("not JSON", MAGIC + struct.pack("<II", 1, 5) + b"{oops" + GOOD_FRAME, ViewError,
+    ("not JSON", VIEW_MAGIC + struct.pack("<II", 1, 5) + b"{oops" + GOOD_FRAME, ViewError,
      "the header is not UTF-8 JSON"),
-    ("not UTF-8", MAGIC + struct.pack("<II", 1, 2) + b"\xff\xfe" + GOOD_FRAME, ViewError,
+    ("not UTF-8", VIEW_MAGIC + struct.pack("<II", 1, 2) + b"\xff\xfe" + GOOD_FRAME, ViewError,
      "the header is not UTF-8 JSON"),
     ("JSON list", assemble([], GOOD_FRAME), ViewError, "a JSON list, not an object"),  # type: ignore[arg-type]
     ("missing key", assemble(_without("count"), GOOD_FRAME), ViewError,

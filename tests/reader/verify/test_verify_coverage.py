@@ -25,7 +25,8 @@ from fastpack.formats import (
     write_view_file,
 )
 from fastpack.formats.manifest import manifest_digest
-from fastpack.formats.view import MAGIC, view_to_bytes
+from fastpack.formats.view import VIEW_MAGIC as MAGIC
+from fastpack.formats.view import view_to_bytes
 from fastpack.reader import verify_dataset, verify_remote, verify_view
 
 from fastpack.cli import main
