@@ -4,7 +4,9 @@ Every layer asks the registry about a field's type instead of branching on its n
 checks (`validate`), the member codec (`encode`, `decode`), the shard jobs (`encode_all`, a
 shard's values at once), list-file cells (`parse_cell`), the reader's batch columns (`batch`),
 verify (`check_value`) and the DALI reader (`dali`). A new type is a module that builds a
-`FieldTypeDef` and a `register_field_type` call (here for the built-in ones).
+`FieldTypeDef` and a `register_field_type` call (here for the built-in ones). A type reads the
+field it encodes through `Spec` (its name, type, dtype, shape and geometry): the schema asks the
+registry about types, and the registry never imports the schema.
 """
 
 from __future__ import annotations
