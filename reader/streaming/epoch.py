@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import operator
 from multiprocessing.context import get_spawning_popen
 from typing import Any
+
+from ..order.schema import INT64_MAX
 
 
 class SharedEpoch:
@@ -20,8 +23,14 @@ class SharedEpoch:
     def get(self) -> int:
         return int(self._value.value)
 
-    def set(self, epoch: int) -> None:
-        self._value.value = epoch
+    def set(self, epoch: int) -> int:
+        """Share `epoch`, an integer in [0, 2**63 - 1] (a TypeError for a float or a string, a
+        ValueError out of range); returns it as an int."""
+        value = operator.index(epoch)
+        if not 0 <= value <= INT64_MAX:
+            raise ValueError(f"epoch must be >= 0 and at most 2**63 - 1, got {epoch}")
+        self._value.value = value
+        return value
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if get_spawning_popen() is not None:  # pickled for a process being started

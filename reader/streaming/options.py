@@ -75,6 +75,13 @@ class StreamingOptions:
                     f"StreamingDataset {name}={getattr(self, name)!r}: expected {expected}"
                 )
 
+    @classmethod
+    def of(cls, given: Mapping[str, Any], **resolved: Any) -> StreamingOptions:
+        """The options named in `given` (a call's arguments: the names that are no option are
+        left out), with the `resolved` ones in place of those given."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in given.items() if k in names}, **resolved})
+
     @property
     def ahead_limit(self) -> int:
         """The most shards a stream fetches ahead of the one it reads: `prefetch`, else chosen

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError
+from fastpack.formats import AbsentFieldError, DatasetFiles, FastpackError, Schema
 
 from ..errors import MissingFieldError
-from ..fields import BatchLayout, SampleDecoder, assemble_columns
+from ..fields import (
+    BatchLayout,
+    SampleDecoder,
+    assemble_columns,
+    check_geometry,
+    choose_fields,
+    image_field,
+    plan_columns,
+)
 from ..fields.images import Payload
 from ..fields.sample import PayloadOf
 from ..image.batch import Allocate, decode_same_size
@@ -26,7 +35,30 @@ from ..image.guard import named_decode_error, needs_name
 from ..image.transforms import Transform
 from ..shard_files import ShardFile
 from ..stats.counts import READ_COUNTS
+from .options import StreamingOptions
 from .window import Window
+
+
+@dataclass(frozen=True, kw_only=True)
+class Columns:
+    """What a sample is: the image field `field` (None: none), the fields `fields` in order,
+    and how they are laid out in a batch (`layout`)."""
+
+    field: str | None
+    fields: tuple[str, ...]
+    layout: BatchLayout
+
+    @classmethod
+    def of(cls, path: str, schema: Schema, options: StreamingOptions) -> Columns:
+        """The columns `options` choose (`field`, `fields`, `transform`, `pad`) from the
+        dataset at `path`."""
+        image = image_field(schema, options.field, path)
+        chosen = choose_fields(schema, options.fields, image, path)
+        layout = plan_columns(
+            schema, chosen, image=image, transform=options.transform, pad=options.pad
+        )
+        check_geometry(layout, options.transform, path)
+        return cls(field=image, fields=chosen, layout=layout)
 
 
 class Span(NamedTuple):
@@ -49,7 +81,7 @@ class WindowReader:
     field through `decoder`. Batch arrays come from `allocate`; `pad_value` pads batches of
     variable-length arrays."""
 
-    def __init__(  # noqa: PLR0913 (keyword-only: the reader's collaborators, made by the dataset)
+    def __init__(  # noqa: PLR0913 -- keyword inputs: the reader's collaborators
         self,
         *,
         path: str,
@@ -175,7 +207,7 @@ def _release(files: Iterable[ShardFile]) -> None:
         file.release()
 
 
-def sample_decoder(  # noqa: PLR0913 (keyword-only: what one sample's decode needs)
+def sample_decoder(  # noqa: PLR0913 -- keyword inputs: what one sample's decode needs
     path: str,
     files: DatasetFiles,
     layout: BatchLayout,

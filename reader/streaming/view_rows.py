@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import Manifest, View
+from fastpack.formats.manifest import manifest_digest
 
 from ..views import ViewSpec, open_view
 
@@ -36,3 +37,12 @@ def shard_counts(counts: IntArray, rows: IntArray) -> IntArray:
     samples of shard `s` after those of the shards before it)."""
     shards = np.searchsorted(np.cumsum(counts), rows, side="right")
     return np.bincount(shards, minlength=len(counts)).astype(np.int64)
+
+
+def order_identity(manifest: Manifest, view: View | None) -> dict[str, Any]:
+    """What a dataset's samples are, as a loader's saved state names them: the digest of its
+    `manifest` and the `view` read (its name and digest; None: the whole dataset)."""
+    return {
+        "dataset": manifest_digest(manifest),
+        "view": None if view is None else {"name": view.name, "digest": view.digest()},
+    }
