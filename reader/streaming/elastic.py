@@ -324,7 +324,7 @@ def rest(
     return kept
 
 
-def resumed_streams(  # noqa: PLR0913 (the epoch, its segments and the new layout)
+def resumed_streams(  # noqa: PLR0913 -- keyword inputs: the epoch, its segments and the new layout
     total: int,
     segments: Sequence[Segment],
     world: int,
@@ -380,7 +380,7 @@ def reading_offsets(plan: StreamPlan, offsets: Sequence[int]) -> list[int]:
     return found
 
 
-def resumed_parts(  # noqa: PLR0913 (keyword-only: what a resumed epoch is re-planned from)
+def resumed_parts(  # noqa: PLR0913 -- keyword inputs: what a resumed epoch is re-planned from
     progress: EpochProgress,
     stream: Stream,
     *,

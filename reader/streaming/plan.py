@@ -138,7 +138,7 @@ def span_chunks(order: IntArray, counts: IntArray, start: int, stop: int) -> lis
     return chunks
 
 
-def stream_plan(  # noqa: PLR0913 (keyword-only: every input of an epoch's plan)
+def stream_plan(  # noqa: PLR0913 -- keyword inputs: every input of an epoch's plan
     counts: IntArray,
     stream: Stream,
     *,

@@ -32,7 +32,7 @@ _POOL_KEY = 3
 _MIX_KEY = 4
 
 
-def resident_shards(  # noqa: PLR0913 (keyword-only: the inputs of a seeded choice)
+def resident_shards(  # noqa: PLR0913 -- keyword inputs: a seeded choice
     counts: IntArray, sizes: IntArray, *, seed: int, world: int, budget: int, span: int
 ) -> list[IntArray]:
     """The resident shards of each rank: `budget` bytes each at most, and at most `span` minus
@@ -51,7 +51,7 @@ def resident_shards(  # noqa: PLR0913 (keyword-only: the inputs of a seeded choi
     return kept
 
 
-def resident_order(  # noqa: PLR0913 (keyword-only: the inputs of a seeded order)
+def resident_order(  # noqa: PLR0913 -- keyword inputs: a seeded order
     counts: IntArray,
     resident: list[IntArray],
     *,

@@ -36,7 +36,7 @@ class Window:
         return len(self.ids)
 
 
-def locate_window(  # noqa: PLR0913 (keyword-only: the inputs of a seeded window)
+def locate_window(  # noqa: PLR0913 -- keyword inputs: a seeded window
     dataset: DatasetFiles,
     ids: IntArray,
     shard_files: Mapping[int, ShardFile],
