@@ -13,7 +13,7 @@ from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.reader.streaming.dataset import StreamingDataset
 from fastpack.reader.streaming.plan import Stream, stream_plan
 from fastpack.reader.streaming.residency import rank_budget, resident_order, resident_shards
-from fastpack.storage import Location
+from fastpack.storage import Expected, Location
 
 from tests.publish import publish_dataset
 from tests.reader.streaming._streaming_data import build_small, counts, indices, sample_of_image
@@ -133,10 +133,12 @@ def test_a_cache_of_part_of_the_dataset_saves_that_part_every_epoch(
     fetched: list[int] = []
     download = Location.download
 
-    def counted(self: Location, name: str, dest: Path, **kwargs: Any) -> None:
+    def counted(
+        self: Location, name: str, dest: Path, expected: Expected, *args: Any, **kwargs: Any
+    ) -> None:
         if name.startswith("shards/"):
-            fetched.append(kwargs["size"])
-        download(self, name, dest, **kwargs)
+            fetched.append(expected.size)
+        download(self, name, dest, expected, *args, **kwargs)
 
     monkeypatch.setattr(Location, "download", counted)
     dataset = StreamingDataset(
