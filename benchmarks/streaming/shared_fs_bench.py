@@ -45,7 +45,7 @@ from benchmarks.streaming._shared_fs_report import markdown
 from benchmarks.streaming._shared_fs_run import CONFIGS
 from fastpack.sizes import parse_size
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 Record = dict[str, Any]
 MIN_WORKER_BATCHES = 40  # per worker and epoch, for an epoch that is more than its start
 # A mount, or a read through it, that failed: recorded as a failed run; the next one goes on.
