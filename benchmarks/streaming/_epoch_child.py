@@ -1,15 +1,18 @@
 """One timed epoch in a process of its own, for `install_ab`: run as a script (not `-m`), so that
 `import fastpack` finds the install on PYTHONPATH, not the checkout's folders.
 
-    python benchmarks/streaming/_epoch_child.py DATASET KIND WORKERS EPOCH
+    python benchmarks/streaming/_epoch_child.py DATASET KIND WORKERS EPOCH [CACHE_DIR]
 
-KIND is `streaming` (`StreamingDataset`) or `map` (`Dataset`). Prints one JSON line: images/s,
-seconds to the first batch, images, and where fastpack was imported from.
+KIND is `streaming` (`StreamingDataset` of a local DATASET), `map` (`Dataset`) or `url`
+(`StreamingDataset` of the URL DATASET, fetched into CACHE_DIR, with the storage options given
+as JSON in `FASTPACK_AB_STORAGE`). Prints one JSON line: images/s, seconds to the first batch,
+images, and where fastpack was imported from.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -24,11 +27,14 @@ def main(argv: list[str]) -> None:
     path, kind, workers, epoch = argv[0], argv[1], int(argv[2]), int(argv[3])
     started = time.perf_counter()
     crop = RandomResizedCrop(224)
-    dataset = (
-        StreamingDataset(path, transform=crop)
-        if kind == "streaming"
-        else Dataset(path, transform=crop)
-    )
+    dataset: Dataset | StreamingDataset
+    if kind == "map":
+        dataset = Dataset(path, transform=crop)
+    elif kind == "url":
+        storage = json.loads(os.environ["FASTPACK_AB_STORAGE"])
+        dataset = StreamingDataset(path, transform=crop, cache_dir=argv[4], storage_options=storage)
+    else:
+        dataset = StreamingDataset(path, transform=crop)
     dataset.set_epoch(epoch)
     loader = make_loader(dataset, batch_size=BATCH, num_workers=workers)
     seen, first = 0, 0.0
