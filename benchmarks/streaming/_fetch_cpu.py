@@ -40,8 +40,8 @@ def _download_all(
     url: str, storage: dict[str, Any], dest: Path, how: tuple[bool, int], answer: Any
 ) -> None:
     bulk, shards_at_once = how
-    from fastpack.formats import MANIFEST_NAME  # noqa: PLC0415
-    from fastpack.formats.manifest import manifest_from_text  # noqa: PLC0415 -- in the spawned process
+    from fastpack.formats import MANIFEST_NAME  # noqa: PLC0415 -- on use: in the child whose CPU time is measured
+    from fastpack.formats.manifest import manifest_from_text  # noqa: PLC0415 -- on use: in the child whose CPU time is measured
     from fastpack.storage import Expected, Location, Transfer  # noqa: PLC0415 -- on use: in the child whose CPU time is measured
 
     location = Location(url, storage)

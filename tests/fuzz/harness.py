@@ -50,7 +50,7 @@ def memory_budget_kib() -> int:
     may take (3 bytes per sample of a progressive colour image, 5 of a grey one, formats/
     image_header.py), plus 256 MiB of slack; 1 GiB where the reader has no pixel budget."""
     try:
-        from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET  # noqa: PLC0415
+        from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET  # noqa: PLC0415 -- optional: fastpack, absent or without a pixel budget in the sources fuzzed
     except ImportError:
         return 1 << 20
     return int(5 * DEFAULT_PIXEL_BUDGET // 1024 + (256 << 10))
