@@ -157,7 +157,7 @@ def run_once(  # noqa: PLR0913 -- keyword inputs
 
 def place_whole_index(dataset: Path, url: str, cache: Path) -> None:
     """Link the whole index where `StreamingDataset(url, cache_dir=cache)` keeps it: under the
-    hash of the URL and the manifest's text (`StreamingDataset._fetch_metadata`)."""
+    hash of the URL and the manifest's text (`reader/streaming/site.py`, `_fetch_metadata`)."""
     text = (dataset / MANIFEST_NAME).read_bytes()
     root = cache / hashlib.sha256(url.encode() + b"\n" + text).hexdigest()[:16]
     root.mkdir(parents=True)
