@@ -178,18 +178,7 @@ class EpochBatchSampler:
         return self._samples(epoch, start + (self.rank + ks * self.world_size) % left)
 
     def __iter__(self) -> Iterator[EpochBatch]:
-        stride = self.ahead_stride
-        if stride == 0:
-            yield from self._batches()
-            return
-        waiting: deque[EpochBatch] = deque()
-        for batch in self._batches():
-            waiting.append(batch)
-            if len(waiting) > stride:
-                first = waiting.popleft()
-                first.ahead = list(batch)
-                yield first
-        yield from waiting
+        return tag_ahead(self._batches(), self.ahead_stride)
 
     def _batches(self) -> Iterator[EpochBatch]:
         if not self._begun:
@@ -197,6 +186,12 @@ class EpochBatchSampler:
         self._begun = False
         epoch, start = self._running or (self.dataset.epoch, 0)  # `begin` set it
         yield from self._epoch_batches(epoch, start)
+
+    def batches(self, epoch: int, start: int) -> Iterator[EpochBatch]:
+        """This rank's batches of an iteration over `epoch` from position `start` of its order,
+        without `ahead`: a function of the arguments and the sampler's settings only, so that
+        a loader may compute an epoch's batches before the epoch begins."""
+        return self._epoch_batches(epoch, start)
 
     def _epoch_batches(self, epoch: int, start: int) -> Iterator[EpochBatch]:
         total, b = self.samples_per_rank(start), self.batch_size
@@ -207,3 +202,19 @@ class EpochBatchSampler:
             rows = self._rank_samples(epoch, start, first * b, min(last * b, total)).tolist()
             for k in range(last - first):
                 yield EpochBatch(rows[k * b : (k + 1) * b], epoch)
+
+
+def tag_ahead(batches: Iterable[EpochBatch], stride: int) -> Iterator[EpochBatch]:
+    """`batches`, each tagged with the batch `stride` places later (`EpochBatch.ahead`) when
+    `stride` > 0; the last `stride` keep theirs."""
+    if stride == 0:
+        yield from batches
+        return
+    waiting: deque[EpochBatch] = deque()
+    for batch in batches:
+        waiting.append(batch)
+        if len(waiting) > stride:
+            first = waiting.popleft()
+            first.ahead = list(batch)
+            yield first
+    yield from waiting

@@ -14,10 +14,12 @@ from ..fields import ColumnKind
 from ..image.cv2_threads import single_threaded_cv2
 from ..order.reading import EpochReading
 from ..order.sampler import EpochBatchSampler
+from ..order.state import Progress
 from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
 from .batch_slots import BatchSlots
+from .epoch_stream import EpochStream, EpochView
 from .streaming_state import StreamingProgress
 from .streaming_state import make_state as make_streaming_state
 from .streaming_state import read_state as read_streaming_state
@@ -120,14 +122,56 @@ class FastpackLoader(DataLoader[Any]):
     size (`fastpack.reader.order.state`). `stats()` says how the loading goes."""
 
     _order_reading: EpochReading | None = None  # over an EpochBatchSampler
+    _stream: EpochStream | None = None  # with persistent workers over an EpochBatchSampler
     meter: LoaderMeter | None = None  # make_torch_loader's: the workers' counters, the wait
 
     def __iter__(self) -> Any:
-        progress = self._start_progress()
+        stream, reading = self._epoch_stream(), self._order()
+        if stream is not None and reading is not None:
+            begun = reading.begin()
+            return TrackedIterator(self._epoch_view(stream, begun), begun, self.meter)
+        progress = self._start_progress()  # before the iterator pulls its first indices
+        return TrackedIterator(self._torch_iterator(), progress, self.meter)
+
+    def _torch_iterator(self) -> Any:
         if self.num_workers == 0:
-            return TrackedIterator(super().__iter__(), progress, self.meter)
+            return super().__iter__()
         with single_threaded_cv2(), frozen_gc():  # workers are forked (or re-forked) in here
-            return TrackedIterator(super().__iter__(), progress, self.meter)
+            return super().__iter__()
+
+    @property
+    def _index_sampler(self) -> Any:
+        """What torch's iterators read their indices from: the batch sampler, or the stream of
+        its epochs that persistent workers read on into the next epoch (`epoch_stream`)."""
+        stream = self._epoch_stream()
+        return super()._index_sampler if stream is None else stream
+
+    def _epoch_stream(self) -> EpochStream | None:
+        """The stream of the `EpochBatchSampler`'s epochs, with persistent workers that return
+        batches in order; None otherwise (each iteration reads the batch sampler, as torch's)."""
+        if self._stream is not None:
+            return self._stream
+        sampler = self.batch_sampler
+        if (
+            not isinstance(sampler, EpochBatchSampler)
+            or self.num_workers == 0
+            or not self.persistent_workers
+            or not getattr(self, "in_order", True)  # a later epoch's batch could come first
+        ):
+            return None
+        self._stream = EpochStream(sampler)
+        return self._stream
+
+    def _epoch_view(self, stream: EpochStream, progress: Progress) -> EpochView:
+        """The iteration's batches from the torch iterator: the one already prefetching them
+        when the stream went on with this epoch from this position, else a restarted one."""
+        epoch, start = progress.epoch, progress.start
+        if self._iterator is None or not stream.continues(epoch, start):
+            stream.restart(epoch, start)
+            inner = self._torch_iterator()  # torch's reset drops the batches prefetched
+        else:
+            inner = self._iterator
+        return stream.view(inner, epoch, progress.batches)
 
     def stats(self) -> LoaderStats:
         """What the loader did since the previous call (the first: since the first batch was

@@ -74,7 +74,13 @@ def test_counts_per_epoch_and_per_call(
     build_dataset: Callable[..., Built], workers: int, io: IoChoice
 ) -> None:
     ds = Dataset(build_dataset(classes=3, per_class=7).path, transform=CenterCrop(16), io=io)
-    loader = make_loader(ds, batch_size=4, num_workers=workers, timeout=TIMEOUT if workers else 0)
+    loader = make_loader(  # workers that stop with each epoch: persistent ones would decode
+        ds,  # the next epoch's first batches in this one's interval
+        batch_size=4,
+        num_workers=workers,
+        persistent_workers=False,
+        timeout=TIMEOUT if workers else 0,
+    )
     assert loader.stats().batches == 0  # nothing asked for yet
     payload = _image_bytes(ds)
     for epoch in (0, 1):
@@ -95,8 +101,12 @@ def test_counts_per_epoch_and_per_call(
 def test_a_mix_batch_is_one_batch(build_dataset: Callable[..., Built]) -> None:
     one = Dataset(build_dataset(name="one").path, transform=CenterCrop(16))
     two = Dataset(build_dataset(name="two", seed=1).path, transform=CenterCrop(16))
-    loader = make_loader(
-        Mix([(one, 1), (two, 1)], epoch_size=20), batch_size=4, num_workers=1, timeout=TIMEOUT
+    loader = make_loader(  # a worker that stops with the epoch: no batch of the next one
+        Mix([(one, 1), (two, 1)], epoch_size=20),
+        batch_size=4,
+        num_workers=1,
+        persistent_workers=False,
+        timeout=TIMEOUT,
     )
     for _ in loader:
         pass

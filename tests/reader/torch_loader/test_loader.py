@@ -264,10 +264,13 @@ def test_workers_decode_into_shared_memory(build_dataset: Callable[..., Built]) 
             np.testing.assert_array_equal(np.concatenate(batches), expected)
         state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
         assert state is not None
-        assert state.arrived == 9
-        if persistent:  # prefetch_factor + 1 slots per worker: one is always free here
-            assert state.from_slots == 9
+        if persistent:  # prefetch_factor + 1 slots per worker: one is free for each batch
+            # read; the next epoch's first batches, prefetched, arrive too, and are dropped
+            # when the next iteration is over another epoch (here the same one again)
+            assert 9 <= state.arrived <= 9 + 3 * 2 * 2
+            assert state.from_slots >= 9
         else:  # workers that stop at the end of each epoch get no slots
+            assert state.arrived == 9
             assert state.from_slots == 0
     assert ds.batch_allocator is None  # only the workers' copies allocate in shared memory
 
@@ -315,8 +318,8 @@ def test_spawned_workers(build_dataset: Callable[..., Built]) -> None:
         np.testing.assert_array_equal(np.concatenate(received), expected)
     state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
     assert state is not None
-    assert state.arrived == 6
-    assert state.from_slots == 6
+    assert 6 <= state.arrived <= 6 + 2 * 2  # with the prefetched batches of the next epoch
+    assert state.from_slots >= 6
 
 
 def test_slots_larger_than_shared_memory_are_refused_when_the_loader_is_made(

@@ -1,0 +1,69 @@
+"""No stall at an epoch boundary: with a training step slower than the loader, the first batch of
+an epoch waits no longer than the other batches do (their 99th percentile).
+
+The trainer's wait for a batch is the time in `next()`, and for an epoch's first batch the time
+in `iter()` as well: where a DataLoader with persistent workers starts sending an epoch's batches
+to its workers, so that the first one would be decoded from scratch while the trainer waits
+(without the prefetch across epochs, 12-33 ms here against a p99 of 5-9 ms for the others, on 2
+busy cores).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+from fastpack.reader import Dataset, RandomResizedCrop, make_loader
+
+from ..conftest import Built
+
+TIMEOUT = 60  # seconds a worker may take per batch; a hung worker fails the test
+BATCH = 32
+BATCHES_PER_EPOCH = 20
+EPOCHS = 5
+
+
+def _decode_seconds(ds: Dataset) -> float:
+    """The median time to decode one batch here, in this process."""
+    rows = list(range(BATCH))
+    ds.__getitems__(rows)  # opens the shards
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        ds.__getitems__(rows)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def test_the_first_batch_of_an_epoch_does_not_wait(build_dataset: Callable[..., Built]) -> None:
+    built = build_dataset(classes=4, per_class=BATCH * BATCHES_PER_EPOCH // 4, size=128)
+    ds = Dataset(built.path, transform=RandomResizedCrop(64), seed=0)
+    step = max(0.02, 4 * _decode_seconds(ds))  # consumption well below the loader's capacity
+    loader = make_loader(ds, batch_size=BATCH, num_workers=2, drop_last=True, timeout=TIMEOUT)
+    assert len(loader) == BATCHES_PER_EPOCH
+    first, others = [], []
+    for epoch in range(EPOCHS):
+        ds.set_epoch(epoch)
+        start = time.perf_counter()
+        batches = iter(loader)
+        for n in range(BATCHES_PER_EPOCH):
+            if n > 0:
+                start = time.perf_counter()
+            images, _ = next(batches)
+            waited = time.perf_counter() - start
+            assert images.shape == (BATCH, 64, 64, 3)
+            if n == 0:
+                first.append(waited)
+            elif n > 2:  # after the epoch's start: the workers' prefetch is full
+                others.append(waited)
+            time.sleep(step)  # the training step
+        assert next(batches, None) is None
+    p99 = float(np.percentile(others, 99))
+    waits = ", ".join(f"{w * 1e3:.2f}" for w in first)
+    # epoch 0 starts the workers; the later epochs' first batches were prefetched. Their
+    # median: one wait stretched by the other processes of a busy machine does not decide.
+    assert float(np.median(first[1:])) <= p99, (
+        f"the first batches of epochs 0-{EPOCHS - 1} waited {waits} ms, the others' p99 "
+        f"{p99 * 1e3:.2f} ms (a step of {step * 1e3:.0f} ms)"
+    )
