@@ -11,7 +11,9 @@ then epoch e + 1 from 0, and so on. The trainer reads one epoch at a time throug
 stream. When the next iteration is over the epoch the stream went on with (`expected`), it
 continues the same torch iterator. Otherwise (`set_epoch` to another epoch, `load_state_dict`
 to another position, an epoch left before its end) the stream restarts where the iteration
-starts and the torch iterator is reset, which drops the batches it prefetched.
+starts and the torch iterator is reset, which drops the batches it prefetched. A trainer that
+reads a whole epoch twice in a row (one that never calls `set_epoch`) makes the stream restart
+with that epoch repeated, until it reads another.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from ..order.state import epoch_limit
 
 class EpochStream:
     """The index source of a torch iterator: `sampler`'s batches of the epoch `restart` names
-    from its start position, then of every later epoch from 0 (each tagged with the batch its
-    worker reads next, `EpochBatchSampler.ahead_stride`). Its length is the sampler's, what a
-    DataLoader reports as its own."""
+    from its start position, then of every later epoch from 0 (or of the same epoch again, when
+    the trainer has just read it twice), each tagged with the batch its worker reads next
+    (`EpochBatchSampler.ahead_stride`). Its length is the sampler's, what a DataLoader reports
+    as its own."""
 
     def __init__(self, sampler: EpochBatchSampler) -> None:
         self.sampler = sampler
         self.first = (0, 0)  # (epoch, start) where the next iteration of the stream starts
+        self.step = 1  # from one epoch of the stream to the next: 1, or 0 to repeat it
         self.expected: tuple[int, int] | None = None  # the (epoch, start) the reader is at
         self.generation = 0  # counts the views: an older view stops
 
@@ -39,12 +43,14 @@ class EpochStream:
         return len(self.sampler)
 
     def __iter__(self) -> Iterator[EpochBatch]:
-        return tag_ahead(self._epochs(*self.first), self.sampler.ahead_stride)
+        return tag_ahead(self._epochs(*self.first, self.step), self.sampler.ahead_stride)
 
-    def _epochs(self, epoch: int, start: int) -> Iterator[EpochBatch]:
-        last = epoch_limit(len(self.sampler.epoch_order))
+    def _epochs(self, epoch: int, start: int, step: int) -> Iterator[EpochBatch]:
         yield from self.sampler.batches(epoch, start)
-        for later in range(epoch + 1, last + 1):
+        if step == 0:
+            while True:
+                yield from self.sampler.batches(epoch, 0)
+        for later in range(epoch + 1, epoch_limit(len(self.sampler.epoch_order)) + 1):
             yield from self.sampler.batches(later, 0)
 
     def continues(self, epoch: int, start: int) -> bool:
@@ -53,7 +59,10 @@ class EpochStream:
         return self.expected == (epoch, start)
 
     def restart(self, epoch: int, start: int) -> None:
-        """Make the stream's next iteration start with `epoch` from `start`."""
+        """Make the stream's next iteration start with `epoch` from `start`, and go on with the
+        same epoch again when the previous view read all of it and this one reads it from 0."""
+        repeat = self.step == 1 and self.expected == (epoch + 1, 0) and start == 0
+        self.step = 0 if repeat else 1
         self.first, self.expected = (epoch, start), None
 
     def view(self, inner: Iterator[Any], epoch: int, length: int) -> EpochView:
@@ -89,7 +98,7 @@ class EpochView:
 
     def _check_end(self) -> None:
         if self.taken == self.length and self.generation == self.stream.generation:
-            self.stream.expected = (self.epoch + 1, 0)
+            self.stream.expected = (self.epoch + self.stream.step, 0)
 
     def __len__(self) -> int:
         return self.length

@@ -117,7 +117,9 @@ def test_a_mix_batch_is_one_batch(build_dataset: Callable[..., Built]) -> None:
 
 def test_stats_format_and_dict(build_dataset: Callable[..., Built]) -> None:
     ds = Dataset(build_dataset().path, transform=CenterCrop(16))
-    loader = make_loader(ds, batch_size=4, num_workers=1, timeout=TIMEOUT)
+    loader = make_loader(  # a worker that stops with the epoch: no batch of the next one
+        ds, batch_size=4, num_workers=1, persistent_workers=False, timeout=TIMEOUT
+    )
     for _ in loader:
         pass
     stats = loader.stats()

@@ -140,3 +140,11 @@ def test_an_older_iterator_stops_when_a_newer_one_is_made(dataset: Dataset) -> N
     with pytest.raises(StopIteration):
         next(older)
     _same(_read(newer), _expected(dataset, 0), "the newer iterator, whole")
+
+
+def test_a_trainer_that_repeats_an_epoch_then_moves_on(dataset: Dataset) -> None:
+    """One that never calls `set_epoch`, then does: the stream follows either way."""
+    loader = _loader(dataset)
+    for epoch in (0, 0, 0, 0, 1, 2, 2, 2, 3):
+        dataset.set_epoch(epoch)
+        _same(_read(loader), _expected(dataset, epoch), f"epoch {epoch}")
