@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.reader import Dataset, EpochBatchSampler, RandomResizedCrop, make_loader
+from fastpack.reader import Dataset, EpochBatchSampler, Mix, RandomResizedCrop, make_loader
 from fastpack.reader.order import EpochBatch
 
 from ..conftest import Built
@@ -148,3 +148,20 @@ def test_a_trainer_that_repeats_an_epoch_then_moves_on(dataset: Dataset) -> None
     for epoch in (0, 0, 0, 0, 1, 2, 2, 2, 3):
         dataset.set_epoch(epoch)
         _same(_read(loader), _expected(dataset, epoch), f"epoch {epoch}")
+
+
+def test_a_mix_yields_its_own_epochs(build_dataset: Callable[..., Built]) -> None:
+    one = Dataset(build_dataset(name="one").path, transform=RandomResizedCrop(16), seed=1)
+    two = Dataset(build_dataset(name="two", seed=1).path, transform=RandomResizedCrop(16), seed=2)
+    mixes = [Mix([(one, 0.6), (two, 0.4)], epoch_size=22, seed=4) for _ in range(2)]
+    loaders = [
+        make_loader(mix, batch_size=BATCH, num_workers=2, persistent_workers=p, timeout=TIMEOUT)
+        for mix, p in zip(mixes, (True, False), strict=True)
+    ]
+    for epoch in (0, 1, 2, 5, 5):
+        got = []
+        for mix, loader in zip(mixes, loaders, strict=True):
+            mix.set_epoch(epoch)
+            got.append(_read(loader))
+        assert len(got[0]) == 4
+        _same(got[0], got[1], f"mix epoch {epoch}, persistent workers against new ones")
