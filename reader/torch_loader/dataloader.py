@@ -19,7 +19,7 @@ from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
 from .batch_slots import BatchSlots
-from .epoch_stream import EpochStream, EpochView
+from .epoch_stream import EpochStream, EpochView, SkipStale
 from .streaming_state import StreamingProgress
 from .streaming_state import make_state as make_streaming_state
 from .streaming_state import read_state as read_streaming_state
@@ -40,11 +40,15 @@ class SharedBatches:
         slots: BatchSlots,
         user_init: WorkerInit | None = None,
         kinds: Sequence[ColumnKind] | None = None,
+        run: Any = None,
     ) -> None:
-        """`kinds`: the column kinds of a multi-field batch; None for `(images, labels)`."""
+        """`kinds`: the column kinds of a multi-field batch; None for `(images, labels)`.
+        `run`: the shared count of an `EpochStream`'s restarts, whose stale batches the
+        workers skip (`SkipStale`); None for none."""
         self.slots = slots
         self.user_init = user_init
         self.kinds = None if kinds is None else tuple(kinds)
+        self.run = run
 
     def install(self, worker_id: int) -> None:
         """Run in each worker as it starts."""
@@ -52,12 +56,16 @@ class SharedBatches:
         if info is not None and hasattr(info.dataset, "batch_allocator"):
             self.slots.start(worker_id)
             info.dataset.batch_allocator = self.slots.allocate
+        if info is not None and self.run is not None and hasattr(info.dataset, "__getitems__"):
+            info.dataset.__getitems__ = SkipStale(info.dataset.__getitems__, self.run)
         if self.user_init is not None:
             self.user_init(worker_id)
 
-    def collate(self, batch: tuple[Any, ...]) -> tuple[Any, ...]:
+    def collate(self, batch: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         """A batch from `Dataset.__getitems__` or a batching `StreamingDataset` (`(images,
-        labels)` arrays, or one value per field) as tensors."""
+        labels)` arrays, or one value per field) as tensors; None for a skipped one."""
+        if batch is None:
+            return None
         if self.kinds is None:
             return self.slots.collate(*batch)
         return self.slots.collate_fields(batch, self.kinds)
@@ -124,6 +132,7 @@ class FastpackLoader(DataLoader[Any]):
     _order_reading: EpochReading | None = None  # over an EpochBatchSampler
     _stream: EpochStream | None = None  # with persistent workers over an EpochBatchSampler
     meter: LoaderMeter | None = None  # make_torch_loader's: the workers' counters, the wait
+    stream_run: Any = None  # make_torch_loader's: the restarts of the stream, shared
 
     def __iter__(self) -> Any:
         stream, reading = self._epoch_stream(), self._order()
@@ -159,7 +168,7 @@ class FastpackLoader(DataLoader[Any]):
             or not getattr(self, "in_order", True)  # a later epoch's batch could come first
         ):
             return None
-        self._stream = EpochStream(sampler)
+        self._stream = EpochStream(sampler, self.stream_run)
         return self._stream
 
     def _epoch_view(self, stream: EpochStream, progress: Progress) -> EpochView:

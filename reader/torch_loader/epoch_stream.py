@@ -11,18 +11,46 @@ then epoch e + 1 from 0, and so on. The trainer reads one epoch at a time throug
 stream. When the next iteration is over the epoch the stream went on with (`expected`), it
 continues the same torch iterator. Otherwise (`set_epoch` to another epoch, `load_state_dict`
 to another position, an epoch left before its end) the stream restarts where the iteration
-starts and the torch iterator is reset, which drops the batches it prefetched. A trainer that
+starts and the torch iterator is reset, which drops the batches it prefetched: the workers
+skip those they have not begun (`StreamBatch.run`, `SkipStale`). A trainer that
 reads a whole epoch twice in a row (one that never calls `set_epoch`) makes the stream restart
 with that epoch repeated, until it reads another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..order.sampler import EpochBatch, EpochBatchSampler, tag_ahead
 from ..order.state import epoch_limit
+
+
+class StreamBatch(EpochBatch):
+    """An `EpochBatch` of an `EpochStream`, tagged with the stream's run (how many times it
+    has restarted) when it was made."""
+
+    def __init__(
+        self, indices: Iterable[int], epoch: int, ahead: list[int] | None = None, run: int = 0
+    ) -> None:
+        super().__init__(indices, epoch, ahead)
+        self.run = run
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StreamBatch, (list(self), self.epoch, self.ahead, self.run)
+
+
+class SkipStale:
+    """A worker's `__getitems__` that returns None for a `StreamBatch` of an earlier run of
+    its stream than the shared `run` says (the trainer drops it unread) instead of decoding it."""
+
+    def __init__(self, getitems: Callable[[Any], Any], run: Any) -> None:
+        self.getitems, self.run = getitems, run
+
+    def __call__(self, indices: Any) -> Any:
+        if isinstance(indices, StreamBatch) and indices.run != self.run.value:
+            return None
+        return self.getitems(indices)
 
 
 class EpochStream:
@@ -30,10 +58,11 @@ class EpochStream:
     from its start position, then of every later epoch from 0 (or of the same epoch again, when
     the trainer has just read it twice), each tagged with the batch its worker reads next
     (`EpochBatchSampler.ahead_stride`). Its length is the sampler's, what a DataLoader reports
-    as its own."""
+    as its own. `run`, a shared integer (`multiprocessing.RawValue`) or None, counts the
+    restarts for the workers."""
 
-    def __init__(self, sampler: EpochBatchSampler) -> None:
-        self.sampler = sampler
+    def __init__(self, sampler: EpochBatchSampler, run: Any = None) -> None:
+        self.sampler, self.run = sampler, run
         self.first = (0, 0)  # (epoch, start) where the next iteration of the stream starts
         self.step = 1  # from one epoch of the stream to the next: 1, or 0 to repeat it
         self.expected: tuple[int, int] | None = None  # the (epoch, start) the reader is at
@@ -43,7 +72,9 @@ class EpochStream:
         return len(self.sampler)
 
     def __iter__(self) -> Iterator[EpochBatch]:
-        return tag_ahead(self._epochs(*self.first, self.step), self.sampler.ahead_stride)
+        run = 0 if self.run is None else int(self.run.value)
+        tagged = (StreamBatch(b, b.epoch, None, run) for b in self._epochs(*self.first, self.step))
+        return tag_ahead(tagged, self.sampler.ahead_stride)
 
     def _epochs(self, epoch: int, start: int, step: int) -> Iterator[EpochBatch]:
         yield from self.sampler.batches(epoch, start)
@@ -64,6 +95,8 @@ class EpochStream:
         repeat = self.step == 1 and self.expected == (epoch + 1, 0) and start == 0
         self.step = 0 if repeat else 1
         self.first, self.expected = (epoch, start), None
+        if self.run is not None:  # the workers skip the batches of the runs before
+            self.run.value += 1
 
     def view(self, inner: Iterator[Any], epoch: int, length: int) -> EpochView:
         """The next `length` batches of `inner`, a torch iterator over this stream positioned

@@ -6,6 +6,8 @@ torch is imported when a loader is made, so `fastpack.reader` imports without it
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -102,7 +104,10 @@ def make_torch_loader(  # noqa: PLR0913 -- public signature
     )
     kinds = None if layout.image_label else layout.kinds
     meter = LoaderMeter.for_workers(num_workers)  # the workers' counters, made before they start
-    batches = SharedBatches(slots, meter.worker_init(kwargs.pop("worker_init_fn", None)), kinds)
+    run = None if streaming else multiprocessing.RawValue(ctypes.c_int64, 0)  # epoch_stream
+    batches = SharedBatches(
+        slots, meter.worker_init(kwargs.pop("worker_init_fn", None)), kinds, run=run
+    )
     options.update(
         num_workers=num_workers,
         collate_fn=batches.collate,
@@ -119,6 +124,7 @@ def make_torch_loader(  # noqa: PLR0913 -- public signature
     loader_class = StreamingLoader if streaming else FastpackLoader
     loader = loader_class(read, **options)  # type: ignore[arg-type]
     loader.meter = meter
+    loader.stream_run = run
     return loader
 
 

@@ -4,6 +4,9 @@ batches it yields without them, in the same order, whatever the trainer does bet
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
+import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,6 +14,7 @@ import numpy as np
 import pytest
 from fastpack.reader import Dataset, EpochBatchSampler, Mix, RandomResizedCrop, make_loader
 from fastpack.reader.order import EpochBatch
+from fastpack.reader.torch_loader.epoch_stream import SkipStale, StreamBatch
 
 from ..conftest import Built
 
@@ -165,3 +169,17 @@ def test_a_mix_yields_its_own_epochs(build_dataset: Callable[..., Built]) -> Non
             got.append(_read(loader))
         assert len(got[0]) == 4
         _same(got[0], got[1], f"mix epoch {epoch}, persistent workers against new ones")
+
+
+def test_a_worker_skips_the_batches_of_a_stream_run_before(dataset: Dataset) -> None:
+    run = multiprocessing.RawValue(ctypes.c_int64, 2)
+    fetch = SkipStale(dataset.__getitems__, run)
+    batch = pickle.loads(pickle.dumps(StreamBatch([3, 1, 2], 4, [5], run=2)))
+    assert (list(batch), batch.epoch, batch.ahead, batch.run) == ([3, 1, 2], 4, [5], 2)
+    images, labels = fetch(batch)  # of the current run: decoded
+    want_images, want_labels = dataset.__getitems__(EpochBatch([3, 1, 2], 4))
+    np.testing.assert_array_equal(images, want_images)
+    assert labels.tolist() == want_labels.tolist()
+    run.value = 3  # the stream restarted: the batch is stale
+    assert fetch(batch) is None
+    assert fetch(EpochBatch([3, 1, 2], 4)) is not None  # a batch of no stream: decoded
