@@ -170,7 +170,9 @@ def render(report: dict[str, Any], json_name: str) -> str:
         "- CPU ms/image: user + system CPU of the whole process tree (trainer and workers) per "
         "image; on a CPU-only machine it includes the training step.",
         "- peak PSS: the process tree's highest PSS sum, sampled every 0.25 s.",
-        "- loader alone: one more epoch in the same process, without the training step.",
+        "- loader alone: epochs in the same process after the training, without the training "
+        "step; the first of them is left out (its first batches were made ahead while the last "
+        "steps ran).",
         "",
         "Loaders:",
         "",
