@@ -1,6 +1,7 @@
 """`make_loader`: the one switch between fastpack's loaders over the same dataset, each chosen
 by a name that says what it is: `loader="torch"`, a torch DataLoader whose workers decode with
-simplejpeg, or `loader="dali"`, NVIDIA DALI's operators. Each name is one entry of `_LOADERS`, a
+simplejpeg, `loader="dali"`, NVIDIA DALI's operators, or `loader="nvimgcodec"`, nvImageCodec on
+the trainer's GPU. Each name is one entry of `_LOADERS`, a
 function of the dataset and `make_loader`'s options (`LoaderOptions`); every loader reads
 fastpack's order from reader/order/. This is the only module that knows them all."""
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .dali import DaliLoader, DaliOptions, make_dali_loader
+from .gpu_decode import NvImageCodecLoader, make_nvimgcodec_loader
 from .map_style import Dataset
 from .mix import Mix
 from .streaming import StreamingDataset
@@ -20,7 +22,7 @@ from .torch_loader import make_torch_loader
 if TYPE_CHECKING:
     from .torch_loader.dataloader import FastpackLoader
 
-LoaderName = Literal["torch", "dali"]
+LoaderName = Literal["torch", "dali", "nvimgcodec"]
 Readable = Dataset | Mix | StreamingDataset
 # `decoder=`, the keyword `loader=` replaces: the loader each of its names chose
 _DECODERS: dict[str, LoaderName] = {"simplejpeg": "torch", "dali": "dali"}
@@ -40,7 +42,7 @@ def make_loader(  # noqa: PLR0913 -- public signature
     loader: LoaderName = "torch",
     decoder: str | None = None,
     **kwargs: Any,
-) -> FastpackLoader | DaliLoader:
+) -> FastpackLoader | DaliLoader | NvImageCodecLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
     `fields=...` one value per field (see `make_torch_loader`). Either loader's `stats()`
     gives a `LoaderStats` of the interval since its previous call (`fastpack.reader.stats`;
@@ -79,6 +81,13 @@ def make_loader(  # noqa: PLR0913 -- public signature
     - other keyword arguments are DALI's own settings, the fields of `DaliOptions` (`device`,
       `device_id`, `mean`, `std`, `initial_fill`, `malloc_mmap_threshold`); any other (a torch
       DataLoader option, say) is refused.
+
+    `loader="nvimgcodec"` reads a `Dataset` as `loader="torch"` does, but its workers only
+    read the bytes and draw the crops: the trainer decodes each batch's crops on its GPU with
+    nvImageCodec, into normalized float batches (`make_nvimgcodec_loader`, whose keywords
+    `device`, `mean`, `std`, `dtype`, `channels_last` and `decode_threads` it takes; `device=
+    "cpu"` runs nvImageCodec's CPU backend). `pin_memory` is refused (the bytes go to the
+    decoder, not to the GPU), and so is a `Mix` or a `StreamingDataset`.
 
     `decoder="simplejpeg"` and `decoder="dali"`, the old names of `loader="torch"` and
     `loader="dali"`, still work and warn (DeprecationWarning) with what to write instead.
@@ -199,8 +208,36 @@ def _check_torch_only(where: str, o: LoaderOptions) -> None:
         )
 
 
+def _nvimgcodec(dataset: Readable, o: LoaderOptions) -> NvImageCodecLoader:
+    """`make_loader(loader="nvimgcodec")`: `make_nvimgcodec_loader` over a `Dataset`."""
+    if not isinstance(dataset, Dataset):
+        raise ValueError(
+            f"{dataset.path}: loader='nvimgcodec' reads a Dataset, got "
+            f"{type(dataset).__name__}; use loader='torch'"
+        )
+    if o.pin_memory:
+        raise ValueError(
+            f"{dataset.path}: loader='nvimgcodec' cannot honour pin_memory=True: its workers' "
+            "bytes go to the decoder, and its batches are made on the device"
+        )
+    return make_nvimgcodec_loader(
+        dataset,
+        batch_size=o.batch_size,
+        shuffle=o.shuffle is not False,
+        num_workers=o.num_workers,
+        drop_last=bool(o.drop_last),
+        seed=0 if o.seed is None else o.seed,
+        prefetch_factor=o.prefetch_factor,
+        persistent_workers=o.persistent_workers,
+        **o.other,
+    )
+
+
 # Each loader by its name; a new loader is one more entry.
-_LOADERS: dict[str, Callable[[Readable, LoaderOptions], FastpackLoader | DaliLoader]] = {
+_LOADERS: dict[
+    str, Callable[[Readable, LoaderOptions], FastpackLoader | DaliLoader | NvImageCodecLoader]
+] = {
     "torch": _torch,
     "dali": _dali,
+    "nvimgcodec": _nvimgcodec,
 }

@@ -50,7 +50,7 @@ from ..order.schema import INT64_MAX
 from ..shard_files import IoChoice, IoMethod, resolve_io
 from ..stats.recorder import records_batches
 from ..views import ViewSpec
-from .image_label import ImageDecoding, draws
+from .image_label import EncodedImages, ImageDecoding, draws
 from .opened import Opened, member_name
 
 BatchAllocator = Callable[[tuple[int, ...]], npt.NDArray[np.uint8]]
@@ -316,6 +316,28 @@ class Dataset(ClosesOnExit):
         state.load(rows, indices, (images.image,))
         try:
             return images.batch(state, rows, epoch), labels
+        finally:
+            state.release(len(rows))
+
+    @records_batches  # the batch's time and bytes, for loader.stats()
+    def encoded_batch(self, indices: Sequence[int]) -> tuple[EncodedImages, npt.NDArray[np.int64]]:
+        """A batch's images as stored, for a decoder elsewhere (the trainer's GPU), and their
+        `(B,)` int64 labels: the `(images, labels)` path of `__getitems__` up to the decode,
+        each image's header checked against `pixel_budget` (a PixelBudgetError or a
+        ShardFormatError naming the sample), with the index rows that the samples' random draws
+        are keyed by."""
+        if not self._image_label:
+            raise ValueError(
+                f"{self.path}: encoded_batch reads (image, label) samples; this dataset reads "
+                f"fields {self.fields}"
+            )
+        state = self._opened()
+        rows = [state.row(int(i)) for i in indices]
+        labels = state.labels[rows]
+        images = self._images()
+        state.load(rows, indices, (images.image,))
+        try:
+            return images.encoded(state, rows), labels
         finally:
             state.release(len(rows))
 

@@ -11,6 +11,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 from fastpack.formats import FastpackError
 
 from ..image.batch import decode_same_size
@@ -85,7 +87,37 @@ class ImageDecoding:
             state.shards.release()  # keep shard pages out of this process's PSS
         return images
 
+    def encoded(self, state: Opened, rows: list[int]) -> EncodedImages:
+        """The members of `rows` as stored, joined into one array, each header checked
+        against the pixel budget first (an error names the sample)."""
+        parts, sizes = [], np.empty((len(rows), 2), np.int64)
+        for k, data in enumerate(state.payloads(rows, self.image)):
+            try:
+                sizes[k] = jpeg_size(data, self.pixel_budget)
+            except ValueError as e:
+                if not needs_name(e):
+                    raise
+                raise self.error(state, rows[k], e) from e
+            parts.append(np.frombuffer(data, np.uint8))
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        joined = np.concatenate(parts) if parts else np.empty(0, np.uint8)
+        return EncodedImages(
+            data=joined, offsets=offsets, sizes=sizes, rows=np.array(rows, np.int64)
+        )
+
     def error(self, state: Opened, row: int, error: ValueError) -> FastpackError:
         """A decoder's ValueError as an error that names the sample: a PixelBudgetError stays
         one, anything else is a ShardFormatError (`image.guard.named_decode_error`)."""
         return named_decode_error(member_name(state.files, row, self.image), error)
+
+
+@dataclass(frozen=True)
+class EncodedImages:
+    """A batch's JPEG members as stored: image `k` is `data[offsets[k]:offsets[k + 1]]`, of
+    `sizes[k]` = (height, width) pixels as its header says, from index row `rows[k]`."""
+
+    data: npt.NDArray[np.uint8]
+    offsets: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int64]

@@ -54,6 +54,8 @@ class LoaderStats:
     nothing per worker, as DALI, whose pipeline reports no per-stage times). The byte and
     shard counts add up the workers' (None: not counted by this loader). `verdict`: the one
     line that says what limits training, from these counts alone (`stats.verdict`).
+    `device_decode_seconds`: of the wait, the trainer's time decoding on its device
+    (`make_loader(loader="nvimgcodec")`; None for a loader that decodes elsewhere).
     """
 
     seconds: float
@@ -69,6 +71,7 @@ class LoaderStats:
     cache_hits: int | None
     retries: int | None
     verdict: str
+    device_decode_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as a JSON-ready dict (the workers as a list of dicts)."""
@@ -82,6 +85,11 @@ class LoaderStats:
             f"loader: {self.batches:,} batches, {self.samples:,} samples in "
             f"{self.seconds:.1f} s ({self.images_per_second:,.0f}/s); the trainer waited "
             f"{self.wait_share:.0%} of the time"
+            + (
+                ""
+                if self.device_decode_seconds is None
+                else f", decoding on its device {self.device_decode_seconds:.2f} s of it"
+            )
         ]
         if self.workers:
             lines.append(self._workers_line())
