@@ -1,5 +1,6 @@
 """The training benchmark's harness on CPU: the small model, a tiny corpus of real JPEGs, one
-round of the data-on-device and fastpack loaders in fresh processes, both cases; its JSON is
+round of the data-on-device and fastpack loaders (the nvImageCodec one on its CPU backend) in
+fresh processes, both cases; its JSON is
 sane and its page renders."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from benchmarks.training import train_bench
 from benchmarks.training._page import run_figures, summarize
 
-LOADERS = ("on-device", "fastpack", "imagefolder")
+LOADERS = ("on-device", "fastpack", "fastpack-nvimgcodec", "imagefolder")
 
 
 def test_cpu_run_reports_sane_figures(
@@ -31,7 +32,7 @@ def test_cpu_run_reports_sane_figures(
     report = json.loads(out_json.read_text())
     ran = {run["loader"] for run in report["runs"]}
     assert ran | set(report["unavailable"]) == set(LOADERS)
-    assert {"on-device", "fastpack"} <= ran
+    assert {"on-device", "fastpack", "fastpack-nvimgcodec"} <= ran
     assert len(report["runs"]) == 2 * len(ran)  # long and short, one round
     for run in report["runs"]:
         assert run["error"] == "", run["error"]
@@ -45,7 +46,7 @@ def test_cpu_run_reports_sane_figures(
         assert figures["images_per_s"] is not None
         assert figures["images_per_s"] > 0
         assert run["peak_pss_mib"] > 0
-        if run["loader"] == "fastpack":
+        if run["loader"] in ("fastpack", "fastpack-nvimgcodec"):
             assert figures["stats_disagreement"] is not None
             assert figures["stats_disagreement"] < 0.05
             assert all(e["stats"]["samples"] == e["images"] for e in result["epochs"])

@@ -10,7 +10,7 @@ import importlib.util
 import math
 import random
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,21 @@ LOADERS: dict[str, str] = {
     "fastpack-upscale2": "fastpack as above, RandomResizedCrop(224, max_upscale=2)",
     "fastpack-dali": "fastpack make_loader(loader=\"dali\"): DALI's operators in fastpack's "
     "order (on the GPU where CUDA is)",
+    "fastpack-nvimgcodec": 'fastpack make_loader(loader="nvimgcodec"): workers read the bytes '
+    "and draw the crops, nvImageCodec decodes the crop regions on the trainer's GPU (its CPU "
+    "backend without CUDA), resize and normalize there",
     "webdataset": "webdataset tars, simplejpeg full decode + OpenCV crop/resize, DataLoader",
     "imagefolder": "torchvision ImageFolder + RandomResizedCrop + flip on PIL, DataLoader",
     "dali-gpu": 'DALI\'s own GPU pipeline: make_dali_loader(path, dali=DaliOptions(device="gpu"))',
 }
 
 
-_NEEDS = {"imagefolder": "torchvision", "fastpack-dali": "nvidia.dali", "dali-gpu": "nvidia.dali"}
+_NEEDS = {
+    "imagefolder": "torchvision",
+    "fastpack-dali": "nvidia.dali",
+    "dali-gpu": "nvidia.dali",
+    "fastpack-nvimgcodec": "nvidia.nvimgcodec",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,30 +138,27 @@ class _Resident:
 
 def make_feed(name: str, options: FeedOptions) -> Feed:
     """The loader `name` over `options.data` (check `unavailable` first)."""
-    if name == "on-device":
-        return _on_device(options)
-    if name in ("fastpack", "fastpack-upscale2"):
-        upscale = 2.0 if name == "fastpack-upscale2" else 1.0
-        epochs = fastpack_peer.loader(
-            options.data / "fastpack",
-            options.batch_size,
-            options.workers,
-            options.seed,
-            max_upscale=upscale,
-        )
-        return Feed(epochs, epochs.data)
-    if name == "fastpack-dali":
-        return _fastpack_dali(options)
-    if name == "webdataset":
-        from benchmarks.readers.peers import wds_simplejpeg_peer  # noqa: PLC0415 -- on use
+    return _FEEDS[name](options)
 
-        loader = wds_simplejpeg_peer.loader(
-            options.data / "webdataset", options.batch_size, options.workers, options.seed
-        )
-        return Feed(loader)
-    if name == "imagefolder":
-        return _imagefolder(options)
-    return _dali_gpu(options)
+
+def _fastpack(options: FeedOptions, max_upscale: float = 1.0) -> Feed:
+    epochs = fastpack_peer.loader(
+        options.data / "fastpack",
+        options.batch_size,
+        options.workers,
+        options.seed,
+        max_upscale=max_upscale,
+    )
+    return Feed(epochs, epochs.data)
+
+
+def _webdataset(options: FeedOptions) -> Feed:
+    from benchmarks.readers.peers import wds_simplejpeg_peer  # noqa: PLC0415 -- on use
+
+    loader = wds_simplejpeg_peer.loader(
+        options.data / "webdataset", options.batch_size, options.workers, options.seed
+    )
+    return Feed(loader)
 
 
 def _on_device(options: FeedOptions) -> Feed:
@@ -180,6 +185,21 @@ def _fastpack_dali(options: FeedOptions) -> Feed:
         seed=options.seed,
         loader="dali",
         **extra,
+    )
+    return Feed(fastpack_peer.FastpackEpochs(dataset, loader), loader)
+
+
+def _fastpack_nvimgcodec(options: FeedOptions) -> Feed:
+    dataset = Dataset(
+        options.data / "fastpack" / "dataset", transform=RandomResizedCrop(224), seed=options.seed
+    )
+    loader = make_loader(
+        dataset,
+        batch_size=options.batch_size,
+        num_workers=options.workers,
+        seed=options.seed,
+        loader="nvimgcodec",
+        device=options.device,
     )
     return Feed(fastpack_peer.FastpackEpochs(dataset, loader), loader)
 
@@ -218,3 +238,15 @@ def _dali_gpu(options: FeedOptions) -> Feed:
         dali=DaliOptions(device="gpu", device_id=0),
     )
     return Feed(loader, loader)
+
+
+_FEEDS: dict[str, Callable[[FeedOptions], Feed]] = {
+    "on-device": _on_device,
+    "fastpack": _fastpack,
+    "fastpack-upscale2": lambda options: _fastpack(options, max_upscale=2.0),
+    "fastpack-dali": _fastpack_dali,
+    "fastpack-nvimgcodec": _fastpack_nvimgcodec,
+    "webdataset": _webdataset,
+    "imagefolder": _imagefolder,
+    "dali-gpu": _dali_gpu,
+}
