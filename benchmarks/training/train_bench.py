@@ -40,7 +40,12 @@ from benchmarks.training._loaders import LOADERS, prepare, subset, unavailable
 from benchmarks.training._page import render
 
 HERE = Path(__file__).resolve().parent
-EXTRA_DISTRIBUTIONS = ("torchvision", "nvidia-dali-cuda130")
+EXTRA_DISTRIBUTIONS = (
+    "torchvision",
+    "nvidia-dali-cuda130",
+    "nvidia-nvimgcodec-cu12",
+    "nvidia-nvjpeg-cu12",
+)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
