@@ -11,7 +11,7 @@ from benchmarks.training._loaders import LOADERS
 
 GPU_COMMAND = (
     "python -m benchmarks.training.train_bench --corpus C "
-    "--models resnet50,resnet18 --workers 12 --rounds 3 "
+    "--models resnet50,resnet18 --workers 12 --device-decode-workers 4 --rounds 3 "
     "--out-json benchmarks/training/training_results_gpu.json "
     "--out-md benchmarks/training/TRAINING_GPU.md"
 )
@@ -126,7 +126,13 @@ def render(report: dict[str, Any], json_name: str) -> str:
         "",
         f"Corpus: `{corpus['path']}`, {corpus['images']:,} JPEGs in {corpus['classes']} classes, "
         f"{corpus['mean_kb']} KB and {corpus['mean_hw'][0]}x{corpus['mean_hw'][1]} px on average. "
-        f"Batch {settings['batch_size']}, {settings['workers']} workers, RandomResizedCrop 224 + "
+        f"Batch {settings['batch_size']}, {settings['workers']} workers"
+        + (
+            f" ({settings['device_decode_workers']} for fastpack-nvimgcodec)"
+            if settings.get("device_decode_workers")
+            else ""
+        )
+        + ", RandomResizedCrop 224 + "
         f"flip; `long`: the whole corpus, {settings['epochs']} timed epochs after a start-up one; "
         f"`short`: {settings['short_images'] or 4 * settings['batch_size']} of its images, "
         f"{settings['short_epochs']} timed epochs. {settings['rounds']} rounds, each loader in "

@@ -18,6 +18,7 @@ over rounds with their ranges, the JSON every round and epoch.
 
 Flags: `--corpus`, `--workdir` (`/tmp/fastpack-training`: datasets kept, logs), `--models`
 (`small`), `--loaders`, `--cases` (`long,short`), `--batch-size` (256), `--workers` (2),
+`--device-decode-workers` (fastpack-nvimgcodec's, which only read and draw; default `--workers`),
 `--epochs` (3), `--short-images` (4 batches), `--short-epochs` (8), `--rounds` (3), `--timeout`
 (1800 s per run), `--out-json`, `--out-md`, `--render JSON` (only re-render the page), `--commit`
 (the commit measured, for a copy of the tree that is not a git checkout)."""
@@ -40,6 +41,7 @@ from benchmarks.training._loaders import LOADERS, prepare, subset, unavailable
 from benchmarks.training._page import render
 
 HERE = Path(__file__).resolve().parent
+DEVICE_DECODE = "fastpack-nvimgcodec"  # its workers read and draw; the GPU decodes
 EXTRA_DISTRIBUTIONS = (
     "torchvision",
     "nvidia-dali-cuda130",
@@ -57,6 +59,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cases", default="long,short")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--device-decode-workers",
+        type=int,
+        default=None,
+        help="workers of fastpack-nvimgcodec, which only read and draw (default: --workers)",
+    )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--short-images", type=int, default=None, help="default: 4 batches")
     parser.add_argument("--short-epochs", type=int, default=8)
@@ -92,7 +100,10 @@ def prepare_cases(args: argparse.Namespace) -> dict[str, Path]:
 def run_one(args: argparse.Namespace, child: list[str], log: Path) -> dict[str, Any]:
     """One fresh process (`_train_run` with the arguments `child`); its result, peak memory,
     or the error that ended it."""
-    command = [*child, "--batch-size", str(args.batch_size), "--workers", str(args.workers)]
+    workers = args.workers
+    if child[child.index("--loader") + 1] == DEVICE_DECODE and args.device_decode_workers:
+        workers = args.device_decode_workers
+    command = [*child, "--batch-size", str(args.batch_size), "--workers", str(workers)]
     outcome = run_step("training._train_run", command, log, args.timeout, memory=True)
     return {
         "result": outcome.result,
