@@ -1,5 +1,6 @@
 """fastpack.reader: reading fastpack datasets, map-style (`Dataset` + `make_loader`), streamed
-from a URL (`StreamingDataset`) or through DALI (`make_dali_loader`); each sample is the fields
+from a URL (`StreamingDataset`), through DALI (`make_dali_loader`) or decoded on the trainer's
+GPU by nvImageCodec (`make_nvimgcodec_loader`); each sample is the fields
 asked for (`fields=`: default the image and the label).
 
 `import fastpack.reader` needs neither torch nor DALI; the loaders import them when called.
@@ -21,6 +22,7 @@ from .image import IMAGENET_MEAN, IMAGENET_STD, CenterCrop, RandomResizedCrop, T
 from .loader import make_loader
 from .map_style import Dataset
 from .mix import Mix
+from .nvimgcodec_loader import DeviceUnavailableError, NvImageCodecLoader, make_nvimgcodec_loader
 from .order import EpochBatchSampler
 from .remote import fetch_dataset, read_manifest_at
 from .streaming import FetchOptions, StreamingDataset
@@ -35,12 +37,14 @@ __all__ = [
     "DaliOptions",
     "DaliReadError",
     "Dataset",
+    "DeviceUnavailableError",
     "EpochBatchSampler",
     "FetchOptions",
     "LoaderStateError",
     "MissingDependencyError",
     "MissingFieldError",
     "Mix",
+    "NvImageCodecLoader",
     "Padded",
     "RandomResizedCrop",
     "RetryPolicy",
@@ -53,6 +57,7 @@ __all__ = [
     "list_views",
     "make_dali_loader",
     "make_loader",
+    "make_nvimgcodec_loader",
     "open_view",
     "read_manifest_at",
     "to_float",

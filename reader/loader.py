@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .dali import DaliLoader, DaliOptions, make_dali_loader
-from .gpu_decode import NvImageCodecLoader, make_nvimgcodec_loader
 from .map_style import Dataset
 from .mix import Mix
+from .nvimgcodec_loader import NvImageCodecLoader, make_nvimgcodec_loader
 from .streaming import StreamingDataset
 from .torch_loader import make_torch_loader
 

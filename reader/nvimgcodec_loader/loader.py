@@ -56,12 +56,13 @@ def make_nvimgcodec_loader(  # noqa: PLR0913 -- public signature
     or `device="cpu"`, nvImageCodec's CPU backend (`decode_threads` threads, 0: one per core).
     Only each crop's region is decoded; torch resizes it (bilinear, antialiased), mirrors and
     normalizes on the device. Pixels differ from the CPU path's by resampling alone
-    (tests/reader/gpu_decode: at least 30 dB PSNR).
+    (tests/reader/nvimgcodec_loader: at least 30 dB PSNR).
 
     `dataset` is a `Dataset` of `(image, label)` samples whose transform says its crops
     (`RandomResizedCrop`, `CenterCrop`); anything else is refused with a ValueError naming it.
-    Without nvImageCodec (`pip install 'fastpack[nvimgcodec]'`), or asked for a GPU torch
-    cannot see, it raises `DeviceDecodeUnavailable` (an ImportError) saying what to do.
+    Without nvImageCodec it raises a `MissingDependencyError` (an ImportError) naming the extra
+    to install (`pip install 'fastpack[nvimgcodec]'`); asked for a GPU torch cannot see, a
+    `DeviceUnavailableError` (a RuntimeError) that says `device="cpu"` runs the CPU backend.
 
     As the torch loader: `state_dict()`/`load_state_dict()` resume at any batch boundary,
     persistent workers read on into the next epoch's first batches, and `stats()` gives a

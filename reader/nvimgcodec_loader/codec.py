@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from fastpack.formats import FastpackError
+from fastpack.storage import MissingDependencyError
 
 if TYPE_CHECKING:
     import torch
@@ -16,17 +17,16 @@ if TYPE_CHECKING:
 INSTALL = "pip install 'fastpack[nvimgcodec]'"
 
 
-class DeviceDecodeUnavailable(FastpackError, ImportError):
-    """The device decode cannot run here: nvImageCodec is not installed, or the device asked
-    for is not there."""
+class DeviceUnavailableError(FastpackError, RuntimeError):
+    """The device the decode was asked to run on is not there (a GPU torch cannot see)."""
 
 
 def nvimgcodec() -> ModuleType:
-    """The `nvidia.nvimgcodec` module, or DeviceDecodeUnavailable saying what to install."""
+    """The `nvidia.nvimgcodec` module, or a MissingDependencyError saying what to install."""
     try:
         return importlib.import_module("nvidia.nvimgcodec")
     except ImportError as e:
-        raise DeviceDecodeUnavailable(
+        raise MissingDependencyError(
             f"loader='nvimgcodec' decodes with nvImageCodec, which is not installed ({e}): "
             f"{INSTALL} (or pip install nvidia-nvimgcodec-cu12 / -cu13 for your CUDA)"
         ) from e
@@ -35,7 +35,7 @@ def nvimgcodec() -> ModuleType:
 def open_decoder(device: torch.device, threads: int) -> Any:
     """An nvImageCodec `Decoder` for `device`: a CUDA device with every backend nvImageCodec
     has for it (the hardware engine first), or the CPU with its CPU backend and `threads`
-    threads (0: one per core). DeviceDecodeUnavailable when CUDA is asked for and absent."""
+    threads (0: one per core). DeviceUnavailableError when CUDA is asked for and absent."""
     import torch  # noqa: PLC0415 -- optional: torch
 
     codec = nvimgcodec()
@@ -48,7 +48,7 @@ def open_decoder(device: torch.device, threads: int) -> Any:
     if device.type != "cuda":
         raise ValueError(f"device must be a CUDA device or 'cpu', got {device}")
     if not torch.cuda.is_available():
-        raise DeviceDecodeUnavailable(
+        raise DeviceUnavailableError(
             f"loader='nvimgcodec' was asked to decode on {device}, and torch sees no CUDA "
             "device here; device='cpu' runs nvImageCodec's CPU backend instead"
         )

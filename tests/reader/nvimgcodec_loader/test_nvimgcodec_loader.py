@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 import torch
 from fastpack.formats import DatasetFiles, ShardFormatError
-from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop, make_loader
-from fastpack.reader.gpu_decode.codec import DeviceDecodeUnavailable
+from fastpack.reader import (
+    CenterCrop,
+    Dataset,
+    DeviceUnavailableError,
+    MissingDependencyError,
+    RandomResizedCrop,
+    make_loader,
+)
 from fastpack.reader.image.normalize import IMAGENET_MEAN, IMAGENET_STD
 
 from ..conftest import Built
@@ -142,7 +148,7 @@ def test_refusals_name_what_to_do(
     with pytest.raises(ValueError, match="pin_memory"):
         make_loader(ds, batch_size=2, loader="nvimgcodec", device="cpu", pin_memory=True)
     if not torch.cuda.is_available():
-        with pytest.raises(DeviceDecodeUnavailable, match="device='cpu' runs"):
+        with pytest.raises(DeviceUnavailableError, match="device='cpu' runs"):
             make_loader(ds, batch_size=2, loader="nvimgcodec")
     real_import = builtins.__import__
 
@@ -153,5 +159,5 @@ def test_refusals_name_what_to_do(
 
     monkeypatch.setattr(builtins, "__import__", no_nvimgcodec)
     monkeypatch.delitem(__import__("sys").modules, "nvidia.nvimgcodec", raising=False)
-    with pytest.raises(DeviceDecodeUnavailable, match=r"fastpack\[nvimgcodec\]"):
+    with pytest.raises(MissingDependencyError, match=r"fastpack\[nvimgcodec\]"):
         make_loader(ds, batch_size=2, loader="nvimgcodec", device="cpu")
