@@ -36,6 +36,7 @@ from .plan import Chunk, Part, Stream, StreamPlan
 from .planner import EpochPlans
 from .reading import Columns
 from .resume import Cursor, StreamResume
+from .run_on import RunOn
 from .site import Site, locate
 from .sources import ShardSource
 from .stream_state import make_state as make_stream_state
@@ -117,6 +118,7 @@ class StreamingDataset(ClosesOnExit, IterableBase):
         self.epoch = 0  # this copy's; an iteration starts at the shared epoch (`set_epoch`)
         self._shared_epoch = SharedEpoch(0)
         self.batch_allocator: Allocate | None = None
+        self.run_on: RunOn | None = None  # a StreamingLoader's, with persistent workers
         self.site: Site = locate(path, self.options)
         self.columns = Columns.of(self.path, self.manifest.schema, self.options)
         self.view: View | None = None  # the samples read: a view's rows (by shard), or all
@@ -216,16 +218,33 @@ class StreamingDataset(ClosesOnExit, IterableBase):
 
     def __iter__(self) -> Iterator[Sample]:
         """This stream's samples (or batches) of the epoch `set_epoch` last chose, read now so that
-        persistent workers follow it; what it reads is settled here, before the first sample."""
-        self.epoch = self._shared_epoch.get()
+        persistent workers follow it; what it reads is settled here, before the first sample.
+        With `run_on` set (a `StreamingLoader`'s persistent workers), the stream runs on into
+        the next epochs, its items tagged (`run_on`)."""
+        epoch = self._shared_epoch.get()
+        if self.run_on is not None:
+            return self.run_on.stream(self, epoch)
+        return self._read(*self._begin(epoch))
+
+    def open_epoch(self, epoch: int) -> tuple[Iterator[Sample], int]:
+        """This stream's samples (or batches) of `epoch`, read as `__iter__` reads them, and
+        the most samples (or batches) that a stream of this rank's layout yields in it."""
+        parts, cursor = self._begin(epoch)
+        stream, size = cursor.stream, self.batch_size or 1
+        per_stream = self._plans.stream_batches(self.options, size, stream.workers, cursor.resumed)
+        return self._read(parts, cursor), max(per_stream, default=0)
+
+    def _begin(self, epoch: int) -> tuple[list[Part], Cursor]:
+        """What this stream reads of `epoch`, settled now: the resume pending taken."""
+        self.epoch = epoch
         stream = self._current_stream()
-        cursor = self._resume.begin(stream, self.epoch)
+        cursor = self._resume.begin(stream, epoch)
         if cursor.resumed is None:
             plan = self.plan(stream)
             parts = plan.parts(cursor.position, plan.num_samples)
         else:
             parts = self._plans.resumed(cursor.resumed, stream, self.options, skip=cursor.position)
-        return self._read(parts, cursor)
+        return parts, cursor
 
     def _read(self, parts: list[Part], cursor: Cursor) -> Iterator[Sample]:
         reader = self._opened_once.reader(self.options, self.batch_allocator)

@@ -127,6 +127,16 @@ class EpochPlans:
         """Batches of `batch_size` that rank `options.rank` yields, read by `workers`
         DataLoader workers (0: the main process), in what `progress`'s segments left of the
         epoch (None, or no segments: all of it)."""
+        return sum(self.stream_batches(options, batch_size, workers, progress))
+
+    def stream_batches(
+        self,
+        options: StreamingOptions,
+        batch_size: int,
+        workers: int,
+        progress: EpochProgress | None,
+    ) -> list[int]:
+        """The batches of each stream of rank `options.rank` (`num_batches`), by worker."""
         segments = () if progress is None else progress.segments
         locate: Locate = in_span_order  # no segments: nothing to locate
         if progress is not None and segments:
@@ -139,4 +149,4 @@ class EpochPlans:
         )
         per_rank = max(1, workers)
         own = streams[options.rank * per_rank : (options.rank + 1) * per_rank]
-        return sum(-(-length(s) // batch_size) for s in own)
+        return [-(-length(s) // batch_size) for s in own]

@@ -18,6 +18,8 @@ from ..order.state import Progress
 from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
+from ..streaming.laps import EpochLaps
+from ..streaming.run_on import RunOn
 from .batch_slots import BatchSlots
 from .epoch_stream import EpochStream, EpochView, SkipStale
 from .streaming_state import StreamingProgress
@@ -236,10 +238,24 @@ class StreamingLoader(FastpackLoader):
     `state_dict()` at any batch boundary says how far every rank has read the epoch (all ranks
     hold the same state); `load_state_dict(state)` makes the next iteration over that epoch read
     the rest of it, with any world size, worker count and batch size (`streaming_state`), and
-    restarts persistent workers. Needs `in_order` batches (torch's default)."""
+    restarts persistent workers. Needs `in_order` batches (torch's default).
+
+    With persistent workers (and `in_order`), each worker's stream runs on into the next epoch
+    while the trainer takes this epoch's last batches (`streaming.run_on`): an iteration over
+    the epoch after the one read to its end, from its start, takes the batches they made ahead;
+    any other iteration (another epoch, a resumed position) restarts them (`streaming.laps`)."""
 
     _resumed: EpochProgress | None = None  # loaded, not yet read
     _reading: StreamingProgress | None = None  # the current (or last) iteration
+    _laps: EpochLaps | None = None  # the workers' run-on streams: with persistent workers
+
+    def __init__(self, dataset: StreamingDataset, *args: Any, **kwargs: Any) -> None:
+        super().__init__(dataset, *args, **kwargs)
+        if self.num_workers > 0 and self.persistent_workers and getattr(self, "in_order", True):
+            run_on = RunOn()  # before the workers start, which share it
+            dataset.run_on = run_on
+            self.collate_fn = run_on.collate(self.collate_fn)
+            self._laps = EpochLaps(run_on)
 
     def __len__(self) -> int:
         dataset = self._streaming()
@@ -251,9 +267,21 @@ class StreamingLoader(FastpackLoader):
         )
 
     def __iter__(self) -> Any:
-        iterator = super().__iter__()  # the workers start here, with the dataset's resume
-        self._streaming().resume(None)  # later workers start from the top of their epoch
-        return iterator
+        laps = self._laps
+        if laps is None:
+            iterator = super().__iter__()  # the workers start here, with the dataset's resume
+            self._streaming().resume(None)  # later workers start from the top of their epoch
+            return iterator
+        progress = self._start_progress()
+        fresh = not progress.resumed.segments
+        if self._iterator is None or not fresh or not laps.continues(progress.epoch):
+            laps.restart(progress.epoch, fresh=fresh)
+            inner = self._torch_iterator()  # the workers (re)start here, with the resume
+            self._streaming().resume(None)
+        else:
+            inner = self._iterator  # its prefetch holds the epoch's first batches
+        view = laps.view(inner, progress.epoch, len(self))
+        return TrackedIterator(view, progress, self.meter)
 
     def _streaming(self) -> StreamingDataset:
         return cast(StreamingDataset, self.dataset)

@@ -95,7 +95,8 @@ def test_make_loader_reads_every_sample_once_into_shared_slots(built: Path) -> N
     assert orders[0] != orders[1]
     state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
     assert state is not None
-    assert state.arrived == state.from_slots == 32  # every batch decoded in a slot
+    assert state.arrived == state.from_slots  # every batch decoded in a slot
+    assert 32 <= state.arrived <= 32 + 2 * 2  # with epoch 2's first batches, prefetched
     assert dataset.batch_size is None  # the user's dataset is left as it was
     assert dataset.batch_allocator is None
 
@@ -316,7 +317,8 @@ def test_fields_through_make_loader_in_shared_slots(tmp_path: Path) -> None:
     assert sorted(seen) == list(range(12))
     state = tracker(loader.collate_fn.__self__.slots.token)  # type: ignore[union-attr]
     assert state is not None
-    assert state.arrived == state.from_slots == 4  # two streams of 6: batches of 4 and 2
+    assert state.arrived == state.from_slots  # two streams of 6: batches of 4 and 2
+    assert 4 <= state.arrived <= 4 + 2 * 2  # with epoch 1's first batches, prefetched
 
 
 @pytest.mark.parametrize(
