@@ -60,15 +60,15 @@ def make_torch_loader(  # noqa: PLR0913 -- public signature
     Call `dataset.set_epoch(e)` before each epoch. Defaults: `num_workers = min(8, cpu
     count)`, `pin_memory` when CUDA is available, persistent workers (they follow `set_epoch`:
     a `Dataset`'s batches carry the epoch, a `StreamingDataset` shares it with its workers;
-    this saves a fork per epoch; over a `Dataset` or a `Mix` they go on into the next epoch's
-    first batches while the trainer takes this epoch's last ones, so that an epoch's first batch
-    does not wait, and drop them when the next iteration is over another epoch or position:
-    `epoch_stream`), fork workers on Linux, each with single-threaded OpenCV (set
-    in this process around the fork, then restored), each decoding its batches straight into
-    its `prefetch_factor + 1` shared-memory slots of one batch each: `num_workers * (prefetch_factor
-    + 1)` batches of shared memory (`/dev/shm`), allocated here, before the workers start. A
-    slot holds every fixed-shape uint8 field of a batch (images, and masks with a transform);
-    the other fields travel by value.
+    this saves a fork per epoch; they go on into the next epoch's first batches while the
+    trainer takes this epoch's last ones, so that an epoch's first batch does not wait, and drop
+    them when the next iteration is over another epoch or position: `epoch_stream`, and over a
+    `StreamingDataset` `streaming.run_on`), fork workers on Linux, each with single-threaded
+    OpenCV (set in this process around the fork, then restored), each decoding its batches
+    straight into its `prefetch_factor + 1` shared-memory slots of one batch each:
+    `num_workers * (prefetch_factor + 1)` batches of shared memory (`/dev/shm`), allocated
+    here, before the workers start. A slot holds every fixed-shape uint8 field of a batch
+    (images, and masks with a transform); the other fields travel by value.
     Other keyword arguments go to `DataLoader`.
 
     `loader.stats()` says what the loader did since its previous call: the trainer's wait for
