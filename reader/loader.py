@@ -183,15 +183,21 @@ def _dali(dataset: Readable, o: LoaderOptions) -> DaliLoader:
     where = f"{dataset.path}: loader='dali'"
     _check_torch_only(where, o)
     return make_dali_loader(
-        dataset,
-        batch_size=o.batch_size,
-        shuffle=o.shuffle is not False,
-        num_workers=o.num_workers,
-        drop_last=bool(o.drop_last),
-        seed=0 if o.seed is None else o.seed,
-        prefetch_factor=o.prefetch_factor,
-        dali=DaliOptions.from_keywords(dict(o.other), where),
+        dataset, **_epoch_options(o), dali=DaliOptions.from_keywords(dict(o.other), where)
     )
+
+
+def _epoch_options(o: LoaderOptions) -> dict[str, Any]:
+    """The options of a loader that reads a `Dataset` through `EpochBatchSampler`, with the
+    torch loader's defaults for those left out: shuffled, not dropping the last batch, seed 0."""
+    return {
+        "batch_size": o.batch_size,
+        "shuffle": o.shuffle is not False,
+        "num_workers": o.num_workers,
+        "drop_last": bool(o.drop_last),
+        "seed": 0 if o.seed is None else o.seed,
+        "prefetch_factor": o.prefetch_factor,
+    }
 
 
 def _check_torch_only(where: str, o: LoaderOptions) -> None:
@@ -221,15 +227,7 @@ def _nvimgcodec(dataset: Readable, o: LoaderOptions) -> NvImageCodecLoader:
             "bytes go to the decoder, and its batches are made on the device"
         )
     return make_nvimgcodec_loader(
-        dataset,
-        batch_size=o.batch_size,
-        shuffle=o.shuffle is not False,
-        num_workers=o.num_workers,
-        drop_last=bool(o.drop_last),
-        seed=0 if o.seed is None else o.seed,
-        prefetch_factor=o.prefetch_factor,
-        persistent_workers=o.persistent_workers,
-        **o.other,
+        dataset, **_epoch_options(o), persistent_workers=o.persistent_workers, **o.other
     )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from fastpack.formats import MANIFEST_NAME
 from fastpack.reader import DaliOptions, Dataset, RandomResizedCrop, make_dali_loader, make_loader
+from fastpack.reader.loader import LoaderName
 from torch.utils.data import DataLoader
 
 from benchmarks.readers.peers import fastpack_peer
@@ -172,36 +173,28 @@ def _on_device(options: FeedOptions) -> Feed:
 
 
 def _fastpack_dali(options: FeedOptions) -> Feed:
-    dataset = Dataset(
-        options.data / "fastpack" / "dataset", transform=RandomResizedCrop(224), seed=options.seed
-    )
-    extra: dict[str, Any] = (
-        {"device": "gpu", "device_id": 0} if options.device.type == "cuda" else {}
-    )
-    loader = make_loader(
-        dataset,
-        batch_size=options.batch_size,
-        num_workers=options.workers,
-        seed=options.seed,
-        loader="dali",
-        **extra,
-    )
-    return Feed(fastpack_peer.FastpackEpochs(dataset, loader), loader)
+    gpu = {"device": "gpu", "device_id": 0} if options.device.type == "cuda" else {}
+    return _fastpack_loader(options, "dali", **gpu)
 
 
 def _fastpack_nvimgcodec(options: FeedOptions) -> Feed:
+    return _fastpack_loader(options, "nvimgcodec", device=options.device)
+
+
+def _fastpack_loader(options: FeedOptions, loader: LoaderName, **extra: Any) -> Feed:
+    """fastpack's `make_loader(loader=...)` over the dataset, full-quality crops."""
     dataset = Dataset(
         options.data / "fastpack" / "dataset", transform=RandomResizedCrop(224), seed=options.seed
     )
-    loader = make_loader(
+    made = make_loader(
         dataset,
         batch_size=options.batch_size,
         num_workers=options.workers,
         seed=options.seed,
-        loader="nvimgcodec",
-        device=options.device,
+        loader=loader,
+        **extra,
     )
-    return Feed(fastpack_peer.FastpackEpochs(dataset, loader), loader)
+    return Feed(fastpack_peer.FastpackEpochs(dataset, made), made)
 
 
 def _imagefolder(options: FeedOptions) -> Feed:
