@@ -16,6 +16,7 @@ from ..image.transforms import GeometryTransform
 from ..map_style.dataset import Dataset
 from ..order.sampler import EpochBatchSampler
 from ..stats import LoaderMeter, LoaderStats
+from ..stats.verdict import device_decode_verdict
 from .crops import EncodedCrops, crop_tensors
 from .device_decode import DeviceDecoder
 
@@ -186,7 +187,11 @@ class NvImageCodecLoader:
         """What the loader did since the previous call (`LoaderStats`), with the trainer's
         time decoding on the device (`device_decode_seconds`, part of `wait_seconds`)."""
         decoded, self._decoded = self.decoder.seconds - self._decoded, self.decoder.seconds
-        return dataclasses.replace(self.meter.stats(), device_decode_seconds=decoded)
+        stats = self.meter.stats()
+        verdict = device_decode_verdict(stats.wait_share, decoded, stats.wait_seconds)
+        return dataclasses.replace(
+            stats, device_decode_seconds=decoded, verdict=verdict or stats.verdict
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """Where the current epoch has been read to (`FastpackLoader.state_dict`)."""

@@ -19,6 +19,8 @@ from .loader_stats import WorkerStats, time_shares
 TRAINER_WAIT_OK = 0.05  # the trainer waits at most this share of the time: loading keeps up
 DECODE_BOUND = 0.8  # the share of the capacity at which decoding (or the workers) is the limit
 DALI_GPU = "make_loader(..., loader='dali', device='gpu')"
+NVIMGCODEC = "make_loader(..., loader='nvimgcodec')"
+DEVICE_DECODE_BOUND = 0.5  # the share of the trainer's wait at which its own decode is the limit
 FETCH_HINT = (
     "raise StreamingDataset(fetch=FetchOptions(threads=..., part_threads=...)) and prefetch, "
     "or copy the dataset to local disk first (fetch_dataset)"
@@ -27,12 +29,26 @@ FETCH_HINT = (
 
 def decode_hint(workers: int, cpus: int) -> str:
     """What to do when decoding is the limit, with `workers` decoding on `cpus` cores."""
+    gpu = f"decode on the GPU ({NVIMGCODEC}, or DALI's {DALI_GPU})"
     if workers < cpus:
-        return (
-            f"add workers ({workers} of {cpus} cores in use) or decode on the GPU with "
-            f"DALI ({DALI_GPU})"
-        )
-    return f"every core decodes already; decode on the GPU with DALI ({DALI_GPU})"
+        return f"add workers ({workers} of {cpus} cores in use) or {gpu}"
+    return f"every core decodes already; {gpu}"
+
+
+def device_decode_verdict(
+    wait_share: float, decode_seconds: float, wait_seconds: float
+) -> str | None:
+    """The verdict of a loader whose trainer decodes on its device (`loader='nvimgcodec'`) when
+    that decode takes at least `DEVICE_DECODE_BOUND` of a wait over `TRAINER_WAIT_OK`; None
+    otherwise (the workers' verdict stands)."""
+    if wait_share <= TRAINER_WAIT_OK or decode_seconds < DEVICE_DECODE_BOUND * wait_seconds:
+        return None
+    return (
+        f"the trainer waits on data {wait_share:.0%} of the time, "
+        f"{decode_seconds / wait_seconds:.0%} of it decoding on its device: the device decode "
+        "is the bottleneck; try larger batches (one decode call per batch), or on the CPU "
+        "backend more decode_threads"
+    )
 
 
 def step_bound(wait_share: float) -> str:

@@ -50,7 +50,10 @@ def test_decode_bound_on_every_core_points_at_the_gpu() -> None:
     assert (
         verdict.lines[0] == "use map-style: the only loader measured; at 90% of the decode ceiling"
     )
-    assert "every core decodes already; decode on the GPU with DALI" in verdict.lines[1]
+    assert (
+        "every core decodes already; decode on the GPU (make_loader(..., loader='nvimgcodec')"
+        in verdict.lines[1]
+    )
 
 
 def test_loader_bound() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 from fastpack.reader.fields import Padded
 from fastpack.reader.stats import WorkerStats
 from fastpack.reader.stats.batch_rows import batch_rows
-from fastpack.reader.stats.verdict import loader_verdict
+from fastpack.reader.stats.verdict import device_decode_verdict, loader_verdict
 
 
 def _worker(*, busy: float, read: float, decode: float, fetched: int = 0) -> WorkerStats:
@@ -49,8 +49,8 @@ def test_busy_workers_are_decode_fetch_or_read_bound() -> None:
     decoding = _worker(busy=0.95, read=0.1, decode=0.8)
     assert _verdict(0.23, decoding, decoding) == (
         "the trainer waits on data 23% of the time: decode-bound (workers spend 80% decoding); "
-        "add workers (2 of 8 cores in use) or decode on the GPU with DALI "
-        "(make_loader(..., loader='dali', device='gpu'))"
+        "add workers (2 of 8 cores in use) or decode on the GPU (make_loader(..., "
+        "loader='nvimgcodec'), or DALI's make_loader(..., loader='dali', device='gpu'))"
     )
     assert "every core decodes already" in _verdict(0.23, decoding, decoding, cpus=2)
     fetching = _worker(busy=0.9, read=0.7, decode=0.2, fetched=10)
@@ -90,3 +90,14 @@ def test_batch_rows() -> None:
     padded = Padded(np.zeros((3, 7)), np.zeros(3, np.int64))
     assert batch_rows((padded, images)) == 3
     assert batch_rows((None,)) == 0
+
+
+def test_a_trainer_that_waits_on_its_own_device_decode_is_told_so() -> None:
+    """The nvImageCodec loader's trainer decodes: when that is most of a wait worth naming, the
+    verdict says so; otherwise the workers' verdict stands (None)."""
+    verdict = device_decode_verdict(0.3, decode_seconds=0.2, wait_seconds=0.3)
+    assert verdict is not None
+    assert verdict.startswith("the trainer waits on data 30% of the time, 67% of it decoding")
+    assert "the device decode is the bottleneck" in verdict
+    assert device_decode_verdict(0.3, decode_seconds=0.1, wait_seconds=0.3) is None
+    assert device_decode_verdict(0.04, decode_seconds=0.04, wait_seconds=0.04) is None
