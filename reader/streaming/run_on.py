@@ -73,14 +73,16 @@ class RunOn:
         self._run.value += 1
 
     def stream(self, epochs: Epochs, epoch: int) -> Iterator[Tagged]:
-        """A worker's stream from `epoch` on: read from `epochs`, settled now (its run and
-        step), read as it is iterated."""
-        return self._laps(epochs, epoch, int(self._run.value), self.step)
+        """A worker's stream from `epoch` on, read from `epochs`: its run, its step and what
+        it reads of `epoch` settled now, before the first item."""
+        first = epochs.open_epoch(epoch)
+        return self._laps(epochs, epoch, first, int(self._run.value), self.step)
 
-    def _laps(self, epochs: Epochs, epoch: int, run: int, step: int) -> Iterator[Tagged]:
-        lap = 0
-        while epoch <= INT64_MAX:
-            batches, rounds = epochs.open_epoch(epoch)
+    def _laps(
+        self, epochs: Epochs, epoch: int, first: tuple[Iterator[Any], int], run: int, step: int
+    ) -> Iterator[Tagged]:
+        lap, (batches, rounds) = 0, first
+        while True:
             handed = yield from self._epoch(batches, lap, run)
             if handed is None:  # restarted: this stream's items are no longer read
                 while True:
@@ -93,6 +95,9 @@ class RunOn:
             for _ in range(rounds - handed):
                 yield Tagged(lap, None)
             lap, epoch = lap + 1, epoch + step
+            if epoch > INT64_MAX:
+                return
+            batches, rounds = epochs.open_epoch(epoch)
 
     def _epoch(
         self, batches: Iterator[Any], lap: int, run: int

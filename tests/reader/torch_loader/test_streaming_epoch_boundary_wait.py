@@ -4,7 +4,11 @@ percentile), as over a `Dataset` (`test_epoch_boundary_wait`).
 
 The trainer's wait for a batch is the time in `next()`, and for an epoch's first batch the time
 in `iter()` as well: where torch restarts each worker's stream of a `StreamingDataset`, so that
-the epoch's first batch would be read and decoded from scratch while the trainer waits.
+the epoch's first batch would be read and decoded from scratch while the trainer waits. Without
+the streams running on into the next epoch (`streaming.run_on`), the median first batch of the
+later epochs waited 21-28 ms here (set_epoch each epoch; 20-38 ms never calling it) against a
+p99 of 5.3-7.0 ms for the others; with them, 0.7-2.5 ms (0.8-3.6 ms) against 6.1-10.0 ms (2
+runs before, 3 after, on 2 busy cores).
 """
 
 from __future__ import annotations
@@ -71,7 +75,6 @@ def test_the_first_batch_of_a_streaming_epoch_does_not_wait(
         assert next(batches, None) is None
     p99 = float(np.percentile(others, 99))
     waits = ", ".join(f"{w * 1e3:.2f}" for w in first)
-    print(f"first {waits} ms; others' p99 {p99 * 1e3:.2f} ms; step {step * 1e3:.0f} ms")
     # the first iteration starts the workers; the later ones' first batches were prefetched.
     # Their median: one wait stretched by the other processes of a busy machine does not decide.
     assert float(np.median(first[prefetched:])) <= p99, (
