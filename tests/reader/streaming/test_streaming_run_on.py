@@ -98,6 +98,10 @@ def test_the_streams_of_uneven_workers_stay_in_turn_across_epochs(built: Path) -
         running.set_epoch(epoch)
         restarting.set_epoch(epoch)
         _same(_read(run_on), _read(reference), f"epoch {epoch}")
+    stats = run_on.stats()
+    assert stats.batches == 8 * 3  # the trainer's: its epochs' batches, no filler
+    assert stats.samples == 8 * 15
+    assert sum(w.batches for w in stats.workers) >= 8 * 3  # and what the workers made ahead
 
 
 def test_a_resumed_epoch_restarts_the_streams(built: Path) -> None:
