@@ -184,7 +184,9 @@ def test_streaming_from_a_path_fetches_nothing(build_dataset: Callable[..., Buil
     path = build_dataset(classes=3, per_class=8, shard_size=6_000).path
     payload = _image_bytes(Dataset(path))
     ds = StreamingDataset(path, transform=CenterCrop(16), shuffle_window=2)
-    loader = make_loader(ds, batch_size=4, num_workers=2, timeout=TIMEOUT)
+    loader = make_loader(  # workers that stop with the epoch: no batch of the next one
+        ds, batch_size=4, num_workers=2, persistent_workers=False, timeout=TIMEOUT
+    )
     for _ in loader:
         pass
     stats = loader.stats()
@@ -206,7 +208,13 @@ def test_streaming_from_s3_counts_fetches_then_cache_hits(
         storage_options=s3_server.storage_options,
         fetch=FetchOptions(retry=RetryPolicy(attempts=2, backoff_s=0.05)),
     )
-    loader = make_loader(ds, batch_size=4, num_workers=2, timeout=TIMEOUT)
+    loader = make_loader(  # workers that stop with each epoch: persistent ones would open
+        ds,  # the next epoch's first shards (cache hits) in this one's interval
+        batch_size=4,
+        num_workers=2,
+        persistent_workers=False,
+        timeout=TIMEOUT,
+    )
     epochs = []
     for epoch in (0, 1):
         ds.set_epoch(epoch)
