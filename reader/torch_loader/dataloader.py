@@ -248,6 +248,7 @@ class StreamingLoader(FastpackLoader):
     _resumed: EpochProgress | None = None  # loaded, not yet read
     _reading: StreamingProgress | None = None  # the current (or last) iteration
     _laps: EpochLaps | None = None  # the workers' run-on streams: with persistent workers
+    _whole_memo: tuple[Any, int, int | None, int] | None = None  # `_whole_epoch`'s
 
     def __init__(self, dataset: StreamingDataset, *args: Any, **kwargs: Any) -> None:
         super().__init__(dataset, *args, **kwargs)
@@ -262,9 +263,22 @@ class StreamingLoader(FastpackLoader):
         epoch, resumed = dataset.current_epoch(), self._resumed
         if resumed is None and self._reading is not None:
             resumed = self._reading.resumed
-        return dataset.num_batches(
-            self.num_workers, resumed if resumed is not None and resumed.epoch == epoch else None
-        )
+        if resumed is None or resumed.epoch != epoch or not resumed.segments:
+            return self._whole_epoch()[1]
+        return dataset.num_batches(self.num_workers, resumed)
+
+    def _whole_epoch(self) -> tuple[int | None, int]:
+        """The resident budget and the batches of a whole epoch, which depend on the dataset's
+        options and world size alone: worked out again only when either changes, so that an
+        epoch's `iter()` costs next to nothing."""
+        dataset = self._streaming()
+        key = (dataset.options, dataset.world_size)
+        memo = self._whole_memo
+        if memo is None or memo[0] is not key[0] or memo[1] != key[1]:
+            budget = dataset.resident_budget(self.num_workers)
+            batches = dataset.num_batches(self.num_workers, None)
+            memo = self._whole_memo = (key[0], key[1], budget, batches)
+        return memo[2], memo[3]
 
     def __iter__(self) -> Any:
         laps = self._laps
@@ -297,7 +311,7 @@ class StreamingLoader(FastpackLoader):
         dataset = self._streaming()
         epoch, resumed = dataset.current_epoch(), self._resumed
         if resumed is None or resumed.epoch != epoch:
-            budget = dataset.resident_budget(self.num_workers)
+            budget = self._whole_epoch()[0]
             resumed = EpochProgress(epoch=epoch, segments=(), resident_budget=budget)
         self._resumed = None
         self._reading = StreamingProgress(

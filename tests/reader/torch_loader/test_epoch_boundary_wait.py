@@ -18,6 +18,7 @@ import pytest
 from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 
 from ..conftest import Built
+from ._boundary import assert_first_batches_do_not_wait, epoch_waits
 
 TIMEOUT = 60  # seconds a worker may take per batch; a hung worker fails the test
 BATCH = 32
@@ -52,28 +53,7 @@ def test_the_first_batch_of_an_epoch_does_not_wait(
     step = max(0.02, 4 * _decode_seconds(ds))  # consumption well below the loader's capacity
     loader = make_loader(ds, batch_size=BATCH, num_workers=2, drop_last=True, timeout=TIMEOUT)
     assert len(loader) == BATCHES_PER_EPOCH
-    first, others = [], []
-    for epoch in epochs:
-        ds.set_epoch(epoch)
-        start = time.perf_counter()
-        batches = iter(loader)
-        for n in range(BATCHES_PER_EPOCH):
-            if n > 0:
-                start = time.perf_counter()
-            images, _ = next(batches)
-            waited = time.perf_counter() - start
-            assert images.shape == (BATCH, 64, 64, 3)
-            if n == 0:
-                first.append(waited)
-            elif n > 2:  # after the epoch's start: the workers' prefetch is full
-                others.append(waited)
-            time.sleep(step)  # the training step
-        assert next(batches, None) is None
-    p99 = float(np.percentile(others, 99))
-    waits = ", ".join(f"{w * 1e3:.2f}" for w in first)
-    # the first iteration starts the workers; the later ones' first batches were prefetched.
-    # Their median: one wait stretched by the other processes of a busy machine does not decide.
-    assert float(np.median(first[prefetched:])) <= p99, (
-        f"the first batches of epochs {epochs} waited {waits} ms, the others' p99 "
-        f"{p99 * 1e3:.2f} ms (a step of {step * 1e3:.0f} ms)"
+    first, others = epoch_waits(
+        loader, ds, epochs, batches=BATCHES_PER_EPOCH, shape=(BATCH, 64, 64, 3), step=step
     )
+    assert_first_batches_do_not_wait(first, others, epochs, prefetched, step)
