@@ -15,6 +15,7 @@ from ..image.normalize import IMAGENET_MEAN, IMAGENET_STD
 from ..image.transforms import GeometryTransform
 from ..map_style.dataset import Dataset
 from ..order.sampler import EpochBatchSampler
+from ..order.stream import SkipStale
 from ..stats import LoaderMeter, LoaderStats
 from ..stats.verdict import device_decode_verdict
 from .crops import EncodedCrops, crop_tensors
@@ -144,8 +145,6 @@ class _WorkerStart:
 
     def __call__(self, worker_id: int) -> None:
         from torch.utils.data import get_worker_info  # noqa: PLC0415 -- optional: torch
-
-        from ..torch_loader.epoch_stream import SkipStale  # noqa: PLC0415 -- optional: torch
 
         self.record(worker_id)
         info = get_worker_info()

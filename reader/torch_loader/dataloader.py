@@ -15,13 +15,13 @@ from ..image.cv2_threads import single_threaded_cv2
 from ..order.reading import EpochReading
 from ..order.sampler import EpochBatchSampler
 from ..order.state import Progress
+from ..order.stream import EpochStream, EpochView, SkipStale
 from ..stats import LoaderMeter, LoaderStats
 from ..streaming.dataset import StreamingDataset
 from ..streaming.elastic import EpochProgress
 from ..streaming.laps import EpochLaps
 from ..streaming.run_on import RunOn
 from .batch_slots import BatchSlots
-from .epoch_stream import EpochStream, EpochView, SkipStale
 from .streaming_state import StreamingProgress
 from .streaming_state import make_state as make_streaming_state
 from .streaming_state import read_state as read_streaming_state
@@ -153,7 +153,7 @@ class FastpackLoader(DataLoader[Any]):
     @property
     def _index_sampler(self) -> Any:
         """What torch's iterators read their indices from: the batch sampler, or the stream of
-        its epochs that persistent workers read on into the next epoch (`epoch_stream`)."""
+        its epochs that persistent workers read on into the next epoch (`order.stream`)."""
         stream = self._epoch_stream()
         return super()._index_sampler if stream is None else stream
 

@@ -62,7 +62,7 @@ def make_torch_loader(  # noqa: PLR0913 -- public signature
     a `Dataset`'s batches carry the epoch, a `StreamingDataset` shares it with its workers;
     this saves a fork per epoch; they go on into the next epoch's first batches while the
     trainer takes this epoch's last ones, so that an epoch's first batch does not wait, and drop
-    them when the next iteration is over another epoch or position: `epoch_stream`, and over a
+    them when the next iteration is over another epoch or position: `order.stream`, and over a
     `StreamingDataset` `streaming.run_on`), fork workers on Linux, each with single-threaded
     OpenCV (set in this process around the fork, then restored), each decoding its batches
     straight into its `prefetch_factor + 1` shared-memory slots of one batch each:
@@ -104,7 +104,7 @@ def make_torch_loader(  # noqa: PLR0913 -- public signature
     )
     kinds = None if layout.image_label else layout.kinds
     meter = LoaderMeter.for_workers(num_workers)  # the workers' counters, made before they start
-    run = None if streaming else multiprocessing.RawValue(ctypes.c_int64, 0)  # epoch_stream
+    run = None if streaming else multiprocessing.RawValue(ctypes.c_int64, 0)  # order.stream
     batches = SharedBatches(
         slots, meter.worker_init(kwargs.pop("worker_init_fn", None)), kinds, run=run
     )

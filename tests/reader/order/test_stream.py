@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from fastpack.reader import Dataset, EpochBatchSampler, Mix, RandomResizedCrop, make_loader
 from fastpack.reader.order import EpochBatch
-from fastpack.reader.torch_loader.epoch_stream import SkipStale, StreamBatch
+from fastpack.reader.order.stream import SkipStale, StreamBatch
 
 from ..conftest import Built
 

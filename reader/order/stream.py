@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..order.sampler import EpochBatch, EpochBatchSampler, tag_ahead
-from ..order.state import epoch_limit
+from .sampler import EpochBatch, EpochBatchSampler, tag_ahead
+from .state import epoch_limit
 
 
 class StreamBatch(EpochBatch):
