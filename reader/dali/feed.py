@@ -4,14 +4,15 @@ batch of an `EpochBatchSampler` from a `Dataset`, the order the torch loader rea
 Each call returns one batch of this rank: the encoded image of every sample (and the png bytes of
 its mask fields) as 1-D uint8 arrays, zero-copy views of the shards (`Dataset.read_bytes`; DALI
 copies them), and the samples' indices in the dataset, from which the loader takes their labels and
-their other fields (`FedFields`) once DALI hands the batch back. A call past the iteration's last
-batch raises StopIteration, which ends DALI's epoch. DALI calls the source ahead of the trainer
-(`prefetch_queue_depth`), from the thread that asks it for a batch.
+their other fields (`FedFields`) once DALI hands the batch back. The batches are one stream of
+epochs (`order.stream.EpochStream`), so that DALI, which calls the source ahead of the trainer
+(`prefetch_queue_depth`, from the thread that asks it for a batch), goes on into the next epoch's
+first batches while the trainer takes this one's last; the loader cuts the stream into epochs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +33,7 @@ Members = list[npt.NDArray[np.uint8]]
 
 class SampleFeed:
     """The external source of one rank's pipeline: `sampler`'s batches of `dataset`, each as
-    `(images, indices, *masks)` (`begin` starts an iteration, `stop` ends it early)."""
+    `(images, indices, *masks)`, in the order of the batches `read` gives it."""
 
     def __init__(
         self, dataset: Dataset, sampler: EpochBatchSampler, field: str, masks: Sequence[str]
@@ -46,14 +47,10 @@ class SampleFeed:
         """How many outputs each call returns."""
         return 2 + len(self.masks)
 
-    def begin(self) -> None:
-        """Start an iteration over the dataset's epoch where the sampler says (where its
-        `begin` fixed it, else 0 or a pending `resume_at`)."""
-        self._batches = iter(self.sampler)
-
-    def stop(self) -> None:
-        """End the current iteration: the next call raises StopIteration."""
-        self._batches = iter(())
+    def read(self, batches: Iterable[EpochBatch]) -> None:
+        """Read `batches` from the next call on (the loader's stream of epochs: `EpochStream`);
+        a call past their end raises StopIteration, which ends DALI's epoch."""
+        self._batches = iter(batches)
 
     def __call__(self) -> tuple[Members | npt.NDArray[np.int64], ...]:
         batch = next(self._batches)  # StopIteration: the end of DALI's epoch

@@ -31,6 +31,7 @@ from ..closing import ClosesOnExit
 from ..order.reading import EpochReading
 from ..order.sampler import EpochSource
 from ..order.state import Progress
+from ..order.stream import EpochStream
 from ..stats import LoaderMeter, LoaderStats
 from .feed import FedFields, SampleFeed
 from .fields import SAMPLE_INDEX, FieldBatch
@@ -73,9 +74,12 @@ class DaliLoader(ClosesOnExit):
 
     Over a `feed` (fastpack's order, feed.py) each `iter()` reads the dataset's epoch
     (`set_epoch`) in the order of its sampler, the torch loader's: from the start, or where
-    `load_state_dict` says; `len(loader)` is the number of batches of that iteration. An
-    iteration left unfinished is dropped with the pipeline that prefetched it. `state_dict()`
-    and `load_state_dict()` take the torch loader's state (`fastpack.reader.order.state`).
+    `load_state_dict` says; `len(loader)` is the number of batches of that iteration. The feed
+    goes on into the next epoch's batches (`order.stream`), so that DALI decodes its first
+    batches while the trainer takes this epoch's last ones; an iteration over another epoch or
+    position, or after one left unfinished, drops the pipeline that prefetched them and starts
+    a new one. `state_dict()` and `load_state_dict()` take the torch loader's state
+    (`fastpack.reader.order.state`).
     """
 
     def __init__(
@@ -99,9 +103,11 @@ class DaliLoader(ClosesOnExit):
         self._iterator: Any = dali_iterator(options, source, feed)
         self._in_epoch = False
         self._epochs_started = 0
-        self._ended = False  # the fed pipeline ended its epoch: reset it before the next
         # the fed iterations: the current one's batches handed out, the state
         self._order = None if feed is None else EpochReading(feed.sampler, source)
+        # the fed batches of successive epochs, which DALI prefetches across an epoch's end
+        self._stream = None if feed is None else EpochStream(feed.sampler)
+        self._fed = False  # the pipeline reads the stream: it may hold batches prefetched
         self._fed_fields = None
         self._meter = LoaderMeter(None, None)  # the trainer's side: DALI reports no stages
         if feed is not None:
@@ -138,8 +144,9 @@ class DaliLoader(ClosesOnExit):
     def __iter__(self) -> Iterator[Batch]:
         if self._iterator is None:
             raise ValueError(f"{self._source}: this DALI loader is closed")
-        if self.feed is not None:
-            return self._meter.watch(self._fed_epoch(self._begin(self.feed)))
+        if self.feed is not None and self._stream is not None:
+            progress = self._begin(self.feed, self._stream)
+            return self._meter.watch(self._fed_epoch(progress, self._stream))
         if self._in_epoch:
             while self._next() is not None:
                 pass
@@ -164,19 +171,22 @@ class DaliLoader(ClosesOnExit):
                 "the loader from 0, and cannot start at another"
             )
 
-    def _begin(self, feed: SampleFeed) -> Progress:
-        """Start an iteration over the feed: a new pipeline if the current one holds batches
-        of an unfinished one, a reset if it finished its epoch."""
-        if self._in_epoch:
-            self._rebuild()
+    def _begin(self, feed: SampleFeed, stream: EpochStream) -> Progress:
+        """Start an iteration over the feed. The feed is one stream of epochs (`EpochStream`):
+        this epoch from where the iteration starts, then the next ones from their start, so
+        that DALI's prefetch runs on into the next epoch while the trainer takes this one's last
+        batches. An iteration over the epoch the stream went on with (the previous one read to
+        its end, and this one the next from its start) takes the batches DALI prefetched; any
+        other restarts the stream, in a new pipeline if the current one has read from it."""
         progress = self._reading("an iteration").begin()
-        feed.begin()
         if progress.batches == 0:  # nothing to read: DALI is not asked
-            feed.stop()
             return progress
-        if self._ended:
-            self._iterator.reset()  # DALI asks the feed for the new iteration's first batches
-            self._ended = False
+        if not (self._fed and stream.continues(progress.epoch, progress.start)):
+            if self._fed:
+                self._rebuild()  # drops the batches the pipeline prefetched
+            stream.restart(progress.epoch, progress.start)
+            feed.read(stream)
+            self._fed = True
         self._in_epoch = True
         return progress
 
@@ -184,14 +194,14 @@ class DaliLoader(ClosesOnExit):
         """Drop the pipeline and the batches it prefetched; build a new one."""
         self._iterator = None
         self._iterator = dali_iterator(self.options, self._source, self.feed)
-        self._in_epoch = self._ended = False
+        self._in_epoch = self._fed = False
 
-    def _fed_epoch(self, progress: Progress) -> Iterator[Batch]:
+    def _fed_epoch(self, progress: Progress, stream: EpochStream) -> Iterator[Batch]:
         import torch  # noqa: PLC0415 -- optional: torch
 
         if progress.batches == 0:
             return
-        while (batch := self._next()) is not None:  # the feed ends DALI's epoch
+        for batch in stream.view(iter(self._next, None), progress.epoch, progress.batches):
             images = batch["images"]
             indices: list[int] = batch[SAMPLE_INDEX][:, 0].tolist()
             labels = torch.from_numpy(self._labels_of[indices])
@@ -221,13 +231,15 @@ class DaliLoader(ClosesOnExit):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a `state_dict()` of this loader or of the torch loader, saved with any
         ranks, threads or workers and batch size: set the dataset's epoch to the state's, and
-        start the next iteration there. Batches DALI prefetched are dropped. Refused
+        start the next iteration there. Batches DALI prefetched are dropped, unless the state
+        is where the loader's stream of epochs went on (the start of the epoch after one read to
+        its end). Refused
         (`LoaderStateError`, a ValueError) when the state was saved over another dataset, view,
         seed or shuffle, or when a field is missing, unknown, of another type or out of range
         (`order.state.state_schema`), before any of it is used."""
         self._reading("load_state_dict").load_state_dict(state)
-        if self._in_epoch and self._iterator is not None:
-            self._rebuild()
+        # the next iteration restarts the stream (and the pipeline) unless the state is where the
+        # stream went on (the start of the epoch after the one read to its end): `_begin`
 
     def _reading(self, what: str) -> EpochReading:
         if self._order is None:
@@ -244,7 +256,9 @@ class DaliLoader(ClosesOnExit):
         try:
             batch: dict[str, torch.Tensor] = next(self._iterator)[0]
         except StopIteration:
-            self._in_epoch, self._ended = False, True
+            self._in_epoch = False
+            if self._stream is not None:  # DALI ended its epoch: the next iteration rebuilds
+                self._stream.expected = None
             return None
         except RuntimeError as e:
             self.close()  # DALI's pipeline is no longer valid
