@@ -18,10 +18,25 @@ from fastpack.formats import INDEX_NAME, MANIFEST_NAME, read_manifest, write_man
 from fastpack.formats.checksum import file_crc32c
 from fastpack.formats.schema import FileInfo
 
+from ..conftest import jpeg_bytes
+
 
 class Built(NamedTuple):
     source: Path  # the ImageFolder
     path: Path  # the dataset
+
+
+def one_class_per_sample(
+    root: Path, samples: int, *, size: tuple[int, int], shard_size: int, digits: int = 3
+) -> Path:
+    """A dataset at `root / "ds"` of `samples` JPEGs of `size` (height, width), each its own
+    class (folder `c<k>`, `digits` wide), so that a batch's labels name its samples."""
+    for label in range(samples):
+        folder = root / "src" / f"c{label:0{digits}d}"
+        folder.mkdir(parents=True)
+        (folder / "a.jpg").write_bytes(jpeg_bytes(*size, seed=label))
+    build(root / "src", root / "ds", BuildOptions(workers=1, shard_size=shard_size, progress=False))
+    return root / "ds"
 
 
 @pytest.fixture

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler import BuildOptions, build
 from fastpack.reader import Dataset, RandomResizedCrop, make_loader
 
-from ...conftest import jpeg_bytes
+from ..conftest import one_class_per_sample
 from ..torch_loader._boundary import assert_first_batches_do_not_wait, epoch_waits
 
 SAMPLES = 45  # one class per sample: a batch's labels say which samples it holds
@@ -29,23 +28,18 @@ BATCH = 4  # 12 batches per epoch, the last one of 1
 
 
 @pytest.fixture(scope="module")
-def one_class_per_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dali-boundary")
-    for c in range(SAMPLES):
-        folder = root / "src" / f"c{c:03d}"
-        folder.mkdir(parents=True)
-        (folder / "a.jpg").write_bytes(jpeg_bytes(40, 48, seed=c))
-    build(root / "src", root / "ds", BuildOptions(workers=1, shard_size=8_000, progress=False))
-    return root / "ds"
+    return one_class_per_sample(root, SAMPLES, size=(40, 48), shard_size=8_000)
 
 
 def _loaders(path: Path) -> tuple[Dataset, Any, Dataset, Any]:
     """A DALI loader and a torch loader over two datasets of the same path, same order."""
-    made = []
-    for loader in ("dali", "torch"):
-        ds = Dataset(path, transform=RandomResizedCrop(16), seed=3)
-        made += [ds, make_loader(ds, batch_size=BATCH, num_workers=1, seed=3, loader=loader)]
-    return made[0], made[1], made[2], made[3]
+    dali_ds = Dataset(path, transform=RandomResizedCrop(16), seed=3)
+    torch_ds = Dataset(path, transform=RandomResizedCrop(16), seed=3)
+    dali = make_loader(dali_ds, batch_size=BATCH, num_workers=1, seed=3, loader="dali")
+    torch_loader = make_loader(torch_ds, batch_size=BATCH, num_workers=1, seed=3)
+    return dali_ds, dali, torch_ds, torch_loader
 
 
 def _labels(batches: Any, limit: int | None = None) -> list[list[int]]:
@@ -84,8 +78,8 @@ def _resume(state_of: Callable[[], dict[str, Any]]) -> Step:
     return run
 
 
-def test_every_epoch_holds_the_torch_loaders_batches(one_class_per_sample: Path) -> None:
-    dali_ds, dali, torch_ds, torch_loader = _loaders(one_class_per_sample)
+def test_every_epoch_holds_the_torch_loaders_batches(dataset: Path) -> None:
+    dali_ds, dali, torch_ds, torch_loader = _loaders(dataset)
     saved: dict[str, Any] = {}
 
     def state() -> dict[str, Any]:
@@ -122,8 +116,8 @@ def test_every_epoch_holds_the_torch_loaders_batches(one_class_per_sample: Path)
     assert _epoch(11)(dali_ds, dali) == _epoch(11)(torch_ds, torch_loader)
 
 
-def test_the_first_batch_of_a_dali_epoch_does_not_wait(one_class_per_sample: Path) -> None:
-    ds = Dataset(one_class_per_sample, transform=RandomResizedCrop(16), seed=3)
+def test_the_first_batch_of_a_dali_epoch_does_not_wait(dataset: Path) -> None:
+    ds = Dataset(dataset, transform=RandomResizedCrop(16), seed=3)
     loader = make_loader(ds, batch_size=BATCH, num_workers=1, seed=3, loader="dali", drop_last=True)
     batches = len(loader)
     start = time.perf_counter()

@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastpack.compiler import BuildOptions, build
 from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.formats.manifest import manifest_digest
 from fastpack.reader import CenterCrop, Dataset, make_dali_loader, make_loader
 
-from ...conftest import jpeg_bytes
+from ..conftest import one_class_per_sample as dataset_of_one_class_per_sample
 
 SAMPLES = 37  # one class per sample: a batch's labels say which samples it holds
 
@@ -24,12 +23,7 @@ SAMPLES = 37  # one class per sample: a batch's labels say which samples it hold
 @pytest.fixture(scope="module")
 def one_class_per_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dali-resume")
-    for c in range(SAMPLES):
-        folder = root / "src" / f"c{c:03d}"
-        folder.mkdir(parents=True)
-        (folder / "a.jpg").write_bytes(jpeg_bytes(12, 14, seed=c))
-    build(root / "src", root / "ds", BuildOptions(workers=1, shard_size=8_000, progress=False))
-    return root / "ds"
+    return dataset_of_one_class_per_sample(root, SAMPLES, size=(12, 14), shard_size=8_000)
 
 
 class Ranks:
