@@ -101,7 +101,7 @@ class DaliLoader(ClosesOnExit):
         self.order: tuple[str, ...] | None = None
         self._source = source
         self._iterator: Any = dali_iterator(options, source, feed)
-        self._in_epoch = False
+        self._in_epoch = False  # over DALI's reader: an epoch begun and not read to its end
         self._epochs_started = 0
         # the fed iterations: the current one's batches handed out, the state
         self._order = None if feed is None else EpochReading(feed.sampler, source)
@@ -187,7 +187,6 @@ class DaliLoader(ClosesOnExit):
             stream.restart(progress.epoch, progress.start)
             feed.read(stream)
             self._fed = True
-        self._in_epoch = True
         return progress
 
     def _rebuild(self) -> None:
