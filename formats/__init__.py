@@ -7,7 +7,8 @@ dataset catches.
 - The dataset's files (SPEC sections 1, 2.3, 7, 8): `MANIFEST_NAME`, `INDEX_NAME`, `SHARDS_DIR`,
   `shard_name`, `REJECTS_NAME`, `VIEWS_DIR`, `SUPPORTED_VERSIONS`.
 - The manifest (2): `Manifest`, `ShardInfo`, `read_manifest`, `write_manifest`; its schema (2.1,
-  2.2): `Schema`, `FieldSpec`, `Zstd`.
+  2.2): `Schema`, `FieldSpec`, `Zstd`; the versions of a dataset grown by appends (11):
+  `VersionInfo`, `read_dataset_manifest`.
 - The field types and their member bytes (2.1, 4.1): `FieldTypeDef`, `field_type`,
   `register_field_type`, `encode_value`, `decode_value`.
 - The index (3): `Index`, `IndexWriter`, `IndexPart`, `ABSENT`.
@@ -17,7 +18,8 @@ dataset catches.
 - The errors: `FastpackError`, `FormatError`, `ManifestError`, `CorruptIndexError`,
   `BadMagicError`, `UnsupportedVersionError`, `TruncatedFileError`, `OffsetOutOfRangeError`,
   `ShardFormatError`, `ChecksumMismatchError`, `DatasetNotFoundError`, `AbsentFieldError`,
-  `FieldValueError`, `PixelBudgetError`, `ViewError`, `ViewMismatchError`.
+  `FieldValueError`, `PixelBudgetError`, `ViewError`, `ViewMismatchError`,
+`VersionNotFoundError`.
 
 Everything else is imported from its module: the byte layouts (`index_layout`, `tfrecord`,
 `tar_shard`, `example`, `wds_index`), the parsers and checks (`manifest`, `schema`, `view`,
@@ -39,6 +41,7 @@ from .errors import (
     ShardFormatError,
     TruncatedFileError,
     UnsupportedVersionError,
+    VersionNotFoundError,
     ViewError,
     ViewMismatchError,
 )
@@ -56,10 +59,11 @@ from .layout import (
     SUPPORTED_VERSIONS,
     shard_name,
 )
-from .manifest import Manifest, ShardInfo, read_manifest, write_manifest
+from .manifest import Manifest, ShardInfo, VersionInfo, read_manifest, write_manifest
 from .schema import FieldSpec, Schema, Zstd
 from .tar_shard import scan_members
 from .tfrecord import read_records
+from .versions import read_dataset_manifest
 from .view import VIEWS_DIR, View, read_view_file, write_view_file
 
 __all__ = [
@@ -93,6 +97,8 @@ __all__ = [
     "ShardInfo",
     "TruncatedFileError",
     "UnsupportedVersionError",
+    "VersionInfo",
+    "VersionNotFoundError",
     "View",
     "ViewError",
     "ViewMismatchError",
@@ -100,6 +106,7 @@ __all__ = [
     "decode_value",
     "encode_value",
     "field_type",
+    "read_dataset_manifest",
     "read_manifest",
     "read_records",
     "read_view_file",

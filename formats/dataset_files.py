@@ -8,22 +8,31 @@ from pathlib import Path
 from .errors import CorruptIndexError, DatasetNotFoundError
 from .field_codec import FieldCodec
 from .index import Index
-from .layout import INDEX_NAME, MANIFEST_NAME
-from .manifest import Manifest, read_manifest
+from .layout import MANIFEST_NAME
+from .manifest import Manifest
+from .shard_root import is_url, resolve_shard_root
+from .versions import read_dataset_manifest
 
 
 class DatasetFiles:
-    """Opens `fastpack.json` (unless given its `manifest`, already read) and memory-maps
-    `index.fpx`; O(1) in the number of samples."""
+    """Opens the manifest of version `version` (None: the latest; SPEC 11), unless given its
+    `manifest`, already read, and memory-maps its index; O(1) in the number of samples."""
 
-    def __init__(self, root: str | os.PathLike[str], manifest: Manifest | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        manifest: Manifest | None = None,
+        *,
+        version: int | None = None,
+    ) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
             raise DatasetNotFoundError(f"{self.root}: dataset directory not found")
         if manifest is None:
-            manifest = read_manifest(self.root / MANIFEST_NAME)
+            manifest = read_dataset_manifest(self.root, version)
         self.manifest: Manifest = manifest
-        self.index = Index(self.root / INDEX_NAME, self.manifest.schema.names)
+        self.shard_root = resolve_shard_root(str(self.root), manifest.shard_root)
+        self.index = Index(self.root / manifest.index.name, self.manifest.schema.names)
         m, ix = self.manifest, self.index
         if (ix.num_samples, ix.num_shards) != (m.num_samples, len(m.shards)):
             raise CorruptIndexError(
@@ -62,8 +71,20 @@ class DatasetFiles:
             codec = self._codecs[field] = FieldCodec(spec, dictionary, varint=varint)
         return codec
 
+    @property
+    def version(self) -> int:
+        """The dataset version opened (1 for a dataset never appended to)."""
+        return self.manifest.dataset_version
+
     def shard_path(self, shard: int) -> Path:
-        return self.root / self.manifest.shards[shard].name
+        """Shard `shard`'s file: under the dataset, or under the shard root of adopted shards
+        (SPEC 10), which must then be a local or mounted directory."""
+        if is_url(self.shard_root):
+            raise DatasetNotFoundError(
+                f"{self.root / MANIFEST_NAME}: the shards lie at {self.shard_root}, not in a "
+                "directory: read the dataset with StreamingDataset, which fetches them"
+            )
+        return Path(self.shard_root) / self.manifest.shards[shard].name
 
     def shard_index_path(self, shard: int) -> Path:
         return self.root / self.manifest.shards[shard].index_name

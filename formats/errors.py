@@ -70,3 +70,7 @@ class AbsentFieldError(FastpackError, LookupError):
     """A sample lacks a member of an optional field that was asked for.
 
     A LookupError, never an IndexError: the sequence protocol must not take it for the end."""
+
+
+class VersionNotFoundError(FastpackError, LookupError):
+    """A dataset version that the dataset does not have (formats/SPEC.md section 11)."""

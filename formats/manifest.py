@@ -18,7 +18,15 @@ from .errors import (
     ManifestError,
     UnsupportedVersionError,
 )
-from .layout import INDEX_NAME, REJECTS_NAME, SHARD_FORMATS, SUPPORTED_VERSIONS, VERSION
+from .layout import (
+    EXTENDED_VERSION,
+    SHARD_FORMATS,
+    SUPPORTED_VERSIONS,
+    VERSION,
+    version_index_name,
+    version_manifest_name,
+    version_rejects_name,
+)
 from .schema import V1_SCHEMA, FieldSpec, FileInfo, Schema, parse_schema, type_of_extension
 
 FORMAT_NAME = "fastpack"
@@ -47,6 +55,18 @@ class ShardInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class VersionInfo:
+    """An earlier version of a dataset grown by appends (SPEC 11): its manifest file's name,
+    size and SHA-256, and its samples."""
+
+    number: int
+    name: str
+    bytes: int
+    sha256: str
+    num_samples: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Manifest:
     num_samples: int
     fields: tuple[str, ...]
@@ -61,8 +81,20 @@ class Manifest:
     shard_format: str = "tar"  # or "tfrecord" (version 2 only)
     rejects: FileInfo | None = None  # OPTIONAL (SPEC 2): `rejects.jsonl`, where there is one
     checksum: bool = False  # whether the text records its own SHA-256 (`sha256`, SPEC 2)
+    # version 3 only (SPEC 10, 11): shards written by another tool, where their names resolve
+    # (None: the dataset), the dataset version this manifest describes and the earlier ones
+    adopted: bool = False
+    shard_root: str | None = None
+    dataset_version: int = 1
+    versions: tuple[VersionInfo, ...] = ()
+
+    @property
+    def extended(self) -> bool:
+        """Whether the dataset uses a feature of version 3: adopted shards or appends."""
+        return self.adopted or self.shard_root is not None or self.dataset_version != 1
 
     def __post_init__(self) -> None:
+        _check_extension(self)
         if self.shard_format not in SHARD_FORMATS:
             raise ManifestError(
                 f"manifest: shard_format {self.shard_format!r}, expected one of "
@@ -97,6 +129,14 @@ class Manifest:
             for key in ("crc32c", "index_bytes", "index_sha256"):
                 if shard[key] is None:
                     del shard[key]
+        for key, absent in (
+            ("adopted", False),
+            ("shard_root", None),
+            ("dataset_version", 1),
+            ("versions", ()),
+        ):
+            if data[key] == absent:
+                del data[key]
         text = _canonical(data)
         if not self.checksum:
             return text
@@ -121,10 +161,49 @@ def manifest_digest(manifest: Manifest) -> str:
     return hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()
 
 
-def version_for(schema: Schema, shard_format: str = "tar") -> int:
-    """The version a writer gives a dataset of `schema`: 1 for `jpg` + `cls` in tar shards
-    (which every reader reads), else 2."""
+def version_for(schema: Schema, shard_format: str = "tar", *, extended: bool = False) -> int:
+    """The version a writer gives a dataset of `schema`: 3 where it has adopted shards or is
+    grown by appends (`extended`), else 1 for `jpg` + `cls` in tar shards (which every reader
+    reads), else 2."""
+    if extended:
+        return EXTENDED_VERSION
     return 1 if schema.is_v1 and shard_format == "tar" else VERSION
+
+
+def _check_extension(manifest: Manifest) -> None:
+    """Version 3's keys (SPEC 10, 11): present only in version 3, which only they call for."""
+    m = manifest
+    if m.extended != (m.version == EXTENDED_VERSION):
+        found = "adopted shards or appends" if m.extended else "neither adopted shards nor appends"
+        raise ManifestError(
+            f"manifest: version {m.version} with {found}; version {EXTENDED_VERSION} is for "
+            "datasets with adopted shards or appends, and only for them"
+        )
+    if m.shard_root is not None and not m.adopted:
+        raise ManifestError(
+            "manifest: 'shard_root' without 'adopted': only adopted shards lie elsewhere"
+        )
+    if m.shard_root is not None and (not m.shard_root or _CONTROL.search(m.shard_root)):
+        raise ManifestError(f"manifest: 'shard_root' {m.shard_root!r:.80} is not a path or URL")
+    if m.dataset_version < 1:
+        raise ManifestError(f"manifest: 'dataset_version' {m.dataset_version}, expected >= 1")
+    numbers = tuple(v.number for v in m.versions)
+    if numbers != tuple(range(1, m.dataset_version)):
+        raise ManifestError(
+            f"manifest: 'versions' lists {list(numbers)}, version {m.dataset_version} lists "
+            f"versions 1 to {m.dataset_version - 1}"
+        )
+    for v in m.versions:
+        if v.name != version_manifest_name(v.number) or _SHA256.fullmatch(v.sha256) is None:
+            raise ManifestError(
+                f"manifest: versions[{v.number - 1}]: name {v.name!r} and sha256 "
+                f"{v.sha256!r:.80}, expected {version_manifest_name(v.number)!r} and 64 "
+                "lowercase hex digits"
+            )
+        if v.bytes < 0 or v.num_samples < 0:
+            raise ManifestError(f"manifest: versions[{v.number - 1}]: a negative size or count")
+    if m.adopted and m.dataset_version != 1:
+        raise ManifestError("manifest: appends to adopted shards are not part of this format")
 
 
 def _v1_schema(fields: tuple[str, ...]) -> Schema:
@@ -268,13 +347,15 @@ def parse_manifest(data: Any, source: str) -> Manifest:
         raise ManifestError(
             f"{source}: shards hold {total} samples, 'num_samples' says {manifest.num_samples}"
         )
-    if manifest.index.name != INDEX_NAME:
+    index_name = version_index_name(manifest.dataset_version)
+    if manifest.index.name != index_name:
         raise ManifestError(
-            f"{source}: index name {manifest.index.name!r}, expected {INDEX_NAME!r}"
+            f"{source}: index name {manifest.index.name!r}, expected {index_name!r}"
         )
-    if manifest.rejects is not None and manifest.rejects.name != REJECTS_NAME:
+    rejects_name = version_rejects_name(manifest.dataset_version)
+    if manifest.rejects is not None and manifest.rejects.name != rejects_name:
         raise ManifestError(
-            f"{source}: rejects name {manifest.rejects.name!r}, expected {REJECTS_NAME!r}"
+            f"{source}: rejects name {manifest.rejects.name!r}, expected {rejects_name!r}"
         )
     return manifest
 
@@ -304,6 +385,25 @@ def _manifest(  # noqa: PLR0913 -- keyword inputs
             _parse_file_info(data["rejects"], f"{source}: rejects") if "rejects" in data else None
         ),
         checksum="sha256" in data,
+        adopted=_optional(data, "adopted", bool, False, source),
+        shard_root=_optional(data, "shard_root", str, None, source),
+        dataset_version=_optional(data, "dataset_version", int, 1, source),
+        versions=tuple(
+            _parse_version(v, f"{source}: versions[{i}]")
+            for i, v in enumerate(_optional(data, "versions", list, [], source))
+        ),
+    )
+
+
+def _parse_version(data: Any, where: str) -> VersionInfo:
+    if not isinstance(data, dict):
+        raise ManifestError(f"{where}: expected an object, found {type(data).__name__}")
+    return VersionInfo(
+        number=_require(data, "number", int, where),
+        name=_require(data, "name", str, where),
+        bytes=_require(data, "bytes", int, where),
+        sha256=_require(data, "sha256", str, where),
+        num_samples=_require(data, "num_samples", int, where),
     )
 
 

@@ -21,6 +21,9 @@ CONTRACT = {
     "ShardInfo",
     "read_manifest",
     "write_manifest",
+    # dataset versions (section 11)
+    "VersionInfo",
+    "read_dataset_manifest",
     "FieldSpec",
     "Schema",
     "Zstd",
@@ -58,6 +61,7 @@ CONTRACT = {
     "ShardFormatError",
     "TruncatedFileError",
     "UnsupportedVersionError",
+    "VersionNotFoundError",
     "ViewError",
     "ViewMismatchError",
 }
@@ -85,5 +89,5 @@ def test_nothing_else_is_public_in_the_package() -> None:
 
 def test_every_error_is_a_fastpack_error() -> None:
     errors = [getattr(fastpack.formats, n) for n in CONTRACT if n.endswith("Error")]
-    assert len(errors) == 16
+    assert len(errors) == 17
     assert all(issubclass(e, fastpack.formats.FastpackError) for e in errors)

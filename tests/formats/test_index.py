@@ -139,7 +139,7 @@ def test_bad_magic(index_path: Path) -> None:
 def test_unknown_version(index_path: Path) -> None:
     _patch(index_path, 8, struct.pack("<I", 7))
     with pytest.raises(
-        UnsupportedVersionError, match=r"index version 7, this reader supports \(1, 2\)"
+        UnsupportedVersionError, match=r"index version 7, this reader supports \(1, 2, 3\)"
     ):
         Index(index_path)
 

@@ -180,10 +180,10 @@ def test_version_1_reads_as_before(tmp_path: Path) -> None:
 
 
 def test_unsupported_versions(v2_index: Path) -> None:
-    _set_version(v2_index, 3)
-    with pytest.raises(UnsupportedVersionError, match=r"index version 3, this reader supports \(1"):
+    _set_version(v2_index, 4)
+    with pytest.raises(UnsupportedVersionError, match=r"index version 4, this reader supports \(1"):
         Index(v2_index, FIELDS)
-    with pytest.raises(ValueError, match="cannot write index version 3"):
+    with pytest.raises(ValueError, match="cannot write index version 4"):
         IndexWriter(
             path=v2_index,
             num_samples=0,
@@ -191,7 +191,7 @@ def test_unsupported_versions(v2_index: Path) -> None:
             fields=FIELDS,
             key_blob_size=0,
             source_blob_size=0,
-            version=3,
+            version=4,
         )
 
 
