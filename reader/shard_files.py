@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from fastpack.formats import DatasetNotFoundError, TruncatedFileError
+from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, TruncatedFileError
 
 from .file_system import on_remote_file_system
 
@@ -71,6 +71,12 @@ def _open(path: Path, expected_size: int, what: str) -> tuple[int, int]:
         os.close(fd)
         raise TruncatedFileError(
             f"{path}: {what} has {size} bytes, the manifest records {expected_size}"
+        )
+    if size != expected_size:  # a file rewritten since (an adopted shard: SPEC 10)
+        os.close(fd)
+        raise ChecksumMismatchError(
+            f"{path}: {what} has {size} bytes, the manifest records {expected_size}: the file "
+            "changed after the dataset was made; index or build it again"
         )
     return fd, size
 

@@ -107,4 +107,4 @@ def test_info_on_a_broken_manifest(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_info_on_a_newer_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "fastpack.json").write_text(json.dumps({"format": "fastpack", "version": 9}))
     assert main(["info", str(tmp_path)]) == 1
-    assert "manifest version 9, this reader supports (1, 2)" in error_line(capsys)
+    assert "manifest version 9, this reader supports (1, 2, 3)" in error_line(capsys)

@@ -104,7 +104,7 @@ def test_index_bad_version(built: Path) -> None:
     with (built / "index.fpx").open("r+b") as f:
         f.seek(8)
         f.write(struct.pack("<I", 7))
-    with pytest.raises(UnsupportedVersionError, match=r"index.fpx: index version 7, .*\(1, 2\)"):
+    with pytest.raises(UnsupportedVersionError, match=r"index.fpx: index version 7, .*\(1, 2, 3\)"):
         Dataset(built)
 
 
