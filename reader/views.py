@@ -1,5 +1,7 @@
 """Opening a view (formats/SPEC.md section 8) for a dataset a loader reads: by name beside the
-dataset, by path or URL, or as a `View` already in memory; always checked against the dataset."""
+dataset, by path or URL, or as a `View` already in memory; always checked against the dataset,
+and a view made on another version of it (section 11) refused with a message that names that
+version."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from fastpack.formats import (
     FastpackError,
     Manifest,
     View,
+    ViewMismatchError,
     read_view_file,
 )
 from fastpack.formats.view import (
@@ -24,6 +27,8 @@ from fastpack.formats.view import (
     view_from_bytes,
 )
 from fastpack.storage import Location, is_url
+
+from .versions import version_of
 
 ViewSpec = str | os.PathLike[str] | View
 
@@ -37,10 +42,11 @@ def open_view(
 ) -> View:
     """The view `view` of the dataset at `dataset_root` (a directory or URL) whose manifest is
     `manifest`: a name (no `/`, no `.fpview`), looked up at `<root>/views/<name>.fpview`; a path
-    or URL of a view file; or a `View`. `ViewMismatchError` if it was made for another dataset;
+    or URL of a view file; or a `View`. `ViewMismatchError` if it was made for another dataset,
+    or for another version of this one (the message names it and how to read it);
     `DatasetNotFoundError` naming the place looked at (and the views there) if there is none."""
     if isinstance(view, View):
-        return check_view_dataset(view, manifest, f"view {view.name!r}")
+        return _checked(view, dataset_root, manifest, f"view {view.name!r}", storage_options)
     text = os.fspath(view)
     root = os.fspath(dataset_root).rstrip("/")
     by_name = is_view_name(text) and not text.endswith(VIEW_SUFFIX)
@@ -55,7 +61,31 @@ def open_view(
         raise DatasetNotFoundError(
             f"{target}: no view {text!r} beside the dataset; the views there are{there}"
         ) from e
-    return check_view_dataset(found, manifest, target)
+    return _checked(found, dataset_root, manifest, target, storage_options)
+
+
+def _checked(
+    view: View,
+    dataset_root: str | os.PathLike[str],
+    manifest: Manifest,
+    where: str,
+    storage_options: Mapping[str, Any] | None,
+) -> View:
+    """`view` if it was made on the dataset version `manifest` describes; else a
+    `ViewMismatchError` that, for a view made on another version of the dataset (found through
+    its latest manifest, read only then), names that version and how to read it."""
+    try:
+        return check_view_dataset(view, manifest, where)
+    except ViewMismatchError as e:
+        made_on = version_of(dataset_root, view.dataset, storage_options)
+        if made_on is None or made_on == manifest.dataset_version:
+            raise
+        raise ViewMismatchError(
+            f"{where}: view {view.name!r} was made on version {made_on} of this dataset, this "
+            f"reader reads version {manifest.dataset_version}: read it with "
+            f"Dataset(path, version={made_on}, view={view.name!r}) (or StreamingDataset), or "
+            "make the view again on this version (fastpack view)"
+        ) from e
 
 
 def read_view_at(path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None) -> View:

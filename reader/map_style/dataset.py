@@ -1,11 +1,12 @@
 """`Dataset`: map-style random access to a fastpack dataset, torch-free.
 
-The constructor opens the manifest and the memory-mapped index at once, to fail early; a pickled
-copy carries configuration only (path, transform, seed, epoch) and opens them again on first use
-in the process that unpickles it. Forked workers share the parent's maps. Shards are mapped on
-demand. Nothing is kept per sample: a worker's private memory does not grow with the dataset.
-`close()` (or leaving a `with` block, or the dataset being garbage-collected) closes the shard
-files this process opened and drops its index map.
+The constructor opens the manifest and the memory-mapped index at once, to fail early, and keeps
+the number of the dataset version it opened; a pickled copy carries configuration only (path,
+version, transform, seed, epoch) and opens that version again on first use in the process that
+unpickles it, even when the dataset has grown a version since. Forked workers share the parent's
+maps. Shards are mapped on demand. Nothing is kept per sample: a worker's private memory does not
+grow with the dataset. `close()` (or leaving a `with` block, or the dataset being
+garbage-collected) closes the shard files this process opened and drops its index map.
 
 The image and label pair takes the fast path of `(images, labels)` batches; any other choice of
 `fields` goes through `fields.SampleDecoder` and the batch rules of `fields.layout`.
@@ -27,7 +28,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import AbsentFieldError, Manifest
-from fastpack.formats.manifest import manifest_digest
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
@@ -46,9 +46,11 @@ from ..image.decode import Image
 from ..image.transforms import Transform
 from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
+from ..order.identity import dataset_identity
 from ..order.schema import INT64_MAX
 from ..shard_files import IoChoice, IoMethod, resolve_io
 from ..stats.recorder import records_batches
+from ..versions import check_version
 from ..views import ViewSpec
 from .image_label import EncodedImages, ImageDecoding, draws
 from .opened import Opened, member_name
@@ -102,6 +104,11 @@ class Dataset(ClosesOnExit):
     (`RandomResizedCrop(224, pixel_budget=...)`); a different one is a ValueError. Any other
     image that does not decode is a ShardFormatError naming the sample.
 
+    `version` reads that version of a dataset grown by `fastpack append` (formats/SPEC.md
+    section 11; default: the latest); a version the dataset does not have is a
+    `VersionNotFoundError` naming the versions it has. `self.version` is the version read, which
+    workers and every later open read too.
+
     Iterating yields every sample in order, and raises the error of a sample that cannot be read.
     `close()` closes the shard files and drops the index map this process opened, as leaving a
     `with Dataset(...) as ds:` block or garbage collection does; a closed dataset stays usable
@@ -122,6 +129,7 @@ class Dataset(ClosesOnExit):
         io: IoChoice = "auto",
         view: ViewSpec | None = None,
         pixel_budget: int | None = None,
+        version: int | None = None,
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
@@ -139,7 +147,10 @@ class Dataset(ClosesOnExit):
         self.batch_allocator: BatchAllocator | None = None
         self._state: Opened | None = None
         self._finalizer: weakref.finalize[[], Dataset] | None = None
-        schema = self._opened().files.manifest.schema  # fail early on a malformed dataset
+        self._version = check_version(version, str(path))  # None: the latest
+        files = self._opened().files  # fail early on a malformed dataset
+        self._version = files.version  # every later open reads this version
+        schema = files.manifest.schema
         where = str(self.path)
         self.field: str | None = image_field(schema, field, where)
         self.fields: tuple[str, ...] = choose_fields(schema, fields, self.field, where)
@@ -160,7 +171,8 @@ class Dataset(ClosesOnExit):
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({str(self.path)!r}, transform={self.transform!r}, seed={self.seed}, "
+            f"Dataset({str(self.path)!r}, version={self._version}, transform={self.transform!r}, "
+            f"seed={self.seed}, "
             f"fields={self.fields!r}, epoch={self.epoch})"
         )
 
@@ -174,7 +186,7 @@ class Dataset(ClosesOnExit):
 
     def _opened(self) -> Opened:
         if self._state is None:
-            state = self._state = Opened(self.path, self.io, self.view)
+            state = self._state = Opened(self.path, self.io, self.view, self._version)
             # Holds the state, never the dataset: collecting the dataset closes its shard files.
             self._finalizer = weakref.finalize(self, state.close)
             self._finalizer.atexit = False  # the process's exit closes them anyway
@@ -192,6 +204,11 @@ class Dataset(ClosesOnExit):
     def __len__(self) -> int:
         return self._opened().count()
 
+    @property
+    def version(self) -> int:
+        """The version of the dataset read (1 for a dataset never appended to)."""
+        return self._opened().files.version
+
     def rows(self) -> npt.NDArray[np.int64] | None:
         """The dataset rows of the view read, in order (sample `i` is row `rows()[i]` of the
         index); None without a view."""
@@ -199,13 +216,9 @@ class Dataset(ClosesOnExit):
 
     def order_identity(self) -> dict[str, Any]:
         """What this dataset's samples are, as a loader's saved state names them: the manifest's
-        digest and the view (name and digest)."""
+        digest, the dataset version and the view (name and digest): `order.identity`."""
         state = self._opened()
-        view = state.view
-        return {
-            "dataset": manifest_digest(state.files.manifest),
-            "view": None if view is None else {"name": view.name, "digest": view.digest()},
-        }
+        return dataset_identity(state.files.manifest, state.view)
 
     def epoch_order(self, seed: int, shuffle: bool) -> EpochOrder:
         """The order of an epoch over this dataset's samples (`EpochBatchSampler`): a keyed

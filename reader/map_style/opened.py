@@ -31,12 +31,15 @@ INDEX_RELEASE_SAMPLES = 64  # an index release costs per GB mapped: once per bat
 
 
 class Opened:
-    """The per-process state: dataset files, the shard reader, a plain view of the labels, the
+    """The per-process state: dataset files (of dataset version `version`, None: the latest),
+    the shard reader, a plain view of the labels, the
     rows of the view read (None: every row), and the decoder of the fields asked for (made on
     first use)."""
 
-    def __init__(self, root: Path, io: IoMethod, view: ViewSpec | None) -> None:
-        self.files = DatasetFiles(root)
+    def __init__(
+        self, root: Path, io: IoMethod, view: ViewSpec | None, version: int | None = None
+    ) -> None:
+        self.files = DatasetFiles(root, version=version)
         self.index = self.files.index
         self.io: IoMethod = io
         self.shards = ShardReader(self.files, io)

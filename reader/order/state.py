@@ -2,9 +2,9 @@
 
 The state is a few integers and names: the epoch, the position in the epoch's global order up
 to which every rank has read (see `EpochBatchSampler`), and what the order is over (the
-dataset's manifest digest, its view, a mix's sources and weights, the seed). No per-sample list,
-no rank, worker count or batch size: a state saved by any number of ranks and workers with any
-batch size resumes with any other (`Progress`).
+dataset's manifest digest and version, its view, a mix's sources and weights, the seed). No
+per-sample list, no rank, worker count or batch size: a state saved by any number of ranks and
+workers with any batch size resumes with any other (`Progress`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LoaderStateError
+from .identity import version_change, with_version
 from .schema import (
     INT64_MAX,
     Exact,
@@ -70,7 +71,9 @@ def make_state(
 
 
 DATASET_IDENTITY = Record(
-    {"dataset": Text(), "view": Nullable(Record({"name": Text(), "digest": Text()}))}
+    {"dataset": Text(), "view": Nullable(Record({"name": Text(), "digest": Text()}))},
+    # states saved before dataset versions name none (`identity.with_version`)
+    optional={"dataset_version": Integer(1), "origin": Text()},
 )
 MIX_IDENTITY = Record(
     {
@@ -131,10 +134,14 @@ def read_state(  # noqa: PLR0913 -- keyword inputs
     kind = "fastpack loader"
     check_header(state, STATE_FORMAT, STATE_VERSION, kind, where)
     checked = parse(state, state_schema(length), where=where, kind=kind)
-    if checked["order"] != dict(identity):
+    saved, current = with_version(checked["order"]), with_version(identity)
+    if saved != current:
+        change = version_change(saved, current)
+        if change is not None:
+            raise LoaderStateError(f"{where}: {change}")
         raise LoaderStateError(
-            f"{where}: the state was saved reading {describe(checked['order'])}; this loader "
-            f"reads {describe(identity)}: resume with the same dataset, view and mix"
+            f"{where}: the state was saved reading {describe(saved)}; this loader "
+            f"reads {describe(current)}: resume with the same dataset, view and mix"
         )
     for name, value in (("seed", seed), ("shuffle", shuffle)):
         if checked[name] != value:
@@ -171,5 +178,7 @@ def describe(identity: Any) -> str:
         )
         return f"a mix of [{sources}] ({identity.get('epoch_size')} samples per epoch)"
     text = f"dataset {str(identity.get('dataset', '?'))[:12]}"
+    if identity.get("dataset_version", 1) != 1:
+        text += f" version {identity['dataset_version']}"
     view = identity.get("view")
     return f"{text} view {view['name']!r} ({view['digest'][:12]})" if view else f"{text} (no view)"

@@ -7,6 +7,7 @@ from .datasets import (
     read_manifest_at,
     read_manifest_bytes,
     read_remote_manifest,
+    read_version_manifest,
 )
 from .index_rows import IndexRows
 
@@ -17,4 +18,5 @@ __all__ = [
     "read_manifest_at",
     "read_manifest_bytes",
     "read_remote_manifest",
+    "read_version_manifest",
 ]

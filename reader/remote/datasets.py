@@ -17,17 +17,44 @@ from fastpack.formats import (
 )
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.formats.schema import Dictionary
+from fastpack.formats.versions import check_version_text, manifest_name_of, read_dataset_manifest
 from fastpack.storage import Expected, Location, RetryPolicy, Transfer, is_url
 
 
 def read_remote_manifest(
-    url: str, storage_options: Mapping[str, Any] | None = None, retry: RetryPolicy | None = None
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    retry: RetryPolicy | None = None,
+    *,
+    version: int | None = None,
 ) -> Manifest:
-    """The manifest of the dataset at `url`; `DatasetNotFoundError` (naming the URL) for an
-    unknown bucket or prefix, or a build that has not finished."""
+    """The manifest of version `version` (None: the latest) of the dataset at `url`;
+    `DatasetNotFoundError` (naming the URL) for an unknown bucket or prefix, or a build that
+    has not finished; `VersionNotFoundError` for a version the dataset does not have."""
     location = Location(url, storage_options, retry)
-    text = read_manifest_bytes(location, location.retry)
-    return manifest_from_text(text, location.url_of(MANIFEST_NAME))
+    return read_version_manifest(location, version, location.retry)[1]
+
+
+def read_version_manifest(
+    location: Location, version: int | None, retry: RetryPolicy
+) -> tuple[bytes, Manifest]:
+    """The bytes and the manifest of version `version` (None: the latest) of the dataset at
+    `location`: the latest manifest, and for an earlier version its own file
+    (`versions/NNNNNN/fastpack.json`) checked against what the latest records of it
+    (formats/SPEC.md section 11). `VersionNotFoundError` names the versions there are."""
+    text = read_manifest_bytes(location, retry)
+    latest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+    name = manifest_name_of(version, latest, location.url)
+    if version is None or name == MANIFEST_NAME:
+        return text, latest
+    try:
+        earlier = location.read_bytes(name, retry)
+    except DatasetNotFoundError as e:
+        raise DatasetNotFoundError(
+            f"{location.url_of(name)}: the manifest of version {version} is missing (the "
+            "latest lists it)"
+        ) from e
+    return earlier, check_version_text(earlier, version, latest, location.url_of(name))
 
 
 def dictionaries(manifest: Manifest) -> list[Dictionary]:
@@ -52,12 +79,18 @@ def read_manifest_bytes(location: Location, retry: RetryPolicy) -> bytes:
 
 
 def read_manifest_at(
-    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    version: int | None = None,
 ) -> Manifest:
-    """The manifest of a dataset given as a local directory or a URL."""
+    """The manifest of version `version` (None: the latest) of a dataset given as a local
+    directory or a URL."""
     if is_url(path):
-        return read_remote_manifest(os.fspath(path), storage_options)
-    return read_manifest(Path(path) / MANIFEST_NAME)
+        return read_remote_manifest(os.fspath(path), storage_options, version=version)
+    if version is None:
+        return read_manifest(Path(path) / MANIFEST_NAME)
+    return read_dataset_manifest(Path(path), version)
 
 
 def fetch_dataset(
@@ -92,7 +125,8 @@ def fetch_dataset(
         )
     for shard in manifest.shards:
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
-    _copy_optional(location, REJECTS_NAME, out, retry)
+    rejects = REJECTS_NAME if manifest.rejects is None else manifest.rejects.name
+    _copy_optional(location, rejects, out, retry)
     tmp = out / (MANIFEST_NAME + ".tmp")
     tmp.write_bytes(text)
     os.replace(tmp, out / MANIFEST_NAME)
@@ -104,4 +138,5 @@ def _copy_optional(location: Location, name: str, out: Path, retry: RetryPolicy)
         data = location.read_bytes(name, retry)
     except DatasetNotFoundError:
         return
+    (out / name).parent.mkdir(parents=True, exist_ok=True)
     (out / name).write_bytes(data)

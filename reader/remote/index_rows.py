@@ -1,6 +1,7 @@
 """`IndexRows`: the index of a dataset at a URL, cached on the node one shard's rows at a time.
 
-The cached `index.fpx` is a sparse file of the index's full size and layout (formats/SPEC.md
+The cached index (`index.fpx`, or a later dataset version's `versions/NNNNNN/index.fpx`: the
+manifest's `index.name`) is a sparse file of the index's full size and layout (formats/SPEC.md
 section 3), so that `Index` and `DatasetFiles` open and read it as they read any index. Making an
 `IndexRows` fetches only what opening reads: the header and section table (one ranged GET) and
 the first and last entries of the `*.offsets` sections. `ensure(shard)` fetches the slice that
@@ -32,7 +33,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
-    INDEX_NAME,
     MANIFEST_NAME,
     CorruptIndexError,
     FastpackError,
@@ -73,16 +73,16 @@ class IndexRows:
         self, location: Location, manifest: Manifest, root: Path, *, threads: int = THREADS
     ) -> None:
         self._location, self._manifest, self._threads = location, manifest, max(1, threads)
-        self.path = root / INDEX_NAME
-        self.marks_path = root / (INDEX_NAME + MARKS_SUFFIX)
-        self.url = location.url_of(INDEX_NAME)
+        self._name = name = manifest.index.name  # `index.fpx`, or a later version's
+        self.path = root / name
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.marks_path = root / (name + MARKS_SUFFIX)
+        self.url = location.url_of(name)
         counts = [s.samples for s in manifest.shards]
         self._starts: list[int] = [0, *np.cumsum(counts, dtype=np.int64).tolist()]
         size = manifest.index.bytes
         if size <= WHOLE_INDEX_BYTES and not self.marks_path.exists() and _size(self.path) != size:
-            location.download(
-                INDEX_NAME, self.path, Expected(size=size, sha256=manifest.index.sha256)
-            )
+            location.download(name, self.path, Expected(size=size, sha256=manifest.index.sha256))
         self.complete = _size(self.path) == size and not self.marks_path.exists()
         self._sections: dict[str, Section] = {}
         self._absent_allowed = False
@@ -126,10 +126,10 @@ class IndexRows:
     def _fetch_head(self) -> bytes:
         """The header and section table (and whatever else the first GET brings)."""
         size = self._manifest.index.bytes
-        head = self._location.read_range(INDEX_NAME, 0, min(size, HEAD_BYTES))
+        head = self._location.read_range(self._name, 0, min(size, HEAD_BYTES))
         needed = table_size(head)
         if len(head) < needed <= size:  # a table past the end is for opening to report
-            head += self._location.read_range(INDEX_NAME, len(head), needed)
+            head += self._location.read_range(self._name, len(head), needed)
         return head
 
     def _create(self, head: bytes, sections: Mapping[str, Section]) -> None:
@@ -245,7 +245,7 @@ class IndexRows:
             start, end = spans[name]
             if end <= start:
                 return b""
-            data = self._location.read_range(INDEX_NAME, start, end)
+            data = self._location.read_range(self._name, start, end)
             if len(data) != end - start:
                 raise TruncatedFileError(
                     f"{self.url}: {context}: bytes [{start}, {end}) of {_what(name)} came back as "

@@ -59,8 +59,10 @@ class StreamingDataset(ClosesOnExit, IterableBase):
     view's samples (a class-balanced view is refused). A local `path` is read in place; a URL's
     or, given `cache_dir`, a mount's shards are fetched into the node's cache (`site`), bounded
     by `cache_limit` (`budget`), `prefetch` shards ahead (None: chosen as the stream goes), with
-    the connections of `fetch`. `close()` (or leaving a `with` block) drops the index map this
-    process opened; an iteration's shard files close when it ends or is dropped.
+    the connections of `fetch`. `version` reads that version of a dataset grown by `fastpack
+    append` (default: the latest, settled when the dataset is made: its workers read the same
+    one); `self.version` is the version read. `close()` (or leaving a `with` block) drops the
+    index map this process opened; an iteration's shard files close when it ends or is dropped.
     """
 
     transform: Delegated[Transform | None] = Delegated("options")
@@ -110,6 +112,7 @@ class StreamingDataset(ClosesOnExit, IterableBase):
         drop_empty_boxes: bool = True,
         batch_size: int | None = None,
         view: ViewSpec | None = None,
+        version: int | None = None,
     ) -> None:
         ranks = resolve_rank(rank, world_size)
         self.options = StreamingOptions.of(  # every keyword argument above
@@ -126,8 +129,8 @@ class StreamingDataset(ClosesOnExit, IterableBase):
             self.view = streaming_view(self.path, self.manifest, view, storage_options)
         self._plans = EpochPlans(self.manifest, self.view)
         self._budget().check(self.path)
-        self._resume = StreamResume(self.path)
-        self._opened_once = Opened(self.path, self.root, self.columns)
+        self._resume = StreamResume(self.path, self.version)
+        self._opened_once = Opened(self.path, self.root, self.columns, self.manifest)
         register_iterable(StreamingDataset)
 
     def _budget(self) -> CacheBudget:
@@ -183,6 +186,11 @@ class StreamingDataset(ClosesOnExit, IterableBase):
         if self.batch_size is None:
             raise ValueError(f"{self.path}: num_batches needs a batch_size; this dataset has none")
         return self._plans.num_batches(self.options, self.batch_size, workers, progress)
+
+    @property
+    def version(self) -> int:
+        """The version of the dataset read (1 for a dataset never appended to)."""
+        return self.manifest.dataset_version
 
     def order_identity(self) -> dict[str, Any]:
         """What this dataset's samples are, as a loader's saved state names them."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import DatasetFiles
+from fastpack.formats import DatasetFiles, Manifest
 
 from ..fields import SampleDecoder
 from ..image.batch import Allocate
@@ -18,17 +18,18 @@ from .reading import Columns, WindowReader, sample_decoder
 
 
 class Opened:
-    """The files of the dataset at `root` (named `path` in messages), and the decoder of its
+    """The files of the dataset at `root` (named `path` in messages) that `manifest` describes
+    (the version it describes, however the dataset grows meanwhile), and the decoder of its
     `columns`, opened when first asked for."""
 
-    def __init__(self, path: str, root: Path, columns: Columns) -> None:
-        self.path, self.root, self.columns = path, root, columns
+    def __init__(self, path: str, root: Path, columns: Columns, manifest: Manifest) -> None:
+        self.path, self.root, self.columns, self.manifest = path, root, columns, manifest
         self._files: DatasetFiles | None = None
         self._decoder: SampleDecoder | None = None
 
     def files(self) -> DatasetFiles:
         if self._files is None:
-            self._files = DatasetFiles(self.root)
+            self._files = DatasetFiles(self.root, self.manifest)
         return self._files
 
     def reader(self, options: StreamingOptions, allocate: Allocate | None) -> WindowReader:

@@ -13,6 +13,7 @@ from fastpack.storage import RetryPolicy
 
 from ..image.transforms import Transform
 from ..shard_files import IoChoice, check_io
+from ..versions import check_version
 from ..views import ViewSpec
 
 
@@ -55,12 +56,14 @@ class StreamingOptions:
     drop_empty_boxes: bool = True
     batch_size: int | None = None
     view: ViewSpec | None = None
+    version: int | None = None  # the dataset version read (None: the latest)
 
     def __post_init__(self) -> None:
         kinds = {"seed": int, "pad": bool, "pad_value": float, "drop_empty_boxes": bool}
         for name, kind in kinds.items():  # a numpy integer, 1 for True, ...: the plain value
             object.__setattr__(self, name, kind(getattr(self, name)))
         check_io(self.io)
+        object.__setattr__(self, "version", check_version(self.version, "StreamingDataset"))
         checks = (
             ("seed", self.seed >= 0, ">= 0"),
             ("shuffle_window", self.shuffle_window >= 1, ">= 1"),

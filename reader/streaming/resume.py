@@ -32,20 +32,27 @@ class Cursor:
 
 
 class StreamResume:
-    """The resume pending for the next iteration of one stream of the dataset at `where`, and
-    the cursor of the current (or last) iteration. Copied (or pickled) with its dataset, it
-    carries the numbers only."""
+    """The resume pending for the next iteration of one stream of the dataset at `where` (of
+    which it reads version `version`), and the cursor of the current (or last) iteration.
+    Copied (or pickled) with its dataset, it carries the numbers only."""
 
-    def __init__(self, where: str) -> None:
-        self.where = where
+    def __init__(self, where: str, version: int = 1) -> None:
+        self.where, self.version = where, version
         self.cursor: Cursor | None = None
         self._saved: tuple[Stream, int] | None = None  # a stream's state, loaded
         self._progress: EpochProgress | None = None  # an epoch to resume
 
     def read(self, state: Mapping[str, Any], seed: int) -> StreamState:
-        """A stream's saved `state`, every field checked (`stream_state`) and its seed `seed`:
-        a `LoaderStateError` names the field that is not."""
+        """A stream's saved `state`, every field checked (`stream_state`), its seed `seed` and
+        its dataset version this one's: a `LoaderStateError` names the field that is not."""
         saved = read_state(state, where=self.where)
+        if saved.dataset_version != self.version:
+            raise LoaderStateError(
+                f"{self.where}: the StreamingDataset state was saved on version "
+                f"{saved.dataset_version} of this dataset, this dataset reads version "
+                f"{self.version}: resume it with StreamingDataset(path, "
+                f"version={saved.dataset_version})"
+            )
         if saved.seed != seed:
             raise LoaderStateError(
                 f"{self.where}: StreamingDataset state saved with seed {saved.seed}, this "
@@ -93,7 +100,12 @@ class StreamResume:
         if progress is None:
             progress = EpochProgress(epoch=epoch, segments=(), resident_budget=None)
         return StreamState(
-            epoch=epoch, position=position, stream=stream, seed=seed, progress=progress
+            epoch=epoch,
+            position=position,
+            stream=stream,
+            seed=seed,
+            progress=progress,
+            dataset_version=self.version,
         )
 
     def __copy__(self) -> StreamResume:

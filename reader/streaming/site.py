@@ -5,9 +5,10 @@
   chunks a stream is about to read read ahead (`ReadAhead`), or, given a `cache_dir`, its shards
   copied whole into the node's cache (`MountOrigin`), in a directory named after the dataset's
   real path and manifest;
-- a URL: the manifest (and the zstd dictionaries) fetched now into a cache directory named after
-  the URL and the manifest (a rebuilt dataset gets a fresh one), the index a shard's rows at a
-  time (`IndexRows`), the shards whole into the same directory (`UrlOrigin`).
+- a URL: the manifest (of the dataset version asked: `options.version`) and the zstd dictionaries
+  fetched now into a cache directory named after the URL and that manifest (a rebuilt dataset, or
+  another version, gets a fresh one), the index a shard's rows at a time (`IndexRows`), the
+  shards whole into the same directory (`UrlOrigin`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastpack.formats import MANIFEST_NAME, Manifest, read_manifest
-from fastpack.formats.manifest import manifest_from_text
+from fastpack.formats import MANIFEST_NAME, Manifest, read_dataset_manifest
 from fastpack.storage import Expected, Location, Transfer, default_cache_dir, is_url
 
 from ..file_system import on_remote_file_system
-from ..remote import IndexRows, dictionaries, read_manifest_bytes
+from ..remote import IndexRows, dictionaries, read_version_manifest
 from ..shard_files import IoMethod, resolve_io
 from .cache import ShardCache
 from .options import StreamingOptions
@@ -72,7 +72,8 @@ def locate(path: str | os.PathLike[str], options: StreamingOptions) -> Site:
     else:
         root = Path(given)
         mount = on_remote_file_system(root)
-    manifest = read_manifest(root / MANIFEST_NAME)
+    # a URL's manifest, of the version asked, is in its cache directory by now
+    manifest = read_dataset_manifest(root, None if cached is not None else options.version)
     if mount and options.cache_dir is not None:
         cache_root = _mount_cache(root, Path(options.cache_dir), options.cache_limit)
         cached = Cached(origin=MountOrigin(root), root=cache_root)
@@ -87,8 +88,7 @@ def _fetch_metadata(
     the index reads: its rows come shard by shard, before a stream opens the shard
     (`IndexRows`). Returns the dataset's cache directory and its index."""
     retry = options.fetch.retry
-    text = read_manifest_bytes(location, retry)
-    manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+    text, manifest = read_version_manifest(location, options.version, retry)
     key = hashlib.sha256(location.url.encode() + b"\n" + text).hexdigest()[:16]
     root = cache_dir / key
     root.mkdir(parents=True, exist_ok=True)

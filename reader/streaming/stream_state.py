@@ -2,11 +2,13 @@
 and restores per DataLoader worker (`StreamingDataset.state_dict`). Plain JSON values:
 
     {"format": "fastpack-stream-state", "version": 1, "epoch": 3, "position": 120,
-     "stream": [rank, world, worker, workers], "seed": 0,
+     "stream": [rank, world, worker, workers], "seed": 0, "dataset_version": 1,
      "segments": [[world, workers, batch_size, batches], ...], "resident_budget": null}
 
-`position` counts the samples the stream has handed out; `segments` and `resident_budget` are
-there only in an epoch resumed on another layout (`elastic`). Every field is checked before use
+`position` counts the samples the stream has handed out; `dataset_version` is the version of
+the dataset read (formats/SPEC.md section 11; absent in states saved before versions existed:
+version 1); `segments` and `resident_budget` are there only in an epoch resumed on another
+layout (`elastic`). Every field is checked before use
 (`order.schema`); a state that is not this is refused with a `LoaderStateError` naming the
 field.
 """
@@ -53,20 +55,26 @@ SCHEMA = Record(
         "stream": StreamField(),
         "seed": Integer(),
     },
-    optional={"segments": SEGMENTS, "resident_budget": Nullable(Integer())},
+    optional={
+        "segments": SEGMENTS,
+        "resident_budget": Nullable(Integer()),
+        "dataset_version": Integer(1),
+    },
 )
 
 
 @dataclass(frozen=True, kw_only=True)
 class StreamState:
     """A stream's progress: `position` samples of `stream` handed out in `epoch` (of the rest
-    that `progress` describes, when it has segments), with `seed`."""
+    that `progress` describes, when it has segments), with `seed`, over version
+    `dataset_version` of the dataset."""
 
     epoch: int
     position: int
     stream: Stream
     seed: int
     progress: EpochProgress
+    dataset_version: int = 1
 
 
 def make_state(state: StreamState) -> dict[str, Any]:
@@ -78,6 +86,7 @@ def make_state(state: StreamState) -> dict[str, Any]:
         "position": state.position,
         "stream": list(state.stream),
         "seed": state.seed,
+        "dataset_version": state.dataset_version,
     }
     if state.progress.segments:
         saved["segments"] = [list(s) for s in state.progress.segments]
@@ -100,4 +109,5 @@ def read_state(state: Mapping[str, Any], *, where: str) -> StreamState:
         stream=checked["stream"],
         seed=checked["seed"],
         progress=progress,
+        dataset_version=checked.get("dataset_version", 1),
     )

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fastpack.formats import Manifest, View
-from fastpack.formats.manifest import manifest_digest
 
+from ..order.identity import dataset_identity
 from ..views import ViewSpec, open_view
 
 IntArray = npt.NDArray[np.int64]
@@ -41,8 +41,6 @@ def shard_counts(counts: IntArray, rows: IntArray) -> IntArray:
 
 def order_identity(manifest: Manifest, view: View | None) -> dict[str, Any]:
     """What a dataset's samples are, as a loader's saved state names them: the digest of its
-    `manifest` and the `view` read (its name and digest; None: the whole dataset)."""
-    return {
-        "dataset": manifest_digest(manifest),
-        "view": None if view is None else {"name": view.name, "digest": view.digest()},
-    }
+    `manifest`, the dataset version it describes and the `view` read (its name and digest;
+    None: the whole dataset): `order.identity`."""
+    return dataset_identity(manifest, view)

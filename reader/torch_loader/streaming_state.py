@@ -3,13 +3,15 @@
 Plain JSON values, a few integers and names:
 
     {"format": "fastpack-streaming-state", "version": 1,
-     "dataset": <manifest digest>, "view": null | {"name": ..., "digest": ...},
+     "dataset": <manifest digest>, "dataset_version": 1, "origin": <version 1's digest>,
+     "view": null | {"name": ..., "digest": ...},
      "seed": 0, "shuffle": true, "drop_last": false, "shuffle_window": 4,
      "resident_budget": null, "epoch": 3,
      "segments": [[world, workers, batch_size, batches], ...]}
 
-One segment per layout that has read part of the epoch, in order (`streaming.elastic`); none:
-the epoch has not started. A state resumes with any world size, worker count and batch size;
+`origin` is there from dataset version 2 on (`order.identity`). One segment per layout that has
+read part of the epoch, in order (`streaming.elastic`); none: the epoch has not started. A state
+resumes with any world size, worker count and batch size;
 `resident_budget` (the first layout's resident bytes per rank) fixes that layout's shard order.
 Every field is checked before use (`SCHEMA`, `order.schema`): a `LoaderStateError` names the one
 that is missing, unknown, of another type or out of range. Torch-free.
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LoaderStateError
+from ..order.identity import version_change, with_version
 from ..order.schema import Exact, Flag, Integer, Nullable, Record, parse, quote
 from ..order.state import DATASET_IDENTITY, check_header
 from ..streaming.dataset import StreamingDataset
@@ -42,7 +45,8 @@ SCHEMA = Record(
         "resident_budget": Nullable(Integer()),
         "epoch": Integer(),
         "segments": SEGMENTS,
-    }
+    },
+    optional=DATASET_IDENTITY.optional,  # the dataset version, absent in states saved before
 )
 
 
@@ -87,11 +91,14 @@ def read_state(dataset: StreamingDataset, state: Mapping[str, Any]) -> EpochProg
     reads: a `LoaderStateError` names the field and says what differs."""
     where = str(dataset.path)
     check_header(state, STATE_FORMAT, STATE_VERSION, KIND, where)
-    checked = parse(state, SCHEMA, where=where, kind=KIND)
+    checked = with_version(parse(state, SCHEMA, where=where, kind=KIND))
+    change = version_change(checked, with_version(dataset.order_identity()))
+    if change is not None:
+        raise LoaderStateError(f"{where}: {change}")
     for name, value in _settings(dataset).items():
-        if checked[name] != value:
+        if checked.get(name) != value:
             raise LoaderStateError(
-                f"{where}: the state was saved with {name}={quote(checked[name])}, this "
+                f"{where}: the state was saved with {name}={quote(checked.get(name))}, this "
                 f"loader reads {name}={quote(value)}"
             )
     return EpochProgress(

@@ -80,7 +80,7 @@ def test_a_field_of_another_type_or_out_of_range_is_refused(
 @pytest.mark.parametrize(
     ("order", "field", "expected", "found"),
     [
-        ([], "order", "a mapping of ['dataset', 'view']", "[] (list)"),
+        ([], "order", "a mapping of ['dataset', 'view', 'dataset_version', 'origin']", "[] (list)"),
         ({"dataset": 7, "view": None}, "order.dataset", "a non-empty string", "7 (int)"),
         ({"dataset": DIGEST}, "order.view", "None or a mapping of ['name', 'digest']", "missing"),
         ({"dataset": DIGEST, "view": "half"}, "order.view", "None or a mapping", "'half' (str)"),
@@ -93,7 +93,7 @@ def test_a_field_of_another_type_or_out_of_range_is_refused(
         (
             {"dataset": DIGEST, "view": None, "rows": [1]},
             "order.rows",
-            "only the fields ['dataset', 'view']",
+            "only the fields ['dataset', 'view', 'dataset_version', 'origin']",
             "an unknown field holding [1]",
         ),
         ({"mix": 5, "epoch_size": 10}, "order.mix", "a list of at most 4096 items", "5 (int)"),
@@ -119,7 +119,7 @@ def test_a_field_of_another_type_or_out_of_range_is_refused(
         (
             {"mix": [{"weight": 1.0}], "epoch_size": 9},
             "order.mix[0].source",
-            "a mapping of ['dataset', 'view']",
+            "a mapping of ['dataset', 'view', 'dataset_version', 'origin']",
             "nothing: the field is missing",
         ),
     ],

@@ -27,7 +27,8 @@ BUDGET = f"None or {INT}"
 VERSION = "1 (the version this reader reads)"
 OUTSIDE = "outside that range"
 STREAM_FIELDS = (
-    "['format', 'version', 'epoch', 'position', 'stream', 'seed', 'segments', 'resident_budget']"
+    "['format', 'version', 'epoch', 'position', 'stream', 'seed', 'segments', 'resident_budget', "
+    "'dataset_version']"
 )
 WORLD = "an integer in [1, 1048576] (world: ranks)"
 WORKERS = "an integer in [0, 1048576] (workers: DataLoader workers per rank)"
@@ -68,6 +69,7 @@ def test_a_stream_state_as_saved_resumes(built: Path) -> None:
         "position": 5,
         "stream": [0, 1, 0, 1],
         "seed": 3,
+        "dataset_version": 1,
     }
     resumed = _dataset(built)
     resumed.load_state_dict(state)
@@ -151,7 +153,7 @@ def _loader(built: Path, workers: int = 0) -> Any:
 
 LOADER_FIELDS = (
     "['format', 'version', 'dataset', 'view', 'seed', 'shuffle', 'drop_last', 'shuffle_window', "
-    "'resident_budget', 'epoch', 'segments']"
+    "'resident_budget', 'epoch', 'segments', 'dataset_version', 'origin']"
 )
 
 

@@ -1,0 +1,1 @@
+"""Reading the versions of a dataset grown by appends."""
