@@ -1,6 +1,7 @@
 """fastpack.compiler: builds a dataset (tar shards, index, manifest) from images, in parallel,
 deterministically, and resumably; to a local directory or to a URL."""
 
+from .append import AppendError, AppendLockedError, AppendSummary, append
 from .build import build
 from .build_schema import BuildSchema, FieldSource, parse_build_schema, read_build_schema
 from .errors import (
@@ -15,6 +16,9 @@ from .images import PreparedImage, Reject, prepare_image
 from .options import BuildOptions, BuildSummary
 
 __all__ = [
+    "AppendError",
+    "AppendLockedError",
+    "AppendSummary",
     "BuildDirError",
     "BuildError",
     "BuildMemoryError",
@@ -27,6 +31,7 @@ __all__ = [
     "Reject",
     "SourceError",
     "WorkerDiedError",
+    "append",
     "build",
     "parse_build_schema",
     "prepare_image",

@@ -189,7 +189,7 @@ def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Pro
                 continue
             _note_kept(job, rows, source, image)
             payloads = [image.data, str(labels[k]).encode("ascii")]
-            key = sample_key(shard.start + k, meta.key_width)
+            key = sample_key(meta.key_base + shard.start + k, meta.key_width)
             members = list(zip(DEFAULT_FIELDS, payloads, strict=True))
             locations, stored = sink.add(key, members, image.size)
             rows.add(key, source, labels[k], locations, stored)
@@ -235,7 +235,7 @@ def _write_field_samples(
             if image is not None:
                 _note_kept(job, rows, source, image)
             rows.kept.extend((source, note) for note in encoded.notes)
-            key = sample_key(shard.start + k, meta.key_width)
+            key = sample_key(meta.key_base + shard.start + k, meta.key_width)
             size = image.size if image is not None else None
             locations, stored = sink.add(key, encoded.members, size)
             rows.add(key, source, encoded.label, locations, stored)

@@ -74,6 +74,7 @@ class PlanMeta:
     fields: bool = False  # the plan has `fields.*` columns
     text_cells: bool = False  # inline field values are a list file's cell text, to be parsed
     train: tuple[str, ...] = ()  # fields to train a zstd dictionary for
+    key_base: int = 0  # plan position of the first input: a dataset's inputs so far (appends)
 
     def field_schema(self) -> Schema:
         """The schema the plan was made for."""

@@ -1,0 +1,160 @@
+"""The dataset an append grows: a local directory, or a prefix in an object store. What the
+append asks of it: its latest version's manifest (and that file's bytes), its lock, where the
+staged build goes, its zstd dictionaries, and how a staged build is published there."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
+from fastpack.formats.layout import VERSIONS_DIR, version_dir
+from fastpack.formats.manifest import manifest_from_text
+from fastpack.storage import Location, RetryPolicy, is_url
+
+from ..build_dir import default_staging_dir
+from .errors import AppendError
+from .lock import AppendLock, FileLock, ObjectLock
+from .publish import publish_local
+from .publish_store import publish_store
+
+PARTIAL = ".partial"  # suffix of the staging directory of version N: versions/00000N.partial
+
+
+def dictionary_names(manifest: Manifest) -> list[str]:
+    """The files of the dataset's zstd dictionaries (`dicts/<field>.zdict`)."""
+    return [
+        spec.zstd.dictionary.name
+        for spec in manifest.schema.fields
+        if spec.zstd is not None and spec.zstd.dictionary is not None
+    ]
+
+
+def check_appendable(manifest: Manifest, where: str) -> None:
+    """AppendError for a dataset an append cannot grow: one of adopted shards."""
+    if manifest.adopted:
+        raise AppendError(
+            f"{where}: its shards are adopted (written by another tool, indexed by `fastpack "
+            "index`); appending to such a dataset is not supported yet: build a fastpack "
+            "dataset from them (`fastpack build`) to append to it"
+        )
+
+
+class AppendTarget(Protocol):
+    name: str
+
+    def latest(self) -> tuple[Manifest, bytes]:
+        """The latest version's manifest, and the bytes of its file."""
+        ...
+
+    def lock(self) -> AppendLock: ...
+
+    def staging(self, version: int) -> Path:
+        """Where the staged build of version `version` goes."""
+        ...
+
+    def dictionaries(self, manifest: Manifest) -> dict[str, bytes]: ...
+
+    def publish(
+        self, version: int, previous: tuple[Manifest, bytes], staged: tuple[Path, Manifest]
+    ) -> Manifest: ...
+
+
+class LocalDataset:
+    """A dataset directory; version N is staged in `versions/00000N.partial/` inside it, so
+    that publishing moves files by renames."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.name = str(root)
+
+    def latest(self) -> tuple[Manifest, bytes]:
+        if not self.root.is_dir():
+            raise DatasetNotFoundError(f"{self.root}: no such dataset directory")
+        path = self.root / MANIFEST_NAME
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError as e:
+            raise DatasetNotFoundError(
+                f"{path}: no manifest; not a fastpack dataset (or its build has not finished)"
+            ) from e
+        return manifest_from_text(text, str(path)), text
+
+    def lock(self) -> AppendLock:
+        return FileLock(self.root)
+
+    def staging(self, version: int) -> Path:
+        return self.root / (version_dir(version) + PARTIAL)
+
+    def leftovers(self, latest: int) -> list[Path]:
+        """Staging directories of versions published already (up to `latest`)."""
+        found = sorted((self.root / VERSIONS_DIR).glob(f"*{PARTIAL}"))
+        return [p for p in found if p.name.removesuffix(PARTIAL).isdigit()
+                and int(p.name.removesuffix(PARTIAL)) <= latest]  # fmt: skip
+
+    def dictionaries(self, manifest: Manifest) -> dict[str, bytes]:
+        return {name: (self.root / name).read_bytes() for name in dictionary_names(manifest)}
+
+    def publish(
+        self, version: int, previous: tuple[Manifest, bytes], staged: tuple[Path, Manifest]
+    ) -> Manifest:
+        return publish_local(self.root, version, previous, staged)
+
+
+class StoreDataset:
+    """A dataset at an object store prefix; version N is staged in a local directory
+    (`staging`, else one named after the URL and the version under the cache directory)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        staging: Path | None,
+        storage_options: Mapping[str, Any] | None,
+        retry: RetryPolicy | None,
+    ) -> None:
+        self.location = Location(url, storage_options, retry)
+        self.name = self.location.url
+        self._staging = staging
+
+    def latest(self) -> tuple[Manifest, bytes]:
+        text = self.location.read_bytes(MANIFEST_NAME)
+        return manifest_from_text(text, self.location.url_of(MANIFEST_NAME)), text
+
+    def lock(self) -> AppendLock:
+        return ObjectLock(self.location)
+
+    def staging(self, version: int) -> Path:
+        if self._staging is not None:
+            return self._staging
+        return default_staging_dir(self.location.url_of(version_dir(version) + PARTIAL))
+
+    def leftovers(self, latest: int) -> list[Path]:
+        found = [self.staging(v) for v in range(2, latest + 1)] if self._staging is None else []
+        return [p for p in found if p.exists()]
+
+    def dictionaries(self, manifest: Manifest) -> dict[str, bytes]:
+        return {name: self.location.read_bytes(name) for name in dictionary_names(manifest)}
+
+    def publish(
+        self, version: int, previous: tuple[Manifest, bytes], staged: tuple[Path, Manifest]
+    ) -> Manifest:
+        return publish_store(self.location, version, previous, staged)
+
+
+def open_target(
+    dataset: str,
+    *,
+    staging: Path | None,
+    storage_options: Mapping[str, Any] | None,
+    retry: RetryPolicy | None,
+) -> LocalDataset | StoreDataset:
+    if is_url(dataset):
+        return StoreDataset(dataset, staging=staging, storage_options=storage_options, retry=retry)
+    return LocalDataset(Path(dataset))
+
+
+def remove_staging(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
