@@ -110,7 +110,10 @@ def append(  # noqa: PLR0913 -- public signature
         fresh = not partial.exists()
         run_options = append_options(latest, options, target.name)
         base = PlanBase(
-            key_base=latest.stats["inputs"], key_width=latest.key_width, classes=latest.classes
+            key_base=latest.stats["inputs"],
+            key_width=latest.key_width,
+            classes=latest.classes,
+            schema=latest.schema,
         )
         try:
             staged, kept = stage_build(

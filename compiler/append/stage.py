@@ -9,10 +9,9 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from fastpack.formats import MANIFEST_NAME, Manifest, Schema, Zstd, read_manifest
+from fastpack.formats import MANIFEST_NAME, Manifest, Schema, read_manifest
 
 from ..build_dir import BUILD_DIR
-from ..errors import SourceError
 from ..finish import finish_dataset
 from ..options import BuildOptions
 from ..planning import PlanBase, PlanMeta, make_plan, read_meta
@@ -24,26 +23,10 @@ from ..targets.out_dir import OutState, start_build_dir
 from .errors import AppendError
 
 
-def _without_dictionaries(schema: Schema) -> Schema:
-    """`schema` as a plan has it: compressed fields without their trained dictionaries."""
-    return Schema(
-        tuple(
-            dataclasses.replace(spec, zstd=Zstd(level=spec.zstd.level))
-            if spec.zstd is not None
-            else spec
-            for spec in schema.fields
-        )
-    )
-
-
-def _check_plan(source: str, meta: PlanMeta, schema: Schema, base: PlanBase) -> None:
-    """The plan's fields are the dataset's, and it continues the dataset where it ends now."""
-    found, expected = meta.field_schema(), _without_dictionaries(schema)
-    if found != expected:
-        raise SourceError(
-            f"{source}: its samples have the fields {list(found.to_json())}, the dataset's are "
-            f"{list(expected.to_json())}; append a source of the dataset's fields"
-        )
+def _check_plan(source: str, meta: PlanMeta, base: PlanBase) -> None:
+    """The plan's fields are the dataset's, and it continues the dataset where it ends now
+    (a resumed plan was made by an earlier call)."""
+    base.check_schema(source, meta.field_schema())
     if (meta.key_base, meta.key_width) != (base.key_base, base.key_width):
         raise AppendError(
             f"{source}: the staged append's keys start at {meta.key_base} ({meta.key_width} "
@@ -96,7 +79,7 @@ def stage_build(  # noqa: PLR0913 -- keyword inputs
     if state is OutState.COMPLETE:
         return read_manifest(staged / MANIFEST_NAME), ()
     meta, kind = _plan(source, staged, state, options, base)
-    _check_plan(source, meta, schema, base)
+    _check_plan(source, meta, base)
     target.planned(fingerprint(source, options))
     for name, data in dictionaries.items():
         (staged / name).parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 shard jobs), optionally shuffled, cut into shards of equal sample counts."""
 
 from .make_plan import make_plan
-from .plan_base import PlanBase, extend_classes
+from .plan_base import PlanBase, extend_classes, without_dictionaries
 from .plan_slice import PlanRows, PlanSlice, slice_shard
 from .plan_store import Plan, PlanMeta, read_meta
 
@@ -16,4 +16,5 @@ __all__ = [
     "make_plan",
     "read_meta",
     "slice_shard",
+    "without_dictionaries",
 ]

@@ -56,6 +56,7 @@ def _labels(  # noqa: PLR0913 -- keyword inputs
     if scan.labels is not None:
         classes, lookup = scan.labels.finish()
     if base is not None:
+        base.check_schema(source, schema)
         base.check_keys(source, inputs)
         labelled = schema.label_field is not None
         classes, extended = extend_classes(source, base.classes, classes, labelled)

@@ -3,10 +3,12 @@ dataset's key width, and its classes, which the plan's class names extend."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from fastpack.formats import Schema, Zstd
 from fastpack.formats.layout import sample_key
 
 from ..errors import SourceError
@@ -22,11 +24,23 @@ def _names(classes: tuple[str, ...]) -> str:
 @dataclass(frozen=True, kw_only=True)
 class PlanBase:
     """The dataset a plan continues: its next plan position (`key_base`: the inputs of every
-    build and append so far), its `key_width` and its `classes`, in label order."""
+    build and append so far), its `key_width`, its `classes`, in label order, and its
+    `schema`, which the plan's must be."""
 
     key_base: int
     key_width: int
     classes: tuple[str, ...]
+    schema: Schema
+
+    def check_schema(self, source: str, found: Schema) -> None:
+        """SourceError where the source's fields are not the dataset's (compressed fields
+        compared without their dictionaries, which a plan does not have)."""
+        expected = without_dictionaries(self.schema)
+        if found != expected:
+            raise SourceError(
+                f"{source}: its samples have the fields {found.to_json()}, the dataset's are "
+                f"{expected.to_json()}; append a source of the dataset's fields"
+            )
 
     def check_keys(self, source: str, inputs: int) -> None:
         """SourceError where `inputs` more plan positions would need keys wider than the
@@ -38,6 +52,18 @@ class PlanBase:
                 f"keys up to {last}, wider than the dataset's key_width of {self.key_width} "
                 "digits; build a new dataset from all the inputs instead"
             )
+
+
+def without_dictionaries(schema: Schema) -> Schema:
+    """`schema` as a plan has it: compressed fields without their trained dictionaries."""
+    return Schema(
+        tuple(
+            dataclasses.replace(spec, zstd=Zstd(level=spec.zstd.level))
+            if spec.zstd is not None
+            else spec
+            for spec in schema.fields
+        )
+    )
 
 
 def extend_classes(

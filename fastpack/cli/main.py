@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..formats import FastpackError
+from .append import add_append
 from .build import add_build
 from .datasets import add_info, add_verify, add_view
 from .tools import add_bench, add_demo
@@ -24,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fastpack {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (add_build, add_info, add_verify, add_view, add_demo, add_bench):
+    for add in (add_build, add_append, add_info, add_verify, add_view, add_demo, add_bench):
         add(commands)
     return parser
 

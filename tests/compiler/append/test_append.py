@@ -3,6 +3,7 @@ keys, classes, rejects and stats; the earlier versions' files untouched."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,8 +15,6 @@ from fastpack.formats.versions import read_dataset_manifest
 
 from tests.compiler._helpers import QUIET
 from tests.compiler.append._datasets import file_states, image_folder, samples
-
-SHAPE = {"shard_size": 4000, "max_side": 48}
 
 
 def _check_files(ds: Path, before: dict[str, tuple[str, int]], v1_text: bytes) -> None:
@@ -34,7 +33,8 @@ def _check_files(ds: Path, before: dict[str, tuple[str, int]], v1_text: bytes) -
 def test_two_appends_make_versions_2_and_3(tmp_path: Path, shard_format: str) -> None:
     ds = tmp_path / "ds"
     first = image_folder(tmp_path / "a", {"cat": 5, "dog": 4})
-    build(first, ds, BuildOptions(workers=1, shard_format=shard_format, **SHAPE, **QUIET))  # type: ignore[arg-type]
+    options = BuildOptions(workers=1, shard_size=4000, max_side=48, **QUIET)
+    build(first, ds, dataclasses.replace(options, shard_format=shard_format))  # type: ignore[arg-type]
     v1_text = (ds / "fastpack.json").read_bytes()
     v1 = samples(ds)
     before = file_states(ds)

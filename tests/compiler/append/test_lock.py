@@ -1,0 +1,74 @@
+"""`append.lock`: a second append is refused, naming the holder and how to clear the lock; a
+lock whose process is gone is taken over by a resume."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastpack.compiler import AppendLockedError, BuildOptions, append
+from fastpack.compiler.append.lock import FileLock
+
+from tests.compiler._helpers import QUIET
+
+
+def _lock(dataset: Path, host: str, pid: int) -> None:
+    holder = {"host": host, "pid": pid, "started": "2026-11-28T01:02:03Z", "version": 2}
+    (dataset / "append.lock").write_text(json.dumps(holder))
+
+
+def _gone_pid() -> int:
+    """The id of a process of this host that has exited."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    return int(child.stdout)
+
+
+def test_a_running_append_holds_the_dataset(dataset: Path, new_inputs: Path) -> None:
+    host = socket.gethostname()
+    _lock(dataset, host, 1)  # pid 1 runs as long as the machine does
+    expected = (
+        rf"append\.lock: another append \(of version 2\) holds this dataset: host {host}, pid 1, "
+        r"since 2026-11-28T01:02:03Z; wait for it to end"
+    )
+    for resume in (False, True):
+        with pytest.raises(AppendLockedError, match=expected):
+            append(dataset, new_inputs, BuildOptions(resume=resume, **QUIET))
+    _lock(dataset, "elsewhere", 4242)
+    with pytest.raises(AppendLockedError, match=r"host elsewhere, pid 4242.* or remove .*lock"):
+        append(dataset, new_inputs, BuildOptions(resume=True, **QUIET))
+    assert not (dataset / "versions").exists()  # refused before any work
+
+
+def test_a_stale_lock_is_taken_over_by_a_resume(dataset: Path, new_inputs: Path) -> None:
+    pid = _gone_pid()
+    _lock(dataset, socket.gethostname(), pid)
+    with pytest.raises(
+        AppendLockedError,
+        match=rf"pid {pid}, .*; that process is gone: finish its append with `fastpack append "
+        r"--resume`",
+    ):
+        append(dataset, new_inputs, BuildOptions(**QUIET))
+    summary = append(dataset, new_inputs, BuildOptions(resume=True, **QUIET))
+    assert summary.version == 2
+    assert summary.notes == (
+        f"took over the lock of a gone append (host {socket.gethostname()}, pid {pid}, since "
+        "2026-11-28T01:02:03Z)",
+    )
+    assert not (dataset / "append.lock").exists()
+
+
+def test_the_lock_file_is_created_exclusively(tmp_path: Path) -> None:
+    lock = FileLock(tmp_path)
+    assert lock.acquire(2, resume=False) is None
+    held = json.loads((tmp_path / "append.lock").read_text())
+    assert set(held) == {"host", "pid", "started", "version"}
+    assert held["version"] == 2
+    with pytest.raises(AppendLockedError, match="holds this dataset"):
+        FileLock(tmp_path).acquire(2, resume=True)  # this process is alive
+    lock.release()
+    assert not (tmp_path / "append.lock").exists()
