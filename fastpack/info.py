@@ -1,9 +1,10 @@
-"""`fastpack info`: a short summary of a dataset, read from its manifest alone."""
+"""`fastpack info`: a short summary of a dataset, read from its manifest alone (and, for a dataset
+grown by appends, the manifests of its earlier versions, which say how many shards each added)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from .formats import (
     Schema,
     read_manifest,
 )
+from .formats.shard_root import resolve_shard_root
+from .formats.versions import check_version_text, manifest_name_of
 from .sizes import format_size
 
 SHOWN_CLASSES = 8
@@ -23,11 +26,24 @@ _NAMED_SHARDS = 2  # up to this many shards are all named; more: the first and l
 
 
 @dataclass(frozen=True, kw_only=True)
+class VersionRow:
+    """One version of a dataset grown by appends (formats/SPEC.md section 11): its samples and
+    the shards it added to the version before it (version 1: its shards)."""
+
+    number: int
+    samples: int
+    shards_added: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class DatasetInfo:
-    """What `fastpack info` prints: the manifest of the dataset at `path`, summed up."""
+    """What `fastpack info` prints: the manifest of the dataset at `path` (of the version shown,
+    by default the latest), summed up; `versions`: every version of a dataset grown by appends
+    (none for a dataset of one version)."""
 
     path: str
     manifest: Manifest
+    versions: tuple[VersionRow, ...] = ()
     file_system: str = ""  # the type of the file system of a local path ("" for a URL)
     io: str = ""  # how `Dataset(path)` reads its shards there ("" for a URL)
     views: tuple[str, ...] = ()  # the views beside a local dataset (formats/SPEC.md section 8)
@@ -56,14 +72,42 @@ class DatasetInfo:
             "io": self.io,
             "views": list(self.views),
             "decoder": self.decoder,
+            "dataset_version": m.dataset_version,
+            "versions": [
+                {
+                    "number": v.number,
+                    "samples": v.samples,
+                    "shards_added": v.shards_added,
+                    "latest": v.number == self.latest_version,
+                }
+                for v in self.versions
+            ],
+            "shard_root": self.shard_root,
         }
+
+    @property
+    def latest_version(self) -> int:
+        """The dataset's latest version (the one shown when no other was asked for)."""
+        return self.versions[-1].number if self.versions else self.manifest.dataset_version
+
+    @property
+    def shard_root(self) -> str | None:
+        """Where the shards of a dataset of adopted shards lie (formats/SPEC.md section 10),
+        resolved against the dataset's location; None for shards inside the dataset."""
+        m = self.manifest
+        return resolve_shard_root(self.path, m.shard_root) if m.adopted else None
 
     def format(self) -> str:
         m = self.manifest
+        version = ""
+        if self.versions:
+            version = f", dataset version {m.dataset_version} of {self.latest_version}"
         lines = [
-            f"dataset   {self.path} (format version {m.version})",
+            f"dataset   {self.path} (format version {m.version}{version})",
+            *self._version_lines(),
             f"samples   {m.num_samples}",
             f"shards    {len(m.shards)} ({m.shard_format}: {_shard_names(m)})",
+            *self._adopted_lines(),
             f"fields    {', '.join(m.fields)}",
             *_format_schema(m.schema),
             f"classes   {_format_classes(m.classes)}",
@@ -75,6 +119,32 @@ class DatasetInfo:
             f"decoder   {self.decoder or '-'}",
         ]
         return "\n".join(lines)
+
+    def _version_lines(self) -> list[str]:
+        """One line per version: its samples and the shards it added; the latest and the one
+        shown marked."""
+        lines: list[str] = []
+        for v in self.versions:
+            marks = [
+                *(["latest"] if v.number == self.latest_version else []),
+                *(["shown"] if v.number == self.manifest.dataset_version else []),
+            ]
+            mark = f" ({', '.join(marks)})" if marks else ""
+            added = f"{v.shards_added} shard{'' if v.shards_added == 1 else 's'}"
+            lines.append(
+                f"{'versions' if not lines else '':<10}{v.number}: {v.samples} samples, "
+                f"{added} {'' if v.number == 1 else 'added'}".rstrip()
+                + mark
+            )
+        return lines
+
+    def _adopted_lines(self) -> list[str]:
+        """Where adopted shards lie (none for shards written by a build)."""
+        m = self.manifest
+        if not m.adopted:
+            return []
+        recorded = "the dataset itself" if m.shard_root is None else f"shard_root {m.shard_root}"
+        return [f"adopted   shards at {self.shard_root} ({recorded})"]
 
     def _storage(self) -> str:
         if not self.io:
@@ -144,28 +214,71 @@ def _format_mapping(values: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-"
 
 
-def dataset_info(path: str | os.PathLike[str]) -> DatasetInfo:
-    """Read the manifest of the dataset directory or URL `path`; raises `FastpackError`
-    subclasses."""
-    from .reader import read_manifest_at  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+def dataset_info(path: str | os.PathLike[str], *, version: int | None = None) -> DatasetInfo:
+    """Read the manifest of version `version` (None: the latest) of the dataset directory or URL
+    `path`, and for a dataset grown by appends those of its earlier versions; raises
+    `FastpackError` subclasses (`VersionNotFoundError` for a version it does not have)."""
     from .reader.file_system import file_system_type  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.image.crop_decode import decoder  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .reader.remote import read_manifest_bytes  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.shard_files import resolve_io  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.views import list_views  # noqa: PLC0415 -- on use: keeps `import fastpack` light
-    from .storage import is_url  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .storage import Location, is_url  # noqa: PLC0415 -- on use: keeps `import fastpack` light
 
     if is_url(path):
+        location = Location(os.fspath(path))
+        text = read_manifest_bytes(location, location.retry)  # names a URL without a dataset
+        manifest, versions = _versions(text, location.read_bytes, location.url_of, version)
         return DatasetInfo(
-            path=os.fspath(path), manifest=read_manifest_at(path), decoder=str(decoder())
+            path=os.fspath(path), manifest=manifest, versions=versions, decoder=str(decoder())
         )
     root = Path(path)
     if not root.is_dir():
         raise DatasetNotFoundError(f"{root}: dataset directory not found")
+    try:
+        text = (root / MANIFEST_NAME).read_bytes()
+    except OSError:
+        read_manifest(root / MANIFEST_NAME)  # raises what a reader is told
+        raise
+    manifest, versions = _versions(
+        text, lambda name: (root / name).read_bytes(), lambda name: str(root / name), version
+    )
     return DatasetInfo(
         path=str(root),
-        manifest=read_manifest(root / MANIFEST_NAME),
+        manifest=manifest,
+        versions=versions,
         file_system=file_system_type(root),
         io=resolve_io("auto", root),
         views=tuple(list_views(root)),
         decoder=str(decoder()),
     )
+
+
+def _versions(
+    text: bytes, read: Callable[[str], bytes], where: Callable[[str], str], version: int | None
+) -> tuple[Manifest, tuple[VersionRow, ...]]:
+    """The manifest of version `version` (None: the latest) of the dataset whose latest manifest
+    is `text` and whose other files `read` gives by name (`where` names them in errors), and
+    every version of it (none for a dataset of one version): each earlier version's manifest is
+    read, checked against the latest's record of it, for its shard count."""
+    from .formats.manifest import manifest_from_text  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+
+    latest = manifest_from_text(text, where(MANIFEST_NAME))
+    dataset = where(MANIFEST_NAME).rpartition("/")[0]  # the directory or URL
+    manifest_name_of(version, latest, dataset)  # a VersionNotFoundError for another version
+    if not latest.versions:
+        return latest, ()
+    manifests = [
+        check_version_text(read(v.name), v.number, latest, where(v.name)) for v in latest.versions
+    ]
+    manifests.append(latest)
+    rows, before = [], 0
+    for m in manifests:
+        rows.append(
+            VersionRow(
+                number=m.dataset_version, samples=m.num_samples, shards_added=len(m.shards) - before
+            )
+        )
+        before = len(m.shards)
+    shown = latest if version is None else manifests[version - 1]
+    return shown, tuple(rows)

@@ -41,6 +41,7 @@ def make_loader(  # noqa: PLR0913 -- public signature
     persistent_workers: bool = True,
     loader: LoaderName = "torch",
     decoder: str | None = None,
+    version: int | None = None,
     **kwargs: Any,
 ) -> FastpackLoader | DaliLoader | NvImageCodecLoader:
     """A loader yielding `(images (B, H, W, 3) uint8, labels (B,) int64)` batches, or with
@@ -91,8 +92,14 @@ def make_loader(  # noqa: PLR0913 -- public signature
 
     `decoder="simplejpeg"` and `decoder="dali"`, the old names of `loader="torch"` and
     `loader="dali"`, still work and warn (DeprecationWarning) with what to write instead.
+
+    `version` names the version of a dataset grown by `fastpack append` that the loader is to
+    read: the dataset is opened at a version (`Dataset(path, version=N)`, the latest by default),
+    and one that reads another is refused with a ValueError naming both (a Mix's sources each
+    name their own).
     """
     make = _LOADERS[_loader_name(loader, decoder)]
+    _check_version(dataset, version)
     options = LoaderOptions(
         batch_size=batch_size,
         shuffle=shuffle,
@@ -121,6 +128,22 @@ class LoaderOptions:
     prefetch_factor: int = 2
     persistent_workers: bool = True
     other: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _check_version(dataset: Readable, version: int | None) -> None:
+    """Refuse a `dataset` that does not read dataset version `version` (None: any)."""
+    if version is None:
+        return
+    if isinstance(dataset, Mix):
+        raise ValueError(
+            f"{dataset.path}: make_loader(version={version}) over a Mix: open each source at its "
+            "version instead (Dataset(path, version=...))"
+        )
+    if dataset.version != version:
+        raise ValueError(
+            f"{dataset.path}: make_loader(version={version}), but the dataset reads version "
+            f"{dataset.version}: open it with {type(dataset).__name__}(path, version={version})"
+        )
 
 
 def _loader_name(loader: str, decoder: str | None) -> str:

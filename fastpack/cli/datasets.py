@@ -13,7 +13,17 @@ def add_info(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p = commands.add_parser("info", help="summarize a dataset from its manifest")
     p.add_argument("dataset", help="dataset directory or URL")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_version(p, "summarize this version of a dataset grown by appends")
     p.set_defaults(handler=_run_info)
+
+
+def _add_version(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--version",
+        type=int_at_least(1),
+        metavar="N",
+        help=f"{what} (default: the latest)",
+    )
 
 
 def add_verify(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,13 +115,14 @@ def add_view(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="where to write: a file (or URL) for one view, a directory for a split (default: "
         "beside the dataset, DATASET/views/NAME.fpview)",
     )
+    _add_version(p, "make the views on this version of a dataset grown by appends")
     p.set_defaults(handler=_run_view)
 
 
 def _run_info(args: argparse.Namespace) -> int:
     from ..info import dataset_info  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
-    info = dataset_info(args.dataset)
+    info = dataset_info(args.dataset, version=args.version)
     print(json.dumps(info.to_dict(), indent=2, sort_keys=True) if args.json else info.format())
     return 0
 
@@ -144,6 +155,7 @@ def _run_view(args: argparse.Namespace) -> int:
         where=args.where,
         balance=args.balance,
         seed=args.seed,
+        version=args.version,
     )
     for view, path in zip(views, save_views(args.dataset, views, output=args.output), strict=True):
         print(f"{view.name}: {view.count} of {view.num_samples} samples -> {path}")

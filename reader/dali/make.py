@@ -25,7 +25,9 @@ normalize):
 - a path: DALI's own reader (`fn.readers.webdataset`, `fn.readers.tfrecord`) chooses the order
   (its shuffle: shard files reshuffled each epoch, samples drawn from a buffer of
   `initial_fill`). It made the figures of benchmarks/gpu/GPU.md, but cannot start mid-epoch,
-  follow `set_epoch` or read a view.
+  follow `set_epoch` or read a view. A path to a dataset over adopted shards (`fastpack index`)
+  is read as a `Dataset` of that path instead: their members are named as their writer named
+  them, which DALI's readers would not match to the index.
 - a `Dataset` (what `make_loader(dataset, loader="dali")` passes): fastpack's order, fed through
   `fn.external_source` (feed.py) by the torch loader's `EpochBatchSampler` with the same seed,
   shuffle, drop_last and ranks, so DALI reads the torch loader's batches sample for sample,
@@ -72,6 +74,7 @@ from ..map_style.dataset import Dataset
 from ..order.sampler import EpochBatchSampler
 from ..ranks import local_device_id, resolve_rank
 from ..shard_files import IoChoice, resolve_io
+from ..versions import check_version
 from .checks import check_fields, check_seed, check_split, check_threads, label_field, shard_files
 from .feed import SampleFeed
 from .fields import plan_fields
@@ -97,6 +100,7 @@ def make_dali_loader(  # noqa: PLR0913 -- public signature
     rank: int | None = None,
     world_size: int | None = None,
     dali: DaliOptions | None = None,
+    version: int | None = None,
 ) -> DaliLoader:
     """A DALI loader over `dataset`, for this process's rank: DALI's own reader over a path,
     fastpack's order over a `Dataset` (the module docstring says why both). Its options are
@@ -133,9 +137,16 @@ def make_dali_loader(  # noqa: PLR0913 -- public signature
     thread count, `prefetch_factor` its `prefetch_queue_depth` (batches prepared ahead for the
     whole pipeline). `rank` of `world_size` (default: torch.distributed, else RANK and
     WORLD_SIZE), `drop_last`: the sharding and last-batch policy of loader.py's docstring.
+    `version` reads that version of a dataset grown by `fastpack append` over a path (default:
+    the latest); a Dataset reads its own (`Dataset(path, version=...)`).
     """
     dali = dali or DaliOptions()
-    source = _source(dataset, io)
+    source = _source(dataset, io, version)
+    if source.fed is None and source.files.manifest.adopted:
+        # adopted shards name their members as their writer did (any key, `.jpeg`, a class
+        # name in `.cls`): DALI's own readers would take them otherwise than the index does
+        fed = Dataset(source.root, seed=seed, io=io or "auto", version=version)
+        source, io = _Source(source.files, fed), None
     read = _read(source, transform, field, fields)
     crop = _crop(source, read, seed, dali, given=transform is not None)
     check_threads(source.where, num_workers, prefetch_factor)
@@ -177,12 +188,22 @@ class _Source:
         return len(self.files) if self.fed is None else len(self.fed)
 
 
-def _source(dataset: str | os.PathLike[str] | Dataset, io: IoChoice | None) -> _Source:
-    """`dataset` opened; a Dataset reads its members with its own `io`, so `io` is refused."""
-    fed = dataset if isinstance(dataset, Dataset) else None
-    source = _Source(DatasetFiles(dataset.path if isinstance(dataset, Dataset) else dataset), fed)
-    if fed is not None and io is not None:
+def _source(
+    dataset: str | os.PathLike[str] | Dataset, io: IoChoice | None, version: int | None
+) -> _Source:
+    """`dataset` opened (a path: at `version`, None the latest; a Dataset: at the version it
+    reads, which a `version` given must name); a Dataset reads its members with its own `io`,
+    so `io` is refused."""
+    if not isinstance(dataset, Dataset):
+        return _Source(DatasetFiles(dataset, version=check_version(version, str(dataset))), None)
+    source = _Source(DatasetFiles(dataset.path, dataset.manifest), dataset)
+    if io is not None:
         raise ValueError(f"{source.where} reads a Dataset with the Dataset's own io, not io={io!r}")
+    if version is not None and version != dataset.version:
+        raise ValueError(
+            f"{source.where}: version={version}, but the Dataset reads version "
+            f"{dataset.version}: open it with Dataset(path, version={version})"
+        )
     return source
 
 

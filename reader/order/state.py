@@ -18,6 +18,7 @@ from .identity import version_change, with_version
 from .schema import (
     INT64_MAX,
     Exact,
+    FieldMismatch,
     Flag,
     Integer,
     Listed,
@@ -133,12 +134,11 @@ def read_state(  # noqa: PLR0913 -- keyword inputs
     reads; a `LoaderStateError` that names the field and says what differs."""
     kind = "fastpack loader"
     check_header(state, STATE_FORMAT, STATE_VERSION, kind, where)
+    current = with_version(identity)
+    _refuse_another_version(state, current, where)  # before the ranges, which it explains
     checked = parse(state, state_schema(length), where=where, kind=kind)
-    saved, current = with_version(checked["order"]), with_version(identity)
+    saved = with_version(checked["order"])
     if saved != current:
-        change = version_change(saved, current)
-        if change is not None:
-            raise LoaderStateError(f"{where}: {change}")
         raise LoaderStateError(
             f"{where}: the state was saved reading {describe(saved)}; this loader "
             f"reads {describe(current)}: resume with the same dataset, view and mix"
@@ -150,6 +150,21 @@ def read_state(  # noqa: PLR0913 -- keyword inputs
                 f"has {name}={value!r}"
             )
     return checked["epoch"], checked["position"]
+
+
+def _refuse_another_version(
+    state: Mapping[str, Any], current: Mapping[str, Any], where: str
+) -> None:
+    """A `LoaderStateError` naming both versions where `state` was saved on another version of
+    the dataset (or of a mix's source) than `current` reads; a state whose order is malformed
+    is left to the full check."""
+    try:
+        saved = with_version(OrderIdentity()(state.get("order"), "order"))
+    except FieldMismatch:
+        return
+    change = version_change(saved, current)
+    if change is not None:
+        raise LoaderStateError(f"{where}: {change}")
 
 
 def check_header(state: Any, form: str, version: int, kind: str, where: str) -> None:

@@ -7,13 +7,24 @@ made for another dataset.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fastpack.formats import FastpackError, Manifest, ViewMismatchError
+from fastpack.formats.manifest import manifest_digest
 from fastpack.formats.view import VIEW_SUFFIX, check_view_dataset, check_view_text
 
 
-def view_problems(where: str, data: bytes, manifest: Manifest, name: str | None) -> list[str]:
-    """The problems of the view file `where` read as `data`, for the dataset of `manifest`;
-    `name`: the view's name its file gives it (beside the dataset), or None (elsewhere)."""
+def view_problems(
+    where: str,
+    data: bytes,
+    manifest: Manifest,
+    name: str | None,
+    earlier: Iterable[Manifest] = (),
+) -> list[str]:
+    """The problems of the view file `where` read as `data`, for the dataset of `manifest`, or
+    of one of its `earlier` versions (formats/SPEC.md section 11: a view made on one is read
+    with it); `name`: the view's name its file gives it (beside the dataset), or None
+    (elsewhere)."""
     try:
         view = check_view_text(data, where)
     except FastpackError as e:
@@ -23,8 +34,9 @@ def view_problems(where: str, data: bytes, manifest: Manifest, name: str | None)
         problems.append(
             f"{where}: the view is named {view.name!r}, its file {name + VIEW_SUFFIX!r}"
         )
+    made_on = next((m for m in earlier if manifest_digest(m) == view.dataset), manifest)
     try:
-        check_view_dataset(view, manifest, where)
+        check_view_dataset(view, made_on, where)
     except ViewMismatchError as e:
         problems.append(f"{type(e).__name__}: {e}")
     return problems

@@ -144,9 +144,11 @@ def versioned(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callabl
     holding the first `shards[k - 1]` shards each (default: 3 versions)."""
 
     def make(
-        shards: Sequence[int] | None = None, *, per_class: int = 4, name: str = "ds"
+        shards: Sequence[int] | None = None, *, per_class: int = 4, name: str = "ds", seed: int = 0
     ) -> Versioned:
-        source = make_image_folder(classes=3, per_class=per_class, size=32, name=f"{name}-src")
+        source = make_image_folder(
+            classes=3, per_class=per_class, size=32, seed=seed, name=f"{name}-src"
+        )
         out = tmp_path / name
         build(source, out, BuildOptions(workers=1, shard_size=2500, progress=False))
         count = len(read_manifest(out / MANIFEST_NAME).shards)
