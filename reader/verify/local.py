@@ -27,7 +27,6 @@ import numpy as np
 import numpy.typing as npt
 from fastpack.formats import (
     MANIFEST_NAME,
-    REJECTS_NAME,
     VIEWS_DIR,
     DatasetFiles,
     FastpackError,
@@ -35,12 +34,14 @@ from fastpack.formats import (
     Manifest,
 )
 from fastpack.formats.checksum import file_sha256_crc32c
+from fastpack.formats.layout import version_rejects_name
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.formats.tar_shard import MemberLocation
 from fastpack.formats.tfrecord import parse_record_index
 from fastpack.formats.wds_index import parse_wds_index
 from tqdm import tqdm
 
+from . import adopted
 from .manifest_checks import (
     key_problems,
     label_problems,
@@ -60,6 +61,7 @@ from .members import (
 )
 from .records import SampleRecords, count_problem, record_index_problems, scan_window
 from .side_files import checksum_problem, record_text_problem, rejects_problems, wds_text_problem
+from .versions import check_versions
 from .views import file_view_name, view_problems
 
 MAX_PROBLEMS = 1000
@@ -178,10 +180,17 @@ def manifest_problems(manifest: Manifest, index: Index, text: bytes, names: Name
     """The manifest's own checks (manifest_checks.py): its bytes `text` (which `manifest` is
     parsed from), its shard names, and its keys, classes and stats against the index; `names`
     name the files in problems."""
+    layout = (
+        []
+        if manifest.adopted
+        else [
+            *name_problems(manifest, names.manifest),
+            *key_problems(index, manifest, names.index),
+        ]
+    )  # adopted shards follow none of section 4's layout rules (adopted.py)
     return [
         *manifest_text_problems(text, names.manifest, manifest),
-        *name_problems(manifest, names.manifest),
-        *key_problems(index, manifest, names.index),
+        *layout,
         *label_problems(index, manifest, names.index),
         *stats_problems(index, manifest, names.manifest),
     ]
@@ -201,16 +210,20 @@ def verify_dataset(
     names = Names(str(files.root / MANIFEST_NAME), str(files.index.path))
     for problem in manifest_problems(files.manifest, files.index, text, names):
         report.add(problem)
+    earlier = check_versions(files.root, files.manifest, text)  # a dataset grown by appends
+    for problem in earlier.problems:
+        report.add(problem)
     _check_file(report, files.index.path, files.manifest.index.bytes, files.manifest.index.sha256)
     ordered = check_shard_column(report, files.index, files.manifest, str(files.index.path))
-    _check_rejects(report, files.root / REJECTS_NAME, files.manifest)
-    _check_views(report, files.root, files.manifest)
+    _check_rejects(report, files.root / version_rejects_name(files.version), files.manifest)
+    _check_views(report, files.root, files.manifest, earlier.manifests.values())
     checks, problems = member_checks(
         files.manifest,
         lambda name: (files.root / name).read_bytes(),
         lambda name: str(files.root / name),
         decode,
         records=files.records,
+        adopted=files.manifest.adopted,
     )
     for problem in problems:
         report.add(problem)
@@ -246,8 +259,11 @@ def _check_rejects(report: VerifyReport, path: Path, manifest: Manifest) -> None
         report.add(problem)
 
 
-def _check_views(report: VerifyReport, root: Path, manifest: Manifest) -> None:
-    """Each view file beside the dataset (`views/*.fpview`)."""
+def _check_views(
+    report: VerifyReport, root: Path, manifest: Manifest, earlier: Iterable[Manifest] = ()
+) -> None:
+    """Each view file beside the dataset (`views/*.fpview`), made on the version of `manifest`
+    or on one of the `earlier` versions."""
     folder = root / VIEWS_DIR
     if not folder.is_dir():
         return
@@ -256,21 +272,26 @@ def _check_views(report: VerifyReport, root: Path, manifest: Manifest) -> None:
         for path in sorted(folder.iterdir())
         if (name := file_view_name(path.name)) is not None and path.is_file()
     )
-    check_views(report, manifest, views)
+    check_views(report, manifest, views, earlier=earlier)
 
 
 def check_views(
-    report: VerifyReport, manifest: Manifest, views: Iterable[tuple[str, str, Callable[[], bytes]]]
+    report: VerifyReport,
+    manifest: Manifest,
+    views: Iterable[tuple[str, str, Callable[[], bytes]]],
+    *,
+    earlier: Iterable[Manifest] = (),
 ) -> None:
     """The view files beside the dataset, each given as its view name, what names its file and
-    a reader of its bytes."""
+    a reader of its bytes; each made on the version of `manifest` or on one of `earlier`."""
+    earlier = tuple(earlier)
     for name, where, read in views:
         try:
             data = read()
         except (FastpackError, OSError) as e:
             report.add(f"{where}: unreadable ({type(e).__name__}: {e})")
             continue
-        for problem in view_problems(where, data, manifest, name):
+        for problem in view_problems(where, data, manifest, name, earlier):
             report.add(problem)
         report.views_checked += 1
 
@@ -315,11 +336,16 @@ def _check_shard(
         report.add(line)
     size = path.stat().st_size
     if size == 0:
-        if files.records:
+        if files.records and not files.manifest.adopted:
             _check_records(report, files, shard, rows, data=b"", idx_lines=idx_lines)
         return
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        if files.records:
+        if files.records and files.manifest.adopted:
+            for found in adopted.record_problems(
+                name, m, index, files.manifest.schema, rows=rows, idx_lines=idx_lines
+            ):
+                report.add(found)
+        elif files.records:
             _check_records(report, files, shard, rows, data=m, idx_lines=idx_lines)
         view = memoryview(m)
         try:
@@ -352,6 +378,11 @@ def dali_index_problems(
             lines = parse_record_index(text, where)
             problem = record_text_problem(where, data, lines)
             return [*problems, problem] if problem is not None else problems, lines
+        if files.manifest.adopted:
+            problems += adopted.wds_index_problems(
+                where, data, files.index, files.manifest.fields, rows=rows, shard=shard
+            )
+            return problems, None
         samples = parse_wds_index(text, where)
     except UnicodeDecodeError as e:
         return [*problems, f"{where}: not ASCII text ({e})"], None
