@@ -1,0 +1,26 @@
+"""benchmarks/append/append_bench.py at a tiny size: it builds, appends, finds no byte of the
+build rewritten, opens every version, and renders its page."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchmarks.append.append_bench import measure, render
+
+
+def test_the_append_benchmark_runs(tmp_path: Path) -> None:
+    args = argparse.Namespace(
+        samples=600, fraction=0.05, rounds=2, build_rounds=1, workers=1, images=50, classes=5,
+        workdir=str(tmp_path),
+    )  # fmt: skip
+    results = measure(args)
+    assert [a["version"] for a in results["appends"]] == [2, 3]
+    assert results["appends"][-1]["samples"] == 660
+    assert results["bytes_rewritten"] == 0
+    assert results["files_before"] == 3  # one shard, its DALI index, the index
+    assert sorted(results["open_versions"]) == ["1", "2", "3"]
+    assert results["open_versions"]["1"]["samples"] == results["open_plain"]["samples"] == 600
+    page = render(results)
+    assert "| version 3 (latest) | 660 |" in page
+    assert "Bytes of the build's files rewritten by the 2 appends: **0** of" in page
