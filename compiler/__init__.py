@@ -1,6 +1,7 @@
 """fastpack.compiler: builds a dataset (tar shards, index, manifest) from images, in parallel,
 deterministically, and resumably; to a local directory or to a URL."""
 
+from .adopt import IndexOptions, index_shards
 from .append import AppendError, AppendLockedError, AppendSummary, append
 from .build import build
 from .build_schema import BuildSchema, FieldSource, parse_build_schema, read_build_schema
@@ -26,6 +27,7 @@ __all__ = [
     "BuildSchema",
     "BuildSummary",
     "FieldSource",
+    "IndexOptions",
     "OutputError",
     "PreparedImage",
     "Reject",
@@ -33,6 +35,7 @@ __all__ = [
     "WorkerDiedError",
     "append",
     "build",
+    "index_shards",
     "parse_build_schema",
     "prepare_image",
     "read_build_schema",

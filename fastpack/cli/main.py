@@ -13,6 +13,7 @@ from ..formats import FastpackError
 from .append import add_append
 from .build import add_build
 from .datasets import add_info, add_verify, add_view
+from .index import add_index
 from .tools import add_bench, add_demo
 
 Handler = Callable[[argparse.Namespace], int]
@@ -25,7 +26,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fastpack {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (add_build, add_append, add_info, add_verify, add_view, add_demo, add_bench):
+    for add in (
+        add_build,
+        add_append,
+        add_index,
+        add_info,
+        add_verify,
+        add_view,
+        add_demo,
+        add_bench,
+    ):
         add(commands)
     return parser
 

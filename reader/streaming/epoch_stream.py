@@ -54,7 +54,7 @@ class Shards:
                     depth=2 * self.budget.window,
                     threads=self.budget.window,
                 )
-            return LocalShards(site.root, site.manifest, shards, site.io, readahead)
+            return LocalShards(site.shards, site.manifest, shards, site.io, readahead)
         if cached.index_rows is not None:  # the first window's rows (one shard) beside its download
             cached.index_rows.fetch_ahead(shards[:1])
         return RemoteShards(

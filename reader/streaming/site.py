@@ -9,6 +9,9 @@
   fetched now into a cache directory named after the URL and that manifest (a rebuilt dataset, or
   another version, gets a fresh one), the index a shard's rows at a time (`IndexRows`), the
   shards whole into the same directory (`UrlOrigin`).
+
+A dataset over adopted shards (`fastpack index`) names where its shards lie (`shard_root`,
+`formats.shard_root`): they are read, fetched or copied from there, as the kind of place it is.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastpack.formats import MANIFEST_NAME, Manifest, read_dataset_manifest
+from fastpack.formats.shard_root import resolve_shard_root
 from fastpack.storage import Expected, Location, Transfer, default_cache_dir, is_url
 
 from ..file_system import on_remote_file_system
@@ -44,7 +48,7 @@ class Site:
     """The dataset at `path` (as given: how messages name it), whose manifest and index are
     read under `root` (a URL's: in its cache directory), its shards read with `io`; `mount`:
     read from a network file system; `cached`: where its shards are fetched from and into (None:
-    read in place under `root`)."""
+    read in place under `shards`: `root`, or the shard root of adopted shards)."""
 
     path: str
     root: Path
@@ -52,6 +56,7 @@ class Site:
     io: IoMethod
     mount: bool
     cached: Cached | None
+    shards: Path
 
     def close(self) -> None:
         """Drop what this process opened of a URL's index."""
@@ -64,21 +69,29 @@ def locate(path: str | os.PathLike[str], options: StreamingOptions) -> Site:
     given = os.fspath(path)
     cached: Cached | None = None
     mount = False
+    shards = Path(given)
     if is_url(given):
         location = Location(given, options.storage_options, options.fetch.retry)
         root = Path(options.cache_dir or default_cache_dir())
         root, index_rows = _fetch_metadata(location, root, options)
+        # a URL's manifest, of the version asked, is in its cache directory by now
+        manifest = read_dataset_manifest(root, None)
+        where = resolve_shard_root(given, manifest.shard_root)
+        if is_url(where) and where != location.url:
+            location = Location(where, options.storage_options, options.fetch.retry)
         cached = Cached(origin=UrlOrigin(location), root=root, index_rows=index_rows)
     else:
         root = Path(given)
-        mount = on_remote_file_system(root)
-    # a URL's manifest, of the version asked, is in its cache directory by now
-    manifest = read_dataset_manifest(root, None if cached is not None else options.version)
+        manifest = read_dataset_manifest(root, options.version)
+        shards = Path(resolve_shard_root(given, manifest.shard_root))
+        mount = on_remote_file_system(shards)
     if mount and options.cache_dir is not None:
         cache_root = _mount_cache(root, Path(options.cache_dir), options.cache_limit)
-        cached = Cached(origin=MountOrigin(root), root=cache_root)
-    io = resolve_io(options.io, root if cached is None else cached.root)
-    return Site(path=given, root=root, manifest=manifest, io=io, mount=mount, cached=cached)
+        cached = Cached(origin=MountOrigin(shards), root=cache_root)
+    io = resolve_io(options.io, shards if cached is None else cached.root)
+    return Site(
+        path=given, root=root, manifest=manifest, io=io, mount=mount, cached=cached, shards=shards
+    )
 
 
 def _fetch_metadata(

@@ -41,6 +41,7 @@ from fastpack.formats.tfrecord import parse_record_index
 from fastpack.formats.wds_index import parse_wds_index
 from tqdm import tqdm
 
+from . import adopted
 from .manifest_checks import (
     key_problems,
     label_problems,
@@ -179,10 +180,17 @@ def manifest_problems(manifest: Manifest, index: Index, text: bytes, names: Name
     """The manifest's own checks (manifest_checks.py): its bytes `text` (which `manifest` is
     parsed from), its shard names, and its keys, classes and stats against the index; `names`
     name the files in problems."""
+    layout = (
+        []
+        if manifest.adopted
+        else [
+            *name_problems(manifest, names.manifest),
+            *key_problems(index, manifest, names.index),
+        ]
+    )  # adopted shards follow none of section 4's layout rules (adopted.py)
     return [
         *manifest_text_problems(text, names.manifest, manifest),
-        *name_problems(manifest, names.manifest),
-        *key_problems(index, manifest, names.index),
+        *layout,
         *label_problems(index, manifest, names.index),
         *stats_problems(index, manifest, names.manifest),
     ]
@@ -215,6 +223,7 @@ def verify_dataset(
         lambda name: str(files.root / name),
         decode,
         records=files.records,
+        adopted=files.manifest.adopted,
     )
     for problem in problems:
         report.add(problem)
@@ -327,11 +336,16 @@ def _check_shard(
         report.add(line)
     size = path.stat().st_size
     if size == 0:
-        if files.records:
+        if files.records and not files.manifest.adopted:
             _check_records(report, files, shard, rows, data=b"", idx_lines=idx_lines)
         return
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        if files.records:
+        if files.records and files.manifest.adopted:
+            for found in adopted.record_problems(
+                name, m, index, files.manifest.schema, rows=rows, idx_lines=idx_lines
+            ):
+                report.add(found)
+        elif files.records:
             _check_records(report, files, shard, rows, data=m, idx_lines=idx_lines)
         view = memoryview(m)
         try:
@@ -364,6 +378,11 @@ def dali_index_problems(
             lines = parse_record_index(text, where)
             problem = record_text_problem(where, data, lines)
             return [*problems, problem] if problem is not None else problems, lines
+        if files.manifest.adopted:
+            problems += adopted.wds_index_problems(
+                where, data, files.index, files.manifest.fields, rows=rows, shard=shard
+            )
+            return problems, None
         samples = parse_wds_index(text, where)
     except UnicodeDecodeError as e:
         return [*problems, f"{where}: not ASCII text ({e})"], None

@@ -152,20 +152,22 @@ def dictionary_problems(
     return good, problems
 
 
-def member_checks(
+def member_checks(  # noqa: PLR0913 -- keyword inputs
     manifest: Manifest,
     read: Callable[[str], bytes],
     name_of: Callable[[str], str],
     decode: bool,
     *,
     records: bool,
+    adopted: bool = False,
 ) -> tuple[MemberChecks, list[str]]:
     """The member checks of a dataset (its schema, its dictionaries as `read` gives them by
     name) and the problems of its dictionaries. Images are decoded under the default pixel
     budget, as a reader decodes them, whatever budget the build took: a dataset built with a
     larger one reports its larger images as over the budget instead of decoding them."""
     dictionaries, problems = dictionary_problems(manifest.schema, read, name_of)
-    return MemberChecks(manifest.schema, dictionaries, decode, records=records), problems
+    checks = MemberChecks(manifest.schema, dictionaries, decode, records=records, adopted=adopted)
+    return checks, problems
 
 
 class MemberChecks:
@@ -176,8 +178,10 @@ class MemberChecks:
 
     `dictionaries` holds the checked dictionaries (`dictionary_problems`); a field whose
     dictionary is missing or damaged gets the CRC and label checks only. `records`: the shards
-    are TFRecord files, whose label members are varints. Images are decoded under the default
-    pixel budget. Holds zstd contexts: one per thread."""
+    are TFRecord files, whose label members are varints. `adopted`: the shards were written by
+    another tool, whose label members hold the label's text as it was given (a class name, say),
+    not the index's label: they are not checked against it nor decoded. Images are decoded under
+    the default pixel budget. Holds zstd contexts: one per thread."""
 
     def __init__(
         self,
@@ -186,8 +190,10 @@ class MemberChecks:
         decode: bool,
         *,
         records: bool = False,
+        adopted: bool = False,
     ) -> None:
         self.schema = schema
+        self.adopted = adopted
         self.decode = decode
         label = schema.label_field
         self._codecs = {
@@ -207,6 +213,8 @@ class MemberChecks:
         if crc != expected:
             return f"crc32 {crc:08x}, the index records {expected:08x}"
         codec = self._codecs.get(p.field)
+        if p.field == self.schema.label_field and self.adopted:
+            return None
         if p.field == self.schema.label_field and codec is not None:
             label = int(index.label[p.row])
             if bytes(data) != codec.encode(label):  # ASCII decimals, or a record's varint

@@ -1,0 +1,197 @@
+"""The samples of one webdataset tar, read once from the front: member headers parsed here,
+member data read (or passed over) as it streams, every byte through the shard's hasher.
+
+Samples are grouped as webdataset groups them (`compiler.sources.wds`): a member's name splits
+at the first dot of its base name into key and extension (`base_plus_ext`), extensions are
+lower-cased, consecutive members with one key are a sample, regular files only, and `__name__`
+metadata members (and samples keyed so) are skipped. PAX (`x`, `g`) and GNU long-name (`L`,
+`K`) headers are read for the member they describe.
+
+A tar that ends early (inside a member or a header, or without its end-of-archive block) or
+holds a header that does not parse ends the scan with a `TarCut`: the samples before it are
+whole and kept; the sample in progress, if any, is the one the cut falls in. A tar that ends
+where a header would start (no end-of-archive block, but every member whole) is read as ended.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+BLOCK = 512
+_ZERO_BLOCK = bytes(BLOCK)
+_SKIP_BYTES = 1 << 20
+# webdataset.tariterators.base_plus_ext, and its metadata filters (`skip_meta`, `__key__`s)
+_BASE_PLUS_EXT = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+_SKIP_META = re.compile(r"__[^/]*__($|/)")
+_META_KEY = re.compile(r"(^|/)__[^/]*__$")
+_PAX_RECORD = re.compile(rb"(\d+) ")
+_REGULAR = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
+
+
+def base_plus_ext(name: str) -> tuple[str | None, str | None]:
+    """webdataset's split of a member name into key and extension(s)."""
+    match = _BASE_PLUS_EXT.match(name)
+    return (match.group(1), match.group(2)) if match else (None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member of a sample: its full name, where its data starts, its size, and its data
+    (None: not read, the scan was not asked for it)."""
+
+    name: str
+    offset: int
+    size: int
+    data: bytes | None
+
+
+@dataclass(slots=True)
+class TarSample:
+    """A sample's key, its members by lower-case extension, and the extensions it holds twice."""
+
+    key: str
+    members: dict[str, Member] = field(default_factory=dict)
+    repeated: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TarCut:
+    """Where the tar stops being readable, and why; `sample` the one in progress (or None)."""
+
+    offset: int
+    reason: str
+    sample: TarSample | None
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Reader:
+    """Exact reads from `file`, counting the offset."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.offset = 0
+
+    def read(self, size: int, what: str) -> bytes:
+        data = self.file.read(size)
+        self.offset += len(data)
+        if len(data) < size:
+            raise _Stop(f"cut off at byte {self.offset}, inside {what}")
+        return data
+
+    def skip(self, size: int, what: str) -> None:
+        while size > 0:
+            got = len(self.file.read(min(size, _SKIP_BYTES)))
+            if got == 0:
+                raise _Stop(f"cut off at byte {self.offset}, inside {what}")
+            self.offset += got
+            size -= got
+
+
+def _pax_fields(data: bytes) -> dict[str, str]:
+    """The `key=value` records of a PAX header's data."""
+    found: dict[str, str] = {}
+    pos = 0
+    while pos < len(data):
+        match = _PAX_RECORD.match(data, pos)
+        if match is None:
+            break
+        length = int(match.group(1))
+        record = data[match.end() : pos + length - 1]
+        key, _, value = record.partition(b"=")
+        found[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        pos += length
+    return found
+
+
+@dataclass
+class _Pending:
+    """What extended headers say about the next member."""
+
+    name: str | None = None
+    size: int | None = None
+
+
+def _header(reader: _Reader, pending: _Pending) -> tuple[str, int, bool] | None:
+    """The next member's `(name, size, regular)`, extended headers applied; None at the end
+    of the archive. Leaves the reader at the member's data."""
+    while True:
+        at = reader.offset
+        first = reader.file.read(1)  # none at all: the file ends where a header would start
+        if not first:
+            return None
+        reader.offset += 1
+        block = first + reader.read(BLOCK - 1, f"the member header at byte {at}")
+        if block == _ZERO_BLOCK:
+            return None
+        try:
+            info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+        except tarfile.HeaderError as e:
+            raise _Stop(f"byte {at} is not a valid tar member header ({e})") from e
+        padded = info.size + (-info.size % BLOCK)
+        what = f"member {info.name!r} (header at byte {at})"
+        if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
+            data = reader.read(padded, what)[: info.size]
+            if info.type == tarfile.GNUTYPE_LONGNAME:
+                pending.name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+            continue
+        if info.type in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE):
+            fields = _pax_fields(reader.read(padded, what)[: info.size])
+            if info.type != tarfile.XGLTYPE:
+                pending.name = fields.get("path", pending.name)
+                pax_size = fields.get("size")
+                if pax_size is not None and pax_size.isdigit():
+                    pending.size = int(pax_size)
+            continue
+        name = pending.name if pending.name is not None else info.name
+        size = pending.size if pending.size is not None else info.size
+        pending.name, pending.size = None, None
+        return name, size, info.type in _REGULAR
+
+
+def _is_sample_member(name: str, regular: bool) -> bool:
+    """webdataset's `tar_file_iterator` filter: regular files but `__name__` metadata."""
+    if not regular or ("/" not in name and name.startswith("__") and name.endswith("__")):
+        return False
+    return _SKIP_META.match(name) is None
+
+
+def tar_samples(file: BinaryIO, wanted: Callable[[str], bool]) -> Iterator[TarSample | TarCut]:
+    """The samples of the tar in `file`, read front to back; the data of a member is read when
+    `wanted(extension)`, passed over otherwise. Ends with a `TarCut` where the tar is damaged
+    or cut off; otherwise after the end-of-archive block (what follows it is not read)."""
+    reader, pending = _Reader(file), _Pending()
+    sample: TarSample | None = None
+    try:
+        while (found := _header(reader, pending)) is not None:
+            name, size, regular = found
+            offset = reader.offset
+            what = f"member {name!r} (data at byte {offset}, {size} bytes)"
+            key, ext = base_plus_ext(name) if _is_sample_member(name, regular) else (None, None)
+            if key is None or ext is None:
+                reader.skip(size + (-size % BLOCK), what)
+                continue
+            ext = ext.lower()
+            if sample is None or key != sample.key:
+                if sample is not None and not _META_KEY.search(sample.key):
+                    yield sample
+                sample = TarSample(key)
+            data = reader.read(size, what) if wanted(ext) else None
+            reader.skip((size if data is None else 0) + (-size % BLOCK), what)
+            if ext in sample.members:
+                sample.repeated.append(ext)
+            else:
+                sample.members[ext] = Member(name, offset, size, data)
+    except _Stop as stop:
+        yield TarCut(reader.offset, stop.reason, sample)
+        return
+    if sample is not None and not _META_KEY.search(sample.key):
+        yield sample

@@ -1,0 +1,92 @@
+"""One shard read once, front to back: its bytes, size, SHA-256 and CRC-32C as they pass.
+
+A local shard is read from its file; a remote one (`s3://`, `https://`, any fsspec URL) through
+`fastpack.storage.Location`, range by range under its retry policy. Nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import google_crc32c
+from fastpack.storage import Location
+from fastpack.storage.stream import ChunkStream
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from _typeshed import WriteableBuffer
+
+READ_BYTES = 4 << 20  # what one read of the underlying file or object asks for
+
+
+@dataclass(frozen=True)
+class ShardDigest:
+    """What the manifest records of a shard's bytes (formats/SPEC.md section 2)."""
+
+    bytes: int
+    sha256: str
+    crc32c: int
+
+
+class HashingReader(io.RawIOBase):
+    """Reads through `raw`, hashing every byte it returns; `position` counts them."""
+
+    def __init__(self, raw: io.RawIOBase | io.BufferedIOBase | Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sha = hashlib.sha256()
+        self._crc = 0
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._raw.read(len(view))
+        if not data:
+            return 0
+        size = len(data)
+        view[:size] = data
+        self._sha.update(data)
+        self._crc = google_crc32c.extend(self._crc, bytes(data))
+        self.position += size
+        return size
+
+    def drain(self) -> None:
+        """Read (and hash) whatever is left."""
+        while self.read(READ_BYTES):
+            pass
+
+    def digest(self) -> ShardDigest:
+        return ShardDigest(self.position, self._sha.hexdigest(), self._crc)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """`(prefix, name)` of an object URL: `s3://bucket/a/b.tar` -> `s3://bucket/a`, `b.tar`."""
+    prefix, _, name = url.rpartition("/")
+    return prefix, name
+
+
+def open_shard(
+    url: str, storage_options: Mapping[str, Any] | None = None, chunk_bytes: int = READ_BYTES
+) -> HashingReader:
+    """The shard `url` (a local path or a URL) opened for one sequential read, hashed as it
+    passes. FileNotFoundError when there is no such file or object."""
+    if "://" not in url:
+        return HashingReader(Path(url).open("rb", buffering=0))
+    prefix, name = split_url(url)
+    location = Location(prefix, storage_options)
+    size = location.size(name)
+    if size is None:
+        raise FileNotFoundError(url)
+    return HashingReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))
