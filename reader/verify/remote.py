@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,6 @@ from typing import Any
 from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
-    REJECTS_NAME,
     VIEWS_DIR,
     DatasetFiles,
     FastpackError,
@@ -32,6 +31,7 @@ from fastpack.formats import (
     TruncatedFileError,
 )
 from fastpack.formats.checksum import crc32c_extend
+from fastpack.formats.layout import version_rejects_name
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
@@ -56,6 +56,7 @@ from .members import (
 )
 from .records import Record, SampleRecords, count_problem, record_index_problems, scan_window
 from .side_files import rejects_problems
+from .versions import check_remote_versions
 from .views import file_view_name
 
 DEFAULT_CHUNK_BYTES = 8 * 2**20
@@ -83,14 +84,17 @@ def verify_remote(  # noqa: PLR0913 -- public signature
         if opened is None:
             return report
         files, text = opened
-        index_url = location.url_of(INDEX_NAME)
+        index_url = location.url_of(files.manifest.index.name)
         names = Names(location.url_of(MANIFEST_NAME), index_url)
         for problem in manifest_problems(files.manifest, files.index, text, names):
+            report.add(problem)
+        earlier = check_remote_versions(location, files.manifest, text, chunk_bytes)
+        for problem in earlier.problems:
             report.add(problem)
         ordered = check_shard_column(report, files.index, files.manifest, index_url)
         for problem in _rejects_problems(location, files.manifest):
             report.add(problem)
-        _check_views(report, location, files.manifest)
+        _check_views(report, location, files.manifest, earlier.manifests.values())
         checks, problems = member_checks(
             files.manifest, location.read_bytes, location.url_of, decode, records=files.records
         )
@@ -108,18 +112,20 @@ def verify_remote(  # noqa: PLR0913 -- public signature
 
 
 def _rejects_problems(location: Location, manifest: Manifest) -> list[str]:
-    url = location.url_of(REJECTS_NAME)
+    name = version_rejects_name(manifest.dataset_version)  # the latest version's
+    url = location.url_of(name)
     try:
-        data = (
-            location.read_bytes(REJECTS_NAME) if location.size(REJECTS_NAME) is not None else None
-        )
+        data = location.read_bytes(name) if location.size(name) is not None else None
     except (FastpackError, OSError) as e:
         return [f"{url}: unreadable ({type(e).__name__}: {e})"]
     return rejects_problems(url, data, manifest)
 
 
-def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -> None:
-    """Each view file beside the dataset (`views/*.fpview` under its URL)."""
+def _check_views(
+    report: VerifyReport, location: Location, manifest: Manifest, earlier: Iterable[Manifest] = ()
+) -> None:
+    """Each view file beside the dataset (`views/*.fpview` under its URL), made on the version
+    of `manifest` or on one of the `earlier` versions."""
     try:
         files = sorted(name for name, _ in location.walk(VIEWS_DIR))
     except (FastpackError, OSError, ValueError):
@@ -130,7 +136,7 @@ def _check_views(report: VerifyReport, location: Location, manifest: Manifest) -
         name = file_view_name(base)
         if name is not None and folder == VIEWS_DIR:
             views.append((name, location.url_of(file), partial(location.read_bytes, file)))
-    check_views(report, manifest, views)
+    check_views(report, manifest, views, earlier=earlier)
 
 
 def _open_index(
@@ -143,21 +149,24 @@ def _open_index(
     try:
         text = read_manifest_bytes(location, location.retry)
         manifest = manifest_from_text(text, location.url_of(MANIFEST_NAME))
+        index_name = manifest.index.name  # `index.fpx`, or a later version's
+        index_url = location.url_of(index_name)
         (tmp / MANIFEST_NAME).write_bytes(text)  # the dataset's files side by side, as on disk
-        size = location.size(INDEX_NAME)
+        (tmp / index_name).parent.mkdir(parents=True, exist_ok=True)
+        size = location.size(index_name)
         if size is None:
             report.add(f"{index_url}: not found")
             return None
         digest = hashlib.sha256()
-        with (tmp / INDEX_NAME).open("wb") as f:
-            for chunk in location.iter_chunks(INDEX_NAME, size, chunk_bytes):
+        with (tmp / index_name).open("wb") as f:
+            for chunk in location.iter_chunks(index_name, size, chunk_bytes):
                 digest.update(chunk)
                 f.write(chunk)
         files = DatasetFiles(tmp, manifest)
     except (FastpackError, OSError) as e:
         report.add(f"{type(e).__name__}: {e}".replace(str(tmp), location.url))
         return None
-    actual = (tmp / INDEX_NAME).stat().st_size
+    actual = (tmp / manifest.index.name).stat().st_size
     if actual != manifest.index.bytes:
         report.add(f"{index_url}: {actual} bytes, the manifest records {manifest.index.bytes}")
     elif digest.hexdigest() != manifest.index.sha256:

@@ -1,15 +1,18 @@
-"""`verify_dataset` on a dataset of several versions: every version's files checked, a damaged
-earlier manifest, index or latest-manifest copy reported by name, an earlier version whose
-shards are not the next one's first reported, and views made on any version accepted."""
+"""`verify_dataset` (and `verify_remote`) on a dataset of several versions: every version's files
+checked, a damaged earlier manifest, index or latest-manifest copy reported by name, an earlier
+version whose shards are not the next one's first reported, and views made on any version
+accepted."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from fastpack.formats import read_manifest, write_manifest
-from fastpack.reader import verify_dataset
+from fastpack.reader import verify_dataset, verify_remote
 
 from fastpack.view_build import build_views, save_views
 
@@ -82,3 +85,23 @@ def test_an_earlier_version_that_is_no_prefix_is_reported(
         for p in problems
     ), problems
     assert latest["versions"][1]["name"] == "versions/000002/fastpack.json"
+
+
+def test_verify_remote_checks_every_version(
+    versioned: Callable[..., Versioned], publish: Callable[[Path], str]
+) -> None:
+    v = versioned()
+    save_views(v.path, build_views(v.path, "early", fraction=0.5, version=1))
+    report = verify_remote(publish(v.path))
+    assert report.ok, report.format()
+    assert (report.samples_checked, report.views_checked) == (v.samples[-1], 1)
+    index = v.path / "versions/000002/index.fpx"
+    data = bytearray(index.read_bytes())
+    data[-1] ^= 0xFF
+    index.write_bytes(bytes(data))
+    url = publish(v.path)
+    recorded = read_manifest(v.path / "versions/000002/fastpack.json").index.sha256
+    assert verify_remote(url).problems == [
+        f"{url}/versions/000002/index.fpx: sha256 {hashlib.sha256(data).hexdigest()}, the "
+        f"manifest of version 2's index records {recorded}"
+    ]
