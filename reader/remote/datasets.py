@@ -15,6 +15,7 @@ from fastpack.formats import (
     Manifest,
     read_manifest,
 )
+from fastpack.formats.layout import version_manifest_name
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.formats.schema import Dictionary
 from fastpack.formats.versions import check_version_text, manifest_name_of, read_dataset_manifest
@@ -103,7 +104,9 @@ def fetch_dataset(
 ) -> Path:
     """Copy the dataset at `url` into the directory `dest` (created; must be empty): index,
     zstd dictionaries and shards checked against the manifest's SHA-256s, the manifest written
-    last. Every read goes through `retry` (default `RetryPolicy()`)."""
+    last; of a dataset grown by appends every version (the earlier versions' manifests, checked
+    against the latest's record of them, and their indexes and rejects). Every read goes
+    through `retry` (default `RetryPolicy()`)."""
     location = Location(url, storage_options, retry)
     retry = location.retry
     text = read_manifest_bytes(location, retry)
@@ -115,6 +118,10 @@ def fetch_dataset(
     ]
     files += [(d.name, d.bytes, d.sha256, None) for d in dictionaries(manifest)]
     files += [(s.name, s.bytes, s.sha256, s.crc32c) for s in manifest.shards]
+    earlier = _earlier_manifests(location, manifest, retry)
+    for m, _ in earlier:
+        listed = [m.index] if m.rejects is None else [m.index, m.rejects]
+        files += [(f.name, f.bytes, f.sha256, None) for f in listed if f.name != REJECTS_NAME]
     for name, size, sha256, crc32c in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         location.download(
@@ -127,10 +134,31 @@ def fetch_dataset(
         (out / shard.index_name).write_bytes(location.read_bytes(shard.index_name, retry))
     rejects = REJECTS_NAME if manifest.rejects is None else manifest.rejects.name
     _copy_optional(location, rejects, out, retry)
+    if rejects != REJECTS_NAME:  # version 1's, where it had any
+        _copy_optional(location, REJECTS_NAME, out, retry)
+    if earlier:  # each version's manifest after its files, the latest's copy too
+        for m, data in [*earlier, (manifest, text)]:
+            name = version_manifest_name(m.dataset_version)
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(data)
     tmp = out / (MANIFEST_NAME + ".tmp")
     tmp.write_bytes(text)
     os.replace(tmp, out / MANIFEST_NAME)
     return out
+
+
+def _earlier_manifests(
+    location: Location, latest: Manifest, retry: RetryPolicy
+) -> list[tuple[Manifest, bytes]]:
+    """The manifest and bytes of each earlier version of the dataset at `location` whose latest
+    manifest is `latest` (formats/SPEC.md section 11), checked against what it records of them;
+    none for a dataset of one version."""
+    found = []
+    for info in latest.versions:
+        data = location.read_bytes(info.name, retry)
+        where = location.url_of(info.name)
+        found.append((check_version_text(data, info.number, latest, where), data))
+    return found
 
 
 def _copy_optional(location: Location, name: str, out: Path, retry: RetryPolicy) -> None:

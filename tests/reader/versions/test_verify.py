@@ -1,7 +1,7 @@
 """`verify_dataset` (and `verify_remote`) on a dataset of several versions: every version's files
 checked, a damaged earlier manifest, index or latest-manifest copy reported by name, an earlier
-version whose shards are not the next one's first reported, and views made on any version
-accepted."""
+version whose shards are not the next one's first reported, views made on any version accepted;
+a fetched copy of the dataset holds every version."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fastpack.formats import read_manifest, write_manifest
-from fastpack.reader import verify_dataset, verify_remote
+from fastpack.reader import Dataset, fetch_dataset, verify_dataset, verify_remote
 
 from fastpack.view_build import build_views, save_views
 
@@ -105,3 +105,15 @@ def test_verify_remote_checks_every_version(
         f"{url}/versions/000002/index.fpx: sha256 {hashlib.sha256(data).hexdigest()}, the "
         f"manifest of version 2's index records {recorded}"
     ]
+
+
+def test_a_fetched_copy_holds_every_version(
+    versioned: Callable[..., Versioned], publish: Callable[[Path], str], tmp_path: Path
+) -> None:
+    v = versioned()
+    copy = fetch_dataset(publish(v.path), tmp_path / "copy")
+    report = verify_dataset(copy)
+    assert report.ok, report.format()
+    for number, keys in enumerate(v.keys, start=1):
+        ds = Dataset(copy, version=number)
+        assert tuple(ds.key(i) for i in range(len(ds))) == keys
