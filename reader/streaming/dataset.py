@@ -160,9 +160,9 @@ class StreamingDataset(ClosesOnExit, IterableBase):
 
     def __repr__(self) -> str:
         return (
-            f"StreamingDataset({self.path!r}, rank={self.rank}, world_size={self.world_size}, "
-            f"seed={self.seed}, epoch={self.epoch}, shuffle_window={self.shuffle_window}, "
-            f"batch_size={self.batch_size})"
+            f"StreamingDataset({self.path!r}, version={self.version}, rank={self.rank}, "
+            f"world_size={self.world_size}, seed={self.seed}, epoch={self.epoch}, "
+            f"shuffle_window={self.shuffle_window}, batch_size={self.batch_size})"
         )
 
     def set_epoch(self, epoch: int) -> None:

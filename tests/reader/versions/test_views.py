@@ -79,3 +79,15 @@ def test_fastpack_view_takes_a_version(
     assert read_view_file(v.path / "views/latest.fpview").num_samples == v.samples[2]
     assert main(["view", str(v.path), "none", "--version", "9"]) == 1
     assert "no version 9; the dataset has versions 1 to 3" in capsys.readouterr().err
+
+
+def test_a_view_of_a_version_at_a_url(
+    versioned: Callable[..., Versioned], publish: Callable[[Path], str]
+) -> None:
+    v = versioned()
+    url = publish(v.path)
+    (view,) = build_views(url, "early", fraction=0.7, seed=2, version=1)
+    (local,) = build_views(v.path, "early", fraction=0.7, seed=2, version=1)
+    assert view.dataset == local.dataset
+    assert view.rows.tolist() == local.rows.tolist()
+    assert build_views(url, "late", fraction=0.7)[0].num_samples == v.samples[2]
