@@ -63,7 +63,7 @@ def no_index() -> Index:
 def reading_of(site: Site, options: StreamingOptions) -> tuple[StreamPlan, Opened, Columns]:
     plan = EpochPlans(site.manifest, None).plan(STREAM, options, budget=None, epoch=1)
     columns = Columns.of(site.path, site.manifest.schema, options)
-    return plan, Opened(site.path, site.root, columns), columns
+    return plan, Opened(site.path, site.root, columns, site.manifest), columns
 
 
 def open_parts(
