@@ -57,6 +57,11 @@ def dataset_shaping(build: Mapping[str, Any], where: str) -> dict[str, Any]:
 def append_options(manifest: Manifest, given: BuildOptions, where: str) -> BuildOptions:
     """`given` with the dataset's shaping options; `AppendError` where `given` sets one to
     another value than the dataset's (an append cannot reshape a dataset)."""
+    if given.num_nodes != 1 or given.node_rank is not None:
+        raise AppendError(
+            f"{where}: an append runs on one machine; num_nodes={given.num_nodes}, "
+            f"node_rank={given.node_rank}: leave them out"
+        )
     theirs = dataset_shaping(manifest.build, where)
     for name, value in theirs.items():
         mine = getattr(given, name)

@@ -33,6 +33,8 @@ def test_options_other_than_the_dataset_s(dataset: Path, new_inputs: Path) -> No
         AppendError, match=r"shard_format='tfrecord' differs from the dataset's shard_format='tar'"
     ):
         append(dataset, new_inputs, BuildOptions(shard_format="tfrecord", **QUIET))
+    with pytest.raises(AppendError, match=r"an append runs on one machine; num_nodes=2"):
+        append(dataset, new_inputs, BuildOptions(num_nodes=2, node_rank=0, **QUIET))
     assert file_states(dataset) == before  # refused before any file was written
     # the dataset's own values, given again, are no difference
     assert append(dataset, new_inputs, BuildOptions(shard_size=4000, **QUIET)).version == 2
