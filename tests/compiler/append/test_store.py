@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastpack.compiler import AppendLockedError, BuildOptions, append, build
+from fastpack.compiler.append import publish_store
 from fastpack.compiler.append.lock import ObjectLock
 from fastpack.storage import Location
 
@@ -71,3 +72,36 @@ def test_the_lock_object(s3_server: S3Server, s3_bucket: str, tmp_path: Path) ->
     other.fs.pipe_file(other.path("append.lock"), json.dumps(held).encode())
     with pytest.raises(AppendLockedError, match=r"ds2/append\.lock: another append"):
         append(url, source, options, storage_options=s3_server.storage_options)
+
+
+def test_an_append_to_the_store_stopped_while_publishing_resumes(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = image_folder(tmp_path / "a", {"cat": 4, "dog": 3})
+    second = image_folder(tmp_path / "b", {"eel": 4}, seed=1)
+    options = BuildOptions(workers=1, shard_size=4000, max_side=48, **QUIET)
+    local, url = tmp_path / "local", f"s3://{s3_bucket}/ds"
+    store = s3_server.storage_options
+    build(first, local, options)
+    append(local, second, BuildOptions(workers=1, **QUIET))
+    build(first, url, options, staging=tmp_path / "staging", storage_options=store)
+    staging = tmp_path / "append-staging"
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    options = BuildOptions(workers=1, **QUIET)
+    monkeypatch.setattr(publish_store, "write_index", stop)  # after the shards' uploads
+    with pytest.raises(OSError, match="No space left"):
+        append(
+            url, second, BuildOptions(workers=1, **QUIET), staging=staging, storage_options=store
+        )
+    monkeypatch.undo()
+    assert json.loads(Location(url, store).read_bytes("fastpack.json"))["version"] == 1
+    summary = append(
+        url, second, BuildOptions(workers=1, resume=True, **QUIET), staging=staging,
+        storage_options=store,
+    )  # fmt: skip
+    assert summary.version == 2
+    assert store_bytes(s3_server, url) == tree_bytes(local)
+    assert not staging.exists()
