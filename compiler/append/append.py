@@ -34,8 +34,35 @@ from .stage import stage_build
 from .summary import AppendSummary
 
 
-def _added(manifest: Manifest, seconds: float) -> BuildSummary:
-    return BuildSummary.of_manifest(manifest, seconds)
+def _stage(
+    source: str,
+    partial: Path,
+    options: BuildOptions,
+    target: LocalDataset | StoreDataset,
+    latest: Manifest,
+) -> tuple[Manifest, tuple[tuple[str, str], ...]]:
+    """The staged build of `source` in `partial`, continuing the dataset's `latest` version
+    (`stage.stage_build`); a source refused before any shard leaves nothing to resume."""
+    fresh = not partial.exists()
+    base = PlanBase(
+        key_base=latest.stats["inputs"],
+        key_width=latest.key_width,
+        classes=latest.classes,
+        schema=latest.schema,
+    )
+    try:
+        return stage_build(
+            source,
+            partial,
+            options,
+            base=base,
+            schema=latest.schema,
+            dictionaries=target.dictionaries(latest),
+        )
+    except SourceError:
+        if fresh:
+            remove_staging(partial)
+        raise
 
 
 def _published_already(
@@ -94,9 +121,9 @@ def append(  # noqa: PLR0913 -- public signature
         storage_options=storage_options,
         retry=retry,
     )
-    source = os.fspath(source)
     latest, text = target.latest()
     check_appendable(latest, target.name)
+    run_options = append_options(latest, options, target.name)
     version = latest.dataset_version + 1
     lock = target.lock()
     taken = lock.acquire(version, resume=options.resume)
@@ -107,32 +134,12 @@ def append(  # noqa: PLR0913 -- public signature
             return _published_already(target, taken, latest)
         partial = target.staging(version)
         _staging_state(partial, version, resume=options.resume, taken=taken)
-        fresh = not partial.exists()
-        run_options = append_options(latest, options, target.name)
-        base = PlanBase(
-            key_base=latest.stats["inputs"],
-            key_width=latest.key_width,
-            classes=latest.classes,
-            schema=latest.schema,
-        )
-        try:
-            staged, kept = stage_build(
-                source,
-                partial,
-                run_options,
-                base=base,
-                schema=latest.schema,
-                dictionaries=target.dictionaries(latest),
-            )
-        except SourceError:
-            if fresh:  # a source refused before any shard: nothing to resume
-                remove_staging(partial)
-            raise
+        staged, kept = _stage(os.fspath(source), partial, run_options, target, latest)
         manifest = target.publish(version, (latest, text), (partial, staged))
         if not keep_staging:
             remove_staging(partial)
     finally:
         lock.release()
     notes = () if taken is None else (f"took over the lock of a gone append ({taken.describe()})",)
-    added = dataclasses.replace(_added(staged, time.perf_counter() - started), kept=kept)
-    return AppendSummary.of(target.name, manifest, added, notes)
+    added = BuildSummary.of_manifest(staged, time.perf_counter() - started)
+    return AppendSummary.of(target.name, manifest, dataclasses.replace(added, kept=kept), notes)

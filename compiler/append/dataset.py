@@ -33,12 +33,20 @@ def dictionary_names(manifest: Manifest) -> list[str]:
 
 
 def check_appendable(manifest: Manifest, where: str) -> None:
-    """AppendError for a dataset an append cannot grow: one of adopted shards."""
+    """AppendError for a dataset an append cannot grow: one of adopted shards, or one whose
+    manifest does not count its inputs (where the keys of new samples start)."""
     if manifest.adopted:
         raise AppendError(
             f"{where}: its shards are adopted (written by another tool, indexed by `fastpack "
             "index`); appending to such a dataset is not supported yet: build a fastpack "
             "dataset from them (`fastpack build`) to append to it"
+        )
+    inputs = manifest.stats.get("inputs")
+    if type(inputs) is not int or inputs < manifest.num_samples:
+        raise AppendError(
+            f"{where}: its manifest's stats.inputs is {inputs!r}, expected the count of its "
+            f"inputs (at least its {manifest.num_samples} samples), where the keys of new "
+            "samples start"
         )
 
 
@@ -90,9 +98,12 @@ class LocalDataset:
 
     def leftovers(self, latest: int) -> list[Path]:
         """Staging directories of versions published already (up to `latest`)."""
-        found = sorted((self.root / VERSIONS_DIR).glob(f"*{PARTIAL}"))
-        return [p for p in found if p.name.removesuffix(PARTIAL).isdigit()
-                and int(p.name.removesuffix(PARTIAL)) <= latest]  # fmt: skip
+        found = []
+        for path in sorted((self.root / VERSIONS_DIR).glob(f"*{PARTIAL}")):
+            number = path.name.removesuffix(PARTIAL)
+            if number.isdigit() and int(number) <= latest:
+                found.append(path)
+        return found
 
     def dictionaries(self, manifest: Manifest) -> dict[str, bytes]:
         return {name: (self.root / name).read_bytes() for name in dictionary_names(manifest)}

@@ -72,3 +72,20 @@ def test_the_lock_file_is_created_exclusively(tmp_path: Path) -> None:
         FileLock(tmp_path).acquire(2, resume=True)  # this process is alive
     lock.release()
     assert not (tmp_path / "append.lock").exists()
+
+
+def test_a_resume_after_the_publish_only_clears_the_leftovers(
+    dataset: Path, new_inputs: Path
+) -> None:
+    append(dataset, new_inputs, BuildOptions(workers=1, **QUIET))
+    published = (dataset / "fastpack.json").read_bytes()
+    # killed after `fastpack.json` was replaced, before its staging and lock were removed
+    _lock(dataset, socket.gethostname(), _gone_pid())
+    (dataset / "versions/000002.partial/shards").mkdir(parents=True)
+    summary = append(dataset, new_inputs, BuildOptions(resume=True, **QUIET))
+    assert summary.version == 2
+    assert summary.added.samples == 0
+    assert "had published version 2 already" in summary.notes[0]
+    assert (dataset / "fastpack.json").read_bytes() == published  # no version 3
+    assert not (dataset / "versions/000002.partial").exists()
+    assert not (dataset / "append.lock").exists()
