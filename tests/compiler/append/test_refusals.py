@@ -127,3 +127,19 @@ def test_nothing_to_resume(dataset: Path, new_inputs: Path) -> None:
     with pytest.raises(AppendError, match=r"no interrupted append of version 2 to resume"):
         append(dataset, new_inputs, BuildOptions(resume=True, **QUIET))
     assert json.loads((dataset / "fastpack.json").read_text())["version"] == 1
+
+
+def test_a_foreign_file_where_a_new_shard_goes(dataset: Path, new_inputs: Path) -> None:
+    shards = len(read_manifest(dataset / "fastpack.json").shards)
+    foreign = dataset / f"shards/{shards:06d}.tar"
+    foreign.write_bytes(b"someone else's")
+    with pytest.raises(
+        AppendError,
+        match=rf"shards/{shards:06d}\.tar: exists, and is not the staged 000000\.tar \(SHA-256 "
+        r"[0-9a-f]{64}\): a file no version of the dataset lists; move it away",
+    ):
+        append(dataset, new_inputs, BuildOptions(workers=1, **QUIET))
+    assert foreign.read_bytes() == b"someone else's"
+    assert read_manifest(dataset / "fastpack.json").dataset_version == 1
+    foreign.unlink()
+    assert append(dataset, new_inputs, BuildOptions(resume=True, **QUIET)).version == 2
