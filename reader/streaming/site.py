@@ -83,8 +83,15 @@ def locate(path: str | os.PathLike[str], options: StreamingOptions) -> Site:
     else:
         root = Path(given)
         manifest = read_dataset_manifest(root, options.version)
-        shards = Path(resolve_shard_root(given, manifest.shard_root))
-        mount = on_remote_file_system(shards)
+        where = resolve_shard_root(given, manifest.shard_root)
+        if is_url(where):  # a local index over shards at a URL: fetched into the cache
+            location = Location(where, options.storage_options, options.fetch.retry)
+            cache_dir = Path(options.cache_dir or default_cache_dir())
+            cache_root = _mount_cache(root, cache_dir, options.cache_limit)
+            cached = Cached(origin=UrlOrigin(location), root=cache_root)
+        else:
+            shards = Path(where)
+            mount = on_remote_file_system(shards)
     if mount and options.cache_dir is not None:
         cache_root = _mount_cache(root, Path(options.cache_dir), options.cache_limit)
         cached = Cached(origin=MountOrigin(shards), root=cache_root)

@@ -26,6 +26,7 @@ from fastpack.formats import (
     MANIFEST_NAME,
     VIEWS_DIR,
     DatasetFiles,
+    DatasetNotFoundError,
     FastpackError,
     Manifest,
     TruncatedFileError,
@@ -33,6 +34,7 @@ from fastpack.formats import (
 from fastpack.formats.checksum import crc32c_extend
 from fastpack.formats.layout import version_rejects_name
 from fastpack.formats.manifest import manifest_from_text
+from fastpack.formats.shard_root import is_url, resolve_shard_root
 from fastpack.storage import Location, RetryPolicy
 from tqdm import tqdm
 
@@ -96,8 +98,14 @@ def verify_remote(  # noqa: PLR0913 -- public signature
             report.add(problem)
         _check_views(report, location, files.manifest, earlier.manifests.values())
         checks, problems = member_checks(
-            files.manifest, location.read_bytes, location.url_of, decode, records=files.records
+            files.manifest,
+            location.read_bytes,
+            location.url_of,
+            decode,
+            records=files.records,
+            adopted=files.manifest.adopted,
         )
+        shards = _shard_location(location, files.manifest)
         for problem in problems:
             report.add(problem)
         total = sum(s.bytes for s in files.manifest.shards)
@@ -105,10 +113,22 @@ def verify_remote(  # noqa: PLR0913 -- public signature
         with bar:
             for shard in range(len(files.manifest.shards)):
                 rows = shard_rows(files.index, shard, ordered)
-                _RemoteShard(location, files, shard, rows, bar.update).check(
+                _RemoteShard(location, files, shard, rows, bar.update, shards=shards).check(
                     report, checks, chunk_bytes
                 )
     return report
+
+
+def _shard_location(location: Location, manifest: Manifest) -> Location:
+    """Where the shards lie: the dataset's location, or the shard root of adopted shards."""
+    where = resolve_shard_root(location.url, manifest.shard_root)
+    if where == location.url:
+        return location
+    if not is_url(where):
+        raise DatasetNotFoundError(
+            f"{location.url_of(MANIFEST_NAME)}: its shards lie at {where}, not at a URL"
+        )
+    return Location(where, location.storage_options, location.retry)
 
 
 def _rejects_problems(location: Location, manifest: Manifest) -> list[str]:
@@ -262,17 +282,20 @@ class _RemoteShard:
     """All checks of one shard at a URL: size and SHA-256, DALI index, each payload, and in a
     record dataset its records."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- the shard's place, with keyword `shards`
         self,
         location: Location,
         files: DatasetFiles,
         shard: int,
         rows: Rows,
         progress: Callable[[int], object],
+        *,
+        shards: Location | None = None,
     ) -> None:
         self.location, self.files, self.shard, self.rows = location, files, shard, rows
+        self.shards = shards or location  # where the shard lies (adopted: the shard root)
         self.info = files.manifest.shards[shard]
-        self.url = location.url_of(self.info.name)
+        self.url = self.shards.url_of(self.info.name)
         self.progress = progress
         self.idx_lines: list[tuple[int, int]] | None = None  # a record shard's DALI index
 
@@ -280,7 +303,7 @@ class _RemoteShard:
         """Add this shard's problems to `report`: the object's own first, as `verify_dataset`
         orders them (its SHA-256 is known only once it has been read)."""
         try:
-            size = self.location.size(self.info.name)
+            size = self.shards.size(self.info.name)
         except (FastpackError, OSError) as e:
             report.add_error(e)
             return
@@ -331,14 +354,19 @@ class _RemoteShard:
         """Stream the shard's `size` bytes through `seen`, checking its records (a record
         shard) and each payload on the way: the problems in `verify_dataset`'s order, and the
         error that stopped the reading, if one did."""
-        walk = _RecordWalk(self.url, self.files, self.rows, size) if self.files.records else None
+        # adopted record shards: records the index does not use (rejected) are not walked
+        walk = (
+            _RecordWalk(self.url, self.files, self.rows, size)
+            if self.files.records and not self.files.manifest.adopted
+            else None
+        )
         if size == 0:
             return self._record_problems(walk), None
         index = self.files.index
         payloads = shard_payloads(index, self.files.manifest.fields, self.rows)
         # in offset order, the next one last
         order = sorted(range(len(payloads)), key=lambda k: payloads[k].offset, reverse=True)
-        stream = _Stream(self.location, self.info.name, size, chunk_bytes, seen)
+        stream = _Stream(self.shards, self.info.name, size, chunk_bytes, seen)
         found: dict[int, str] = {}
 
         def check_before(limit: int | None) -> None:
