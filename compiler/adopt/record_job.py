@@ -5,7 +5,9 @@ checked (`sample_check`), and the kept ones' values located in the file.
 Only bytes values are stored in place: a field fed by an int64 or float list cannot be (its
 member bytes would have to be written), but for the label, whose index entry is its varint
 (formats/SPEC.md section 4.2). A sample's key is its `fastpack/key` value, else
-`<shard name>#<record number>`; its source is `<shard name>#<record number>`.
+`<shard name>#<record number>` (counted from 0); its source is `<shard name>#<key>`, or that
+key itself where it names the shard already. A rejected record is listed as
+`<shard name>#<record number>`: its key may be what could not be read.
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ class _RecordIndexer:
         if refused is not None:
             self.rows.reject(path, refused.field, refused.reason)
             return
-        key = self._key(record, features) or path
-        self.rows.add(key, path, label, members, f"{record.offset} {record.size}")
+        key = self._key(record, features)
+        source = path if key is None else f"{self.source.name}#{key}"
+        self.rows.add(key or path, source, label, members, f"{record.offset} {record.size}")
 
     def _key(self, record: Record, features: dict[str, Feature]) -> str | None:
         key = features.get(KEY_FEATURE)

@@ -78,6 +78,7 @@ def test_tensorflow_records_indexed_in_place(records: Path, tmp_path: Path) -> N
     assert manifest.schema.names == ("jpg", "cls")
     files = DatasetFiles(out)
     assert files.index.key(6) == "train-00001-of-00002.tfrecord#1"
+    assert files.index.source(6) == files.index.key(6)
     with Dataset(out) as ds:
         for i in range(N):
             image, label = ds[i]
@@ -145,6 +146,7 @@ def test_fastpack_record_shards_indexed_elsewhere(
     assert [files.index.key(i) for i in range(len(files))] == [
         built_files.index.key(i) for i in range(len(built_files))
     ]  # the `fastpack/key` feature
+    assert files.index.source(0) == f"000000.tfrecord#{files.index.key(0)}"
     with Dataset(built) as a, Dataset(out) as b:
         assert len(a) == len(b)
         for i in range(len(a)):
