@@ -7,9 +7,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
-from fastpack.formats import Index, IndexPart, IndexWriter
+from fastpack.formats import CorruptIndexError, Index, IndexPart, IndexWriter
 from fastpack.formats.checksum import file_sha256
 from fastpack.formats.schema import FileInfo
+
+
+def _blob_bytes(index: Index, name: str) -> int:
+    return len(index.string_table(name)[0])
 
 
 def _parts(index: Index, counts: Sequence[int], first_shard: int) -> Iterator[IndexPart]:
@@ -17,6 +21,10 @@ def _parts(index: Index, counts: Sequence[int], first_shard: int) -> Iterator[In
     numbered `first_shard + k`."""
     keys, key_offsets = index.string_table("key")
     sources, source_offsets = index.string_table("source")
+    if sum(counts) != index.num_samples:
+        raise CorruptIndexError(
+            f"{index.path}: {index.num_samples} samples, its manifest's shards hold {sum(counts)}"
+        )
     start = 0
     for k, count in enumerate(counts):
         stop = start + count
@@ -51,7 +59,7 @@ def merge_index(  # noqa: PLR0913 -- keyword inputs
     every row of `added`, whose shards follow the previous ones; an index of `version`. The
     fields are `previous`'s, which `added` must have too."""
     if added.fields != previous.fields:
-        raise ValueError(
+        raise CorruptIndexError(
             f"{added.path}: fields {added.fields}, the dataset's index has {previous.fields}"
         )
     path = out / name
@@ -61,10 +69,8 @@ def merge_index(  # noqa: PLR0913 -- keyword inputs
         num_samples=previous.num_samples + added.num_samples,
         num_shards=len(previous_counts) + len(added_counts),
         fields=previous.fields,
-        key_blob_size=len(previous.string_table("key")[0]) + len(added.string_table("key")[0]),
-        source_blob_size=(
-            len(previous.string_table("source")[0]) + len(added.string_table("source")[0])
-        ),
+        key_blob_size=_blob_bytes(previous, "key") + _blob_bytes(added, "key"),
+        source_blob_size=_blob_bytes(previous, "source") + _blob_bytes(added, "source"),
         version=version,
     ) as writer:
         for part in _parts(previous, previous_counts, 0):
