@@ -124,10 +124,16 @@ def append(  # noqa: PLR0913 -- public signature
     latest, text = target.latest()
     check_appendable(latest, target.name)
     run_options = append_options(latest, options, target.name)
-    version = latest.dataset_version + 1
     lock = target.lock()
-    taken = lock.acquire(version, resume=options.resume)
+    taken = lock.acquire(latest.dataset_version + 1, resume=options.resume)
     try:
+        now, now_text = target.latest()
+        if now_text != text:  # another append published while this one took the lock
+            raise AppendError(
+                f"{target.name}: another append published version {now.dataset_version} while "
+                f"this one started from version {latest.dataset_version}; append again"
+            )
+        version = latest.dataset_version + 1
         for leftover in target.leftovers(latest.dataset_version):
             remove_staging(leftover)
         if taken is not None and taken.version <= latest.dataset_version:

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from fastpack.compiler import AppendLockedError, BuildOptions, append
-from fastpack.compiler.append.lock import FileLock
+from fastpack.compiler import AppendError, AppendLockedError, BuildOptions, append
+from fastpack.compiler.append.lock import FileLock, LockInfo
 
 from tests.compiler._helpers import QUIET
+from tests.compiler.append._datasets import image_folder
 
 
 def _lock(dataset: Path, host: str, pid: int) -> None:
@@ -89,3 +90,25 @@ def test_a_resume_after_the_publish_only_clears_the_leftovers(
     assert (dataset / "fastpack.json").read_bytes() == published  # no version 3
     assert not (dataset / "versions/000002.partial").exists()
     assert not (dataset / "append.lock").exists()
+
+
+def test_an_append_that_started_before_another_published(
+    dataset: Path, new_inputs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    acquire = FileLock.acquire
+    other = image_folder(tmp_path / "other", {"owl": 2}, seed=3)
+
+    def publish_first(self: FileLock, version: int, *, resume: bool) -> LockInfo | None:
+        monkeypatch.setattr(FileLock, "acquire", acquire)
+        append(dataset, other, BuildOptions(workers=1, **QUIET))  # wins the race
+        return acquire(self, version, resume=resume)
+
+    monkeypatch.setattr(FileLock, "acquire", publish_first)
+    with pytest.raises(
+        AppendError,
+        match=r"ds: another append published version 2 while this one started from version 1; "
+        r"append again",
+    ):
+        append(dataset, new_inputs, BuildOptions(workers=1, **QUIET))
+    assert not (dataset / "append.lock").exists()
+    assert append(dataset, new_inputs, BuildOptions(workers=1, **QUIET)).version == 3
