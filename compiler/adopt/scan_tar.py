@@ -19,7 +19,7 @@ import re
 import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 BLOCK = 512
 _ZERO_BLOCK = bytes(BLOCK)
@@ -30,6 +30,8 @@ _SKIP_META = re.compile(r"__[^/]*__($|/)")
 _META_KEY = re.compile(r"(^|/)__[^/]*__$")
 _PAX_RECORD = re.compile(rb"(\d+) ")
 _REGULAR = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
+_POSIX_MAGIC = b"ustar\x0000"
+_CHKSUM_SPACES = 8 * 0x20  # the checksum is summed with its own 8 bytes as spaces
 
 
 def base_plus_ext(name: str) -> tuple[str | None, str | None]:
@@ -96,6 +98,45 @@ class _Reader:
             size -= got
 
 
+class _Info(NamedTuple):
+    """What a member header says that the scan uses (as `tarfile.TarInfo` names it)."""
+
+    name: str
+    size: int
+    type: bytes
+
+
+def _ustar(block: bytes) -> _Info | None:
+    """A POSIX USTAR header whose fields are plain (octal size, a valid checksum), read without
+    `tarfile` (which takes 5x as long); None for any other, which `tarfile` reads."""
+    if block[257:265] != _POSIX_MAGIC or block[124] & 0x80:
+        return None
+    try:
+        checksum = int(block[148:156].strip(b" \0") or b"0", 8)
+        size = int(block[124:136].strip(b" \0") or b"0", 8)
+    except ValueError:
+        return None
+    if checksum != sum(block) - sum(block[148:156]) + _CHKSUM_SPACES:
+        return None
+    name = block[:100].split(b"\0", 1)[0]
+    prefix = block[345:500].split(b"\0", 1)[0]
+    if prefix:
+        name = prefix + b"/" + name
+    kind = block[156:157]
+    if kind == tarfile.AREGTYPE and name.endswith(b"/"):
+        kind = tarfile.DIRTYPE  # as tarfile reads it
+    return _Info(name.decode("utf-8", "surrogateescape"), size, kind)
+
+
+def _parsed(block: bytes, at: int) -> _Info:
+    """Any header `tarfile` reads (GNU, base-256 sizes, ...)."""
+    try:
+        info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.HeaderError as e:
+        raise _Stop(f"byte {at} is not a valid tar member header ({e})") from e
+    return _Info(info.name, info.size, info.type)
+
+
 def _pax_fields(data: bytes) -> dict[str, str]:
     """The `key=value` records of a PAX header's data."""
     found: dict[str, str] = {}
@@ -132,10 +173,7 @@ def _header(reader: _Reader, pending: _Pending) -> tuple[str, int, bool] | None:
         block = first + reader.read(BLOCK - 1, f"the member header at byte {at}")
         if block == _ZERO_BLOCK:
             return None
-        try:
-            info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
-        except tarfile.HeaderError as e:
-            raise _Stop(f"byte {at} is not a valid tar member header ({e})") from e
+        info = _ustar(block) or _parsed(block, at)
         padded = info.size + (-info.size % BLOCK)
         what = f"member {info.name!r} (header at byte {at})"
         if info.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
