@@ -266,3 +266,31 @@ def test_cli_index_then_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["verify", str(out)]) == 0
     assert main(["index", str(tmp_path / "none"), str(tmp_path / "o2")]) == 1
     assert "none: not found" in capsys.readouterr().err
+
+
+def test_a_damaged_header_ends_the_shard(tars: Path, tmp_path: Path) -> None:
+    shard = tars / "train-000000.tar"
+    with tarfile.open(shard) as tar:
+        header = next(m.offset for m in tar if m.name == "sample0002.jpg")
+    data = bytearray(shard.read_bytes())
+    data[header + 3] ^= 0x01  # a name byte: the checksum no longer matches
+    shard.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    summary = index_shards([tars], out, ONE)
+    assert (summary.samples, summary.rejected) == (12 - 3, 1)
+    (line,) = (out / "rejects.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    # ShardWriter writes a sample's members in name order: its cls member came first
+    assert entry["path"] == "train-000000.tar#sample0002"  # the sample in progress
+    assert f"byte {header} is not a valid tar member header" in entry["reason"]
+
+
+def test_ustar_names_with_a_prefix(tmp_path: Path) -> None:
+    src = tmp_path / "tars"
+    src.mkdir()
+    folder = "/".join(["part"] * 20)  # 99 bytes: the name goes to USTAR's prefix field
+    image = jpeg_bytes(24, 24, seed=3)
+    write_tar(src / "u.tar", [(f"{folder}/key.jpg", image), (f"{folder}/key.cls", b"1")])
+    out = tmp_path / "out"
+    assert index_shards([src], out, ONE).samples == 1
+    assert DatasetFiles(out).index.key(0) == f"{folder}/key"
