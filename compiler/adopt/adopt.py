@@ -85,7 +85,7 @@ def _run(
     count = min(len(shards), workers or os.cpu_count() or 1)
     if count <= 1:
         return [job(s, settings) for s in shards]
-    with ProcessPoolExecutor(count, mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(count, mp_context=mp.get_context()) as pool:
         return list(pool.map(job, shards, [settings] * len(shards)))
 
 

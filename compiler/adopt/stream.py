@@ -10,7 +10,7 @@ import hashlib
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import google_crc32c
 from fastpack.storage import Location
@@ -90,3 +90,18 @@ def open_shard(
     if size is None:
         raise FileNotFoundError(url)
     return HashingReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))
+
+
+def open_plain(
+    url: str, storage_options: Mapping[str, Any] | None = None, chunk_bytes: int = READ_BYTES
+) -> BinaryIO:
+    """The shard `url` opened for reading without hashing (a survey of its first samples): a
+    local file can seek."""
+    if "://" not in url:
+        return Path(url).open("rb")
+    prefix, name = split_url(url)
+    location = Location(prefix, storage_options)
+    size = location.size(name)
+    if size is None:
+        raise FileNotFoundError(url)
+    return io.BufferedReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))

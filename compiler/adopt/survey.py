@@ -11,7 +11,6 @@ cannot be indexed (its members would have to be compressed).
 from __future__ import annotations
 
 import dataclasses
-import io
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -32,7 +31,7 @@ from ..sources.wds.source import SURVEY_SAMPLES
 from .job import ShardSource
 from .scan_records import Record, file_records
 from .scan_tar import TarSample, tar_samples
-from .stream import READ_BYTES, open_shard
+from .stream import open_plain
 
 
 def _no_zstd(schema: BuildSchema | None) -> BuildSchema | None:
@@ -54,9 +53,9 @@ def _tar_survey(
 
     def survey(images: tuple[str, ...]) -> TarSurvey:
         count, found = 0, Counter[str]()
-        with open_shard(first.url, storage_options) as reader:
-            stream = io.BufferedReader(reader, READ_BYTES)
-            for sample in tar_samples(stream, lambda _: False):
+        local = "://" not in first.url
+        with open_plain(first.url, storage_options) as stream:
+            for sample in tar_samples(stream, lambda _: False, seek=local):
                 if not isinstance(sample, TarSample) or count == SURVEY_SAMPLES:
                     break
                 image = next((e for e in images if e in sample.members), None)
@@ -83,8 +82,7 @@ def record_layout(
 ) -> RecordLayout:
     """How an Example's features feed the schema (given, or found in `first`'s records)."""
     survey = RecordSurvey()
-    with open_shard(first.url, storage_options) as reader:
-        stream = io.BufferedReader(reader, READ_BYTES)
+    with open_plain(first.url, storage_options) as stream:
         for record in file_records(stream):
             if survey.records == SURVEY_RECORDS:
                 break
