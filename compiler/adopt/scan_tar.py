@@ -15,7 +15,6 @@ where a header would start (no end-of-archive block, but every member whole) is 
 
 from __future__ import annotations
 
-import io
 import re
 import tarfile
 from collections.abc import Callable, Iterator
@@ -79,10 +78,9 @@ class _Stop(Exception):
 class _Reader:
     """Exact reads from `file`, counting the offset."""
 
-    def __init__(self, file: BinaryIO, seek: bool = False) -> None:
+    def __init__(self, file: BinaryIO) -> None:
         self.file = file
         self.offset = 0
-        self.seek = seek  # pass over data by seeking (a survey: the bytes need no hash)
 
     def read(self, size: int, what: str) -> bytes:
         data = self.file.read(size)
@@ -92,9 +90,6 @@ class _Reader:
         return data
 
     def skip(self, size: int, what: str) -> None:
-        if self.seek and size > 0:
-            self.offset = self.file.seek(size, io.SEEK_CUR)
-            return
         while size > 0:
             got = len(self.file.read(min(size, _SKIP_BYTES)))
             if got == 0:
@@ -207,14 +202,12 @@ def _is_sample_member(name: str, regular: bool) -> bool:
     return _SKIP_META.match(name) is None
 
 
-def tar_samples(
-    file: BinaryIO, wanted: Callable[[str], bool], *, seek: bool = False
-) -> Iterator[TarSample | TarCut]:
+def tar_samples(file: BinaryIO, wanted: Callable[[str], bool]) -> Iterator[TarSample | TarCut]:
     """The samples of the tar in `file`, read front to back; the data of a member is read when
-    `wanted(extension)`, passed over otherwise (by seeking, with `seek`: a survey, which does
-    not find a tar cut inside its last member). Ends with a `TarCut` where the tar is damaged
-    or cut off; otherwise after the end-of-archive block (what follows it is not read)."""
-    reader, pending = _Reader(file, seek), _Pending()
+    `wanted(extension)`, passed over otherwise (read, not sought: on a network file system a
+    seek costs a round trip). Ends with a `TarCut` where the tar is damaged or cut off;
+    otherwise after the end-of-archive block (what follows it is not read)."""
+    reader, pending = _Reader(file), _Pending()
     sample: TarSample | None = None
     try:
         while (found := _header(reader, pending)) is not None:

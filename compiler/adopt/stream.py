@@ -95,10 +95,9 @@ def open_shard(
 def open_plain(
     url: str, storage_options: Mapping[str, Any] | None = None, chunk_bytes: int = READ_BYTES
 ) -> BinaryIO:
-    """The shard `url` opened for reading without hashing (a survey of its first samples): a
-    local file can seek."""
+    """The shard `url` opened for reading without hashing (a survey of its first samples)."""
     if "://" not in url:
-        return Path(url).open("rb")
+        return Path(url).open("rb", buffering=READ_BYTES)
     prefix, name = split_url(url)
     location = Location(prefix, storage_options)
     size = location.size(name)

@@ -53,9 +53,8 @@ def _tar_survey(
 
     def survey(images: tuple[str, ...]) -> TarSurvey:
         count, found = 0, Counter[str]()
-        local = "://" not in first.url
         with open_plain(first.url, storage_options) as stream:
-            for sample in tar_samples(stream, lambda _: False, seek=local):
+            for sample in tar_samples(stream, lambda _: False):
                 if not isinstance(sample, TarSample) or count == SURVEY_SAMPLES:
                     break
                 image = next((e for e in images if e in sample.members), None)
