@@ -79,6 +79,12 @@ def _not_transcoded(records: Sequence[ShardRecord]) -> dict[str, int]:
     return {"not_transcoded": kept} if kept else {}
 
 
+def _duplicates(records: Sequence[ShardRecord]) -> dict[str, int]:
+    """`stats.duplicates`, where an append left out inputs the dataset held (SPEC 2)."""
+    left_out = sum(len(r.duplicates) for r in records)
+    return {"duplicates": left_out} if left_out else {}
+
+
 def write_dataset_manifest(  # noqa: PLR0913 -- keyword inputs
     out: Path,
     meta: PlanMeta,
@@ -126,6 +132,7 @@ def write_dataset_manifest(  # noqa: PLR0913 -- keyword inputs
             "converted": sum(r.converted for r in records),
             "payload_bytes": sum(r.payload_bytes for r in records),
             **_not_transcoded(records),
+            **_duplicates(records),
         },
     )
     write_manifest(out / MANIFEST_NAME, manifest)

@@ -12,6 +12,7 @@ from fastpack.formats import SHARDS_DIR, Schema
 
 from .build_dir import BUILD_DIR
 from .jobs.dictionaries import train_dictionaries, with_dictionaries
+from .jobs.duplicates import StoredDataset
 from .jobs.progress import BuildProgress
 from .jobs.runner import run_jobs
 from .jobs.shard_job import ShardJob
@@ -62,8 +63,15 @@ def dataset_schema(
     return with_dictionaries(schema, trained), {"dictionaries": notes}
 
 
-def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> ShardJob:
-    """The job of shard `shard`, writing into `out`."""
+def shard_job(
+    out: Path,
+    shard: int,
+    options: BuildOptions,
+    schema: Schema,
+    duplicates: StoredDataset | None = None,
+) -> ShardJob:
+    """The job of shard `shard`, writing into `out`; with `duplicates`, leaving out the inputs
+    that dataset holds already (an append's `skip_duplicates`)."""
     return ShardJob(
         out=str(out),
         shard=shard,
@@ -75,6 +83,7 @@ def shard_job(out: Path, shard: int, options: BuildOptions, schema: Schema) -> S
         shard_format=options.shard_format,
         baseline=options.baseline,
         pixel_budget=options.pixel_budget,
+        duplicates=duplicates,
     )
 
 
@@ -87,10 +96,11 @@ def run_shards(  # noqa: PLR0913 -- keyword inputs
     schema: Schema,
     shards: Sequence[int],
     done: int,
+    duplicates: StoredDataset | None = None,
 ) -> None:
     """Run the job of every shard in `shards` that is not finished in `out`, in this process or
     a pool of processes (`options.workers`). `done` inputs, of shards finished at the target
-    already, count as done in the progress."""
+    already, count as done in the progress. `duplicates`: as `shard_job`'s."""
     (out / SHARDS_DIR).mkdir(exist_ok=True)
     todo = []
     total = done
@@ -99,7 +109,7 @@ def run_shards(  # noqa: PLR0913 -- keyword inputs
         total += stop - start
         record = finished_record(out, shard)
         if record is None:
-            todo.append(shard_job(out, shard, options, schema))
+            todo.append(shard_job(out, shard, options, schema, duplicates))
         else:
             done += record.planned
     workers = options.workers or os.cpu_count() or 1

@@ -24,26 +24,42 @@ from fastpack.storage import RetryPolicy
 
 from ..build import DEFAULT_OPTIONS
 from ..errors import SourceError
+from ..jobs.duplicates import StoredDataset
 from ..options import BuildOptions, BuildSummary
 from ..planning import PlanBase
-from .dataset import LocalDataset, StoreDataset, check_appendable, open_target, remove_staging
+from .dataset import (
+    LocalDataset,
+    StoreDataset,
+    check_appendable,
+    image_field,
+    open_target,
+    remove_staging,
+)
 from .errors import AppendError
 from .lock import LockInfo
 from .options import append_options
-from .stage import stage_build
+from .stage import Staged, StoredOf, stage_build
 from .summary import AppendSummary
 
 
-def _stage(
+def _stage(  # noqa: PLR0913 -- the staged build's inputs
     source: str,
     partial: Path,
     options: BuildOptions,
     target: LocalDataset | StoreDataset,
     latest: Manifest,
-) -> tuple[Manifest, tuple[tuple[str, str], ...]]:
+    *,
+    skip_duplicates: bool,
+) -> Staged:
     """The staged build of `source` in `partial`, continuing the dataset's `latest` version
     (`stage.stage_build`); a source refused before any shard leaves nothing to resume."""
     fresh = not partial.exists()
+    stored_of: StoredOf = None
+    if skip_duplicates:
+
+        def stored_of(build_dir: Path) -> StoredDataset:
+            return target.stored(latest, build_dir)
+
     base = PlanBase(
         key_base=latest.stats["inputs"],
         key_width=latest.key_width,
@@ -58,6 +74,7 @@ def _stage(
             base=base,
             schema=latest.schema,
             dictionaries=target.dictionaries(latest),
+            stored_of=stored_of,
         )
     except SourceError:
         if fresh:
@@ -103,6 +120,7 @@ def append(  # noqa: PLR0913 -- public signature
     storage_options: Mapping[str, Any] | None = None,
     keep_staging: bool = False,
     retry: RetryPolicy | None = None,
+    skip_duplicates: bool = False,
 ) -> AppendSummary:
     """Append the inputs of `source` (any source `build` takes) to the dataset `dataset` (a
     directory or a URL) as its next version.
@@ -111,7 +129,10 @@ def append(  # noqa: PLR0913 -- public signature
     shaping options are the dataset's (`AppendError` where `options` sets one otherwise). A
     local dataset is staged in `versions/NNNNNN.partial/` inside it; a dataset in an object
     store in `staging` (default: under the cache directory). With `resume`, finish an
-    interrupted append (taking over its lock where its process is gone). Raises
+    interrupted append (taking over its lock where its process is gone). With
+    `skip_duplicates`, new inputs whose bytes a sample of the dataset's image field holds
+    exactly (any version), or an earlier new input has, are left out: neither stored nor
+    rejected, counted in the manifest's `stats.duplicates` (a resume must pass the same). Raises
     `AppendLockedError` while another append runs, `AppendError` for a dataset an append cannot
     grow, `SourceError` for a source of other fields or labels, and what `build` raises."""
     started = time.perf_counter()
@@ -123,6 +144,8 @@ def append(  # noqa: PLR0913 -- public signature
     )
     latest, text = target.latest()
     check_appendable(latest, target.name)
+    if skip_duplicates:
+        image_field(latest, target.name)
     run_options = append_options(latest, options, target.name)
     lock = target.lock()
     taken = lock.acquire(latest.dataset_version + 1, resume=options.resume)
@@ -140,12 +163,25 @@ def append(  # noqa: PLR0913 -- public signature
             return _published_already(target, taken, latest)
         partial = target.staging(version)
         _staging_state(partial, version, resume=options.resume, taken=taken)
-        staged, kept = _stage(os.fspath(source), partial, run_options, target, latest)
-        manifest = target.publish(version, (latest, text), (partial, staged))
+        staged = _stage(
+            os.fspath(source),
+            partial,
+            run_options,
+            target,
+            latest,
+            skip_duplicates=skip_duplicates,
+        )
+        manifest = target.publish(version, (latest, text), (partial, staged.manifest))
         if not keep_staging:
             remove_staging(partial)
     finally:
         lock.release()
     notes = () if taken is None else (f"took over the lock of a gone append ({taken.describe()})",)
-    added = BuildSummary.of_manifest(staged, time.perf_counter() - started)
-    return AppendSummary.of(target.name, manifest, dataclasses.replace(added, kept=kept), notes)
+    added = BuildSummary.of_manifest(staged.manifest, time.perf_counter() - started)
+    return AppendSummary.of(
+        target.name,
+        manifest,
+        dataclasses.replace(added, kept=staged.kept),
+        notes,
+        duplicates=(staged.manifest.stats.get("duplicates", 0), staged.duplicates),
+    )

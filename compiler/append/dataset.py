@@ -4,6 +4,7 @@ staged build goes, its zstd dictionaries, and how a staged build is published th
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,13 +15,38 @@ from fastpack.formats.layout import VERSIONS_DIR, version_dir
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Location, RetryPolicy, is_url
 
-from ..build_dir import default_staging_dir
+from ..build_dir import default_staging_dir, temp_path
+from ..jobs.duplicates import StoredDataset
 from .errors import AppendError
 from .lock import AppendLock, FileLock, ObjectLock
 from .publish import publish_local
 from .publish_store import publish_store
 
 PARTIAL = ".partial"  # suffix of the staging directory of version N: versions/00000N.partial
+PREVIOUS_INDEX = "duplicates.index.fpx"  # a store dataset's index, downloaded to look up
+
+
+def _stored(manifest: Manifest, index: str, root: str, location: Location | None) -> StoredDataset:
+    return StoredDataset(
+        index=index,
+        fields=manifest.schema.names,
+        image=image_field(manifest, root),
+        shards=tuple(s.name for s in manifest.shards),
+        root=root,
+        location=location,
+    )
+
+
+def image_field(manifest: Manifest, where: str) -> str:
+    """The field duplicates are looked for in: the schema's image; AppendError where it has
+    none."""
+    image = manifest.schema.image_field
+    if image is None:
+        raise AppendError(
+            f"{where}: skip_duplicates compares images, and the dataset's fields "
+            f"({', '.join(manifest.schema.names)}) hold none (no jpeg field): leave it out"
+        )
+    return image
 
 
 def dictionary_names(manifest: Manifest) -> list[str]:
@@ -69,6 +95,10 @@ class AppendTarget(Protocol):
         self, version: int, previous: tuple[Manifest, bytes], staged: tuple[Path, Manifest]
     ) -> Manifest: ...
 
+    def stored(self, manifest: Manifest, build_dir: Path) -> StoredDataset:
+        """Where a staged build in `build_dir` finds the samples of `manifest`'s version."""
+        ...
+
 
 class LocalDataset:
     """A dataset directory; version N is staged in `versions/00000N.partial/` inside it, so
@@ -113,6 +143,11 @@ class LocalDataset:
     ) -> Manifest:
         return publish_local(self.root, version, previous, staged)
 
+    def stored(self, manifest: Manifest, build_dir: Path) -> StoredDataset:
+        """Where the staged build finds the samples of `manifest`'s version."""
+        del build_dir  # the index is read where it is
+        return _stored(manifest, str(self.root / manifest.index.name), str(self.root), None)
+
 
 class StoreDataset:
     """A dataset at an object store prefix; version N is staged in a local directory
@@ -153,6 +188,16 @@ class StoreDataset:
         self, version: int, previous: tuple[Manifest, bytes], staged: tuple[Path, Manifest]
     ) -> Manifest:
         return publish_store(self.location, version, previous, staged)
+
+    def stored(self, manifest: Manifest, build_dir: Path) -> StoredDataset:
+        """Where the staged build finds the samples of `manifest`'s version: its index
+        downloaded into `build_dir` (once), its shards read in ranges from the store."""
+        path = build_dir / PREVIOUS_INDEX
+        if not path.exists():
+            tmp = temp_path(path)
+            tmp.write_bytes(self.location.read_bytes(manifest.index.name))
+            os.replace(tmp, path)
+        return _stored(manifest, str(path), self.name, self.location)
 
 
 def open_target(

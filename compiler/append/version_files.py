@@ -23,6 +23,7 @@ from .errors import AppendError
 from .merge_index import merge_index
 
 _STATS = ("inputs", "samples", "rejected", "converted", "payload_bytes")
+_OPTIONAL_STATS = ("not_transcoded", "duplicates")
 
 
 def write_index(
@@ -77,8 +78,11 @@ def rejects_parts(
 
 def _stats(previous: Manifest, staged: Manifest) -> dict[str, int]:
     stats = {k: previous.stats.get(k, 0) + staged.stats.get(k, 0) for k in _STATS}
-    kept = previous.stats.get("not_transcoded", 0) + staged.stats.get("not_transcoded", 0)
-    return {**stats, "not_transcoded": kept} if kept else stats
+    for k in _OPTIONAL_STATS:  # absent where 0
+        total = previous.stats.get(k, 0) + staged.stats.get(k, 0)
+        if total:
+            stats[k] = total
+    return stats
 
 
 def version_manifest(  # noqa: PLR0913 -- keyword inputs

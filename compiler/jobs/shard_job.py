@@ -29,12 +29,13 @@ from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET
 from fastpack.formats.layout import sample_key, shard_idx_name
 from fastpack.formats.manifest import DEFAULT_FIELDS
 
-from ..build_dir import temp_path
+from ..build_dir import BUILD_DIR, temp_path
 from ..errors import BuildError, BuildMemoryError, OutputError, os_error_words
 from ..images.policy import Check, PreparedImage, Reject
 from ..planning.plan_slice import PlanRows
 from ..sources.sample_fields import WHOLE_SAMPLE, InvalidValue, unpack_fields
 from .dictionaries import load_dictionaries
+from .duplicates import Duplicates, StoredDataset
 from .field_values import unpack_shard
 from .index_parts import part_path, save_part
 from .inputs import InputReader
@@ -64,6 +65,8 @@ class ShardJob:
     dictionaries: Mapping[str, bytes] | None = None
     baseline: bool = False  # progressive JPEGs kept as they are are transcoded to baseline
     pixel_budget: int = DEFAULT_PIXEL_BUDGET  # samples an input's header may declare
+    # the dataset an append grows, where inputs it holds already are left out (`duplicates`)
+    duplicates: StoredDataset | None = None
 
 
 class _ChecksumSink(io.RawIOBase):
@@ -156,6 +159,39 @@ class _Inputs(NamedTuple):
         return reader.read(self.sources[k], self.containers[k], self.offsets[k], self.sizes[k])
 
 
+class _Duplicate(NamedTuple):
+    """An input left out as a duplicate: the key of the sample it duplicates, and its bytes
+    read (0 where the list made before the jobs named it: it is not read)."""
+
+    key: str
+    nbytes: int
+
+
+def _duplicates(job: ShardJob) -> Duplicates:
+    return Duplicates(job.duplicates, Path(job.out) / BUILD_DIR)
+
+
+def _read(
+    skip: Duplicates, shard: _Inputs, reader: InputReader, k: int
+) -> bytes | Reject | _Duplicate:
+    """Row `k`'s bytes, or `_Duplicate` where it is a duplicate: listed at its plan position,
+    or its bytes stored in the dataset already."""
+    listed = skip.listed(shard.start + k)
+    if listed is not None:
+        return _Duplicate(listed, 0)
+    data = shard.read(reader, k)
+    if isinstance(data, Reject):
+        return data
+    stored = skip.stored(data)
+    return data if stored is None else _Duplicate(stored, len(data))
+
+
+def _left_out(rows: ShardRows, source: str, data: _Duplicate, progress: Progress) -> None:
+    """Note a duplicate: not stored, and not a reject."""
+    progress(1, data.nbytes)
+    rows.duplicates.append((source, data.key))
+
+
 def _inputs(job: ShardJob, plan: PlanRows) -> _Inputs:
     meta = plan.meta
     start, stop = meta.shard_range(job.shard)
@@ -173,16 +209,19 @@ def _write_samples(job: ShardJob, plan: PlanRows, sink: ShardSink, progress: Pro
     meta, rows, shard = plan.meta, ShardRows(), _inputs(job, plan)
     labels, images = shard.labels, _image_options(job)
     packed = plan.fields(shard.inputs)  # empty unless a scan rejected whole rows
-    with InputReader(meta) as reader:
+    with InputReader(meta) as reader, _duplicates(job) as skip:
         for k, source_bytes in enumerate(shard.sources):
+            source = source_bytes.decode("utf-8", "replace")
             unreadable = _unreadable(shard.sizes, packed, k)
             if unreadable is not None:
                 progress(1, 0)
-                _reject(job, rows, source_bytes.decode("utf-8", "replace"), unreadable, None)
+                _reject(job, rows, source, unreadable, None)
                 continue
-            data = shard.read(reader, k)
+            data = _read(skip, shard, reader, k)
+            if isinstance(data, _Duplicate):
+                _left_out(rows, source, data, progress)
+                continue
             image = _prepare(job, images, data, source_bytes)
-            source = source_bytes.decode("utf-8", "replace")
             progress(1, 0 if isinstance(data, Reject) else len(data))
             if isinstance(image, Reject):
                 _reject(job, rows, source, image.reason, None)
@@ -208,7 +247,7 @@ def _write_field_samples(
     dictionaries = job.dictionaries
     if dictionaries is None:
         dictionaries = load_dictionaries(Path(job.out), schema)
-    with InputReader(meta) as reader:
+    with InputReader(meta) as reader, _duplicates(job) as skip:
         encoder = SampleEncoder(schema, dictionaries, reader, images, text_cells=meta.text_cells)
         values = unpack_shard(packed)
         encoder.prepare(values)  # the shard's inline values, a field at a time
@@ -221,7 +260,10 @@ def _write_field_samples(
                 continue
             image, nbytes = None, 0
             if has_image:
-                data = shard.read(reader, k)
+                data = _read(skip, shard, reader, k)
+                if isinstance(data, _Duplicate):
+                    _left_out(rows, source, data, progress)
+                    continue
                 image = _prepare(job, images, data, source_bytes)
                 nbytes = 0 if isinstance(data, Reject) else len(data)
             progress(1, nbytes)
@@ -294,6 +336,7 @@ def _run_shard_job(job: ShardJob, plan: PlanRows, progress: Progress) -> ShardRe
         source_bytes=len(part.source_blob),
         rejects=tuple(rows.rejects),
         kept=tuple(rows.kept),
+        duplicates=tuple(rows.duplicates),
     )
     save_record(out, record)
     save_part(part_path(out, job.shard), part, names)

@@ -24,6 +24,8 @@ RejectLine = tuple[str, str, str | None]
 # (source, note): an input stored otherwise than the options asked (kept as it was where
 # --baseline could not transcode it losslessly), and why
 KeptLine = tuple[str, str]
+# (source, key): an input left out as a duplicate, and the key of the sample it duplicates
+DuplicateLine = tuple[str, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,7 @@ class ShardRecord:
     kept: tuple[KeptLine, ...] = ()  # in plan order; () in records of builds before it
     index_bytes: int | None = None  # of the `.idx`; None in records of builds before it
     index_sha256: str | None = None
+    duplicates: tuple[DuplicateLine, ...] = ()  # in plan order (append --skip-duplicates)
 
 
 def record_path(out: Path, shard: int) -> Path:
@@ -80,6 +83,9 @@ def parse_record(text: str, where: str, out: str) -> ShardRecord:
         data = json.loads(text)
         data["rejects"] = tuple(_reject_line(*line) for line in data["rejects"])
         data["kept"] = tuple((str(source), str(note)) for source, note in data.get("kept", ()))
+        data["duplicates"] = tuple(
+            (str(source), str(key)) for source, key in data.get("duplicates", ())
+        )
         return ShardRecord(**data)
     except (ValueError, KeyError, TypeError) as e:  # not JSON, or not a record's keys
         raise _unreadable(where, out, e) from e

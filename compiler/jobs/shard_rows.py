@@ -13,7 +13,7 @@ import numpy.typing as npt
 from fastpack.formats import ABSENT, IndexPart
 from fastpack.formats.tar_shard import MemberLocation
 
-from .shard_record import KeptLine, RejectLine
+from .shard_record import DuplicateLine, KeptLine, RejectLine
 
 Column = npt.NDArray[Any]
 
@@ -41,6 +41,7 @@ class ShardRows:
     positions: list[list[int]] = field(default_factory=list)
     rejects: list[RejectLine] = field(default_factory=list)
     kept: list[KeptLine] = field(default_factory=list)  # stored otherwise than asked, and why
+    duplicates: list[DuplicateLine] = field(default_factory=list)  # left out, not rejected
     converted: int = 0
 
     def __len__(self) -> int:

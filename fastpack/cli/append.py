@@ -44,6 +44,13 @@ def add_append(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         dest="images_root",
         help="COCO sources: the directory that holds the images the annotation file names",
     )
+    p.add_argument(
+        "--skip-duplicates",
+        action="store_true",
+        help="leave out new inputs whose bytes the dataset stores already (any version) or "
+        "an earlier new input has: exact copies of stored JPEGs only (an input the build "
+        "converts never matches); counted in the manifest's stats.duplicates",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--staging",
@@ -68,7 +75,13 @@ def _run_append(args: argparse.Namespace) -> int:
     )
     source = args.source[0] if len(args.source) == 1 else "::".join(args.source)
     try:
-        summary = append(args.dataset, source, options, staging=args.staging)
+        summary = append(
+            args.dataset,
+            source,
+            options,
+            staging=args.staging,
+            skip_duplicates=args.skip_duplicates,
+        )
     except OSError as e:  # the machine's: named, no traceback
         if isinstance(e, FastpackError):
             raise
