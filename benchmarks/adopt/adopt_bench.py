@@ -1,8 +1,8 @@
 """`fastpack index` against a plain sequential read of the same shards, and reading an indexed
 dataset against a built one of the same samples.
 
-    python -m benchmarks.adopt.adopt_bench --samples 4000 --shards 16 --rounds 3 \\
-        --out benchmarks/adopt/adopt_results.json --page benchmarks/adopt/ADOPT.md
+    python -m benchmarks.adopt.adopt_bench --samples 6000 --shards 16 --side 256 --rounds 3 \\
+        --out benchmarks/adopt/adopt_results.json --page /tmp/ADOPT.md
 
 Writes `--samples` distinct JPEGs (`--side` pixels square, seeded noise under a gradient, about
 the bytes of a photo of that size) with a label and a caption into `--shards` tars with
@@ -99,7 +99,7 @@ def _read_file(path: str) -> int:
 
 
 def _read_object(url: str, storage_options: dict[str, Any]) -> int:
-    from fastpack.storage import Location  # noqa: PLC0415 -- in the worker
+    from fastpack.storage import Location  # noqa: PLC0415 -- on use
 
     prefix, _, name = url.rpartition("/")
     location = Location(prefix, storage_options)
@@ -163,7 +163,7 @@ def measure(storage: Storage, args: argparse.Namespace, size: int) -> dict[str, 
 
 
 def read_epoch(path: Path, workers: int, crop: int) -> float:
-    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415
+    from fastpack.reader import Dataset, RandomResizedCrop, make_loader  # noqa: PLC0415 -- on use
 
     loader = make_loader(
         Dataset(path, transform=RandomResizedCrop(crop)), batch_size=64, num_workers=workers
@@ -176,7 +176,12 @@ def read_epoch(path: Path, workers: int, crop: int) -> float:
 
 def reading(tars: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The indexed dataset's loader against the built one's, alternating, per round."""
-    from fastpack.compiler import BuildOptions, IndexOptions, build, index_shards  # noqa: PLC0415
+    from fastpack.compiler import (  # noqa: PLC0415 -- on use
+        BuildOptions,
+        IndexOptions,
+        build,
+        index_shards,
+    )
 
     built, indexed = args.work / "built", args.work / "indexed"
     for path in (built, indexed):
@@ -326,7 +331,7 @@ def page(report: dict[str, Any]) -> str:
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--samples", type=int, default=4000)
+    p.add_argument("--samples", type=int, default=6000)
     p.add_argument("--shards", type=int, default=16)
     p.add_argument("--side", type=int, default=256)
     p.add_argument("--rounds", type=int, default=3)

@@ -20,6 +20,7 @@ _ENTRY_KEY, _ENTRY_VALUE = 1, 2
 _INT64_LIST = 3
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _MORE = 0x80
+_VARINT_BITS = 70  # ten 7-bit groups at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,7 @@ def file_records(file: BinaryIO) -> Iterator[Record | RecordFault]:
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
-    while pos < end and shift < 70:  # noqa: PLR2004 -- ten 7-bit groups
+    while pos < end and shift < _VARINT_BITS:
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift

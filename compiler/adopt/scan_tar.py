@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple
 
-BLOCK = 512
+from fastpack.formats.tar_shard import BLOCK
+
 _ZERO_BLOCK = bytes(BLOCK)
 _SKIP_BYTES = 1 << 20
 # webdataset.tariterators.base_plus_ext, and its metadata filters (`skip_meta`, `__key__`s)

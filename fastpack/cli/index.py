@@ -9,7 +9,6 @@ from pathlib import Path
 from .args import int_at_least
 
 FORMATS = ("auto", "wds", "tfrecord")
-CHECKS = ("structure", "decode")
 
 
 def add_index(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +42,10 @@ def add_index(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="what the manifest records as where the shards lie (default: found)",
     )
     p.add_argument(
-        "--check", choices=CHECKS, default="structure", help="JPEG check: marker walk or decode"
+        "--check",
+        choices=("structure", "decode"),
+        default="structure",
+        help="JPEG check: marker walk or decode",
     )
     p.set_defaults(handler=_run_index)
 

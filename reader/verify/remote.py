@@ -282,7 +282,7 @@ class _RemoteShard:
     """All checks of one shard at a URL: size and SHA-256, DALI index, each payload, and in a
     record dataset its records."""
 
-    def __init__(  # noqa: PLR0913 -- the shard's place, with keyword `shards`
+    def __init__(  # noqa: PLR0913 -- keyword inputs
         self,
         location: Location,
         files: DatasetFiles,

@@ -9,6 +9,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -67,8 +68,6 @@ def digests(folder: Path) -> dict[str, str]:
 
 
 def png_bytes_of(seed: int) -> bytes:
-    import cv2  # noqa: PLC0415 -- only here
-
     image = np.full((16, 16, 3), seed % 255, np.uint8)
     ok, encoded = cv2.imencode(".png", image)
     assert ok
