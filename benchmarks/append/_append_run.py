@@ -2,7 +2,7 @@
 process; prints one JSON object (seconds of the call, imports excluded).
 
     python -m benchmarks.append._append_run build LIST OUT --workers 2
-    python -m benchmarks.append._append_run append DATASET LIST --workers 2
+    python -m benchmarks.append._append_run append DATASET LIST --workers 2 [--skip-duplicates]
     python -m benchmarks.append._append_run open DATASET --version 2 --repeat 21
 """
 
@@ -30,10 +30,12 @@ def _build(args: argparse.Namespace) -> dict[str, Any]:
 def _append(args: argparse.Namespace) -> dict[str, Any]:
     options = BuildOptions(workers=args.workers, progress=False)
     started = time.perf_counter()
-    summary = append(args.target, args.source, options)
+    summary = append(args.target, args.source, options, skip_duplicates=args.skip_duplicates)
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
+        "skip_duplicates": args.skip_duplicates,
+        "duplicates": summary.duplicates,
         "version": summary.version,
         "samples_added": summary.added.samples,
         "shards_added": summary.added.shards,
@@ -76,6 +78,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--version", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--skip-duplicates", action="store_true")
     args = parser.parse_args()
     if args.op == "build":  # `target` is the source list, `source` the output
         args.source, args.target = args.target, args.source

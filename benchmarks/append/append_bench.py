@@ -12,8 +12,12 @@ first append and after the last, every file of the build (shards, DALI indexes, 
 hashed (SHA-256) and stat'ed (size, mtime, inode): the bytes of files that differ are the bytes
 rewritten. Last, each version is opened 21 times in a fresh process (`DatasetFiles(root,
 version=k)`, and the map-style `Dataset(root, version=k)` to its first `len()`), as is the
-plain dataset before the appends; the median of the 20 after the first is reported. Raw numbers
-go to `--out`, the page to `--page`.
+plain dataset before the appends; the median of the 20 after the first is reported. Then
+`--skip-rounds` pairs of appends with `skip_duplicates`: the same list again (every input a
+copy of a stored image: each a candidate confirmed by reading its stored member), and a list of
+as many new distinct images of the same kind (no candidate, but every input shares its size
+with another, so the pass before the jobs reads each once more), beside the plain appends of
+the same count. Raw numbers go to `--out`, the page to `--page`.
 """
 
 from __future__ import annotations
@@ -91,10 +95,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result = _run("append", str(dataset), str(add_list), "--workers", str(args.workers))
         appends.append({"round": r + 1, "load": sysinfo.load(), **result})
         print(f"append {r + 1}: {result['seconds']:.2f} s", flush=True)
+    skips = _skip_rounds(args, dataset, add_list, work / "corpus-new")
     after = _states(dataset)
     changed = sorted(name for name, state in before.items() if after.get(name) != state)
     opens = {
-        str(v): _run("open", str(dataset), "--version", str(v)) for v in range(1, args.rounds + 2)
+        str(v): _run("open", str(dataset), "--version", str(v))
+        for v in range(1, args.rounds + 2 + len(skips))
     }
     build_median = statistics.median(b["seconds"] for b in builds)
     return {
@@ -113,6 +119,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "samples_appended": added,
         "builds": builds,
         "appends": appends,
+        "skip_appends": skips,
         "append_over_build": [round(a["seconds"] / build_median, 4) for a in appends],
         "files_before": len(before),
         "bytes_before": sum(s[0] for s in before.values()),
@@ -121,6 +128,26 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "open_plain": plain,
         "open_versions": opens,
     }
+
+
+def _skip_rounds(
+    args: argparse.Namespace, dataset: Path, copies: Path, new_root: Path
+) -> list[dict[str, Any]]:
+    """Appends with `skip_duplicates`: of `copies` (every input stored already), and of a list
+    of new distinct images of the corpus's kind, `args.skip_rounds` times each."""
+    added = round(args.samples * args.fraction)
+    new_corpus = make_corpus(new_root, added, args.classes, seed=1)
+    fresh = write_list(new_root / f"list-{added}.csv", added, new_corpus)
+    rounds = []
+    for r in range(args.skip_rounds):
+        for kind, source in (("copies of stored images", copies), ("new images", fresh)):
+            result = _run(
+                "append", str(dataset), str(source), "--workers", str(args.workers),
+                "--skip-duplicates",
+            )  # fmt: skip
+            rounds.append({"round": r + 1, "inputs": kind, "load": sysinfo.load(), **result})
+            print(f"append with skip_duplicates of {kind}: {result['seconds']:.2f} s", flush=True)
+    return rounds
 
 
 def _fastpack_path() -> str:
@@ -135,6 +162,7 @@ def render(results: dict[str, Any]) -> str:
     appends = [a["seconds"] for a in results["appends"]]
     ratios = results["append_over_build"]
     worst = max(ratios)
+    skips = results.get("skip_appends") or []
     lines = [
         f"# Appends: {results['fraction']:.0%} more to a {results['samples']:,}-sample dataset",
         "",
@@ -172,13 +200,16 @@ def render(results: dict[str, Any]) -> str:
         + ", ".join(f"{r:.2%}" for r in ratios)
         + f" of the median build's time (target at most {TARGET:.0%}: {verdict}).",
         "",
-        f"Bytes of the build's files rewritten by the {len(appends)} appends: "
+        f"Bytes of the build's files rewritten by the {len(appends) + len(skips)} appends: "
         f"**{results['bytes_rewritten']:,}** of {results['bytes_before']:,} "
         f"({results['files_before']} files: shards, DALI indexes, index; each compared by "
         "size, mtime, inode and SHA-256 before the first append and after the last"
         + (f"; changed: {', '.join(results['files_rewritten'])}" if results["files_rewritten"]
            else "")
         + ").",
+    ]  # fmt: skip
+    lines += _skip_lines(results)
+    lines += [
         "",
         "Opening a version: the median of 20 opens after a first, in one fresh process "
         "(page cache warm): `DatasetFiles(root, version=k)` reads one manifest (for an earlier "
@@ -187,7 +218,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         "| dataset | samples | DatasetFiles, ms | Dataset, ms |",
         "|---|---:|---:|---:|",
-    ]  # fmt: skip
+    ]
     plain = results["open_plain"]
     lines.append(
         f"| the plain build, before any append | {plain['samples']:,} | "
@@ -212,12 +243,43 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _skip_lines(results: dict[str, Any]) -> list[str]:
+    """The table of the appends with `skip_duplicates`, beside the plain appends."""
+    skips = results.get("skip_appends") or []
+    if not skips:
+        return []
+    plain = [a["seconds"] for a in results["appends"]]
+    lines = [
+        "",
+        f"With `skip_duplicates` (`fastpack append --skip-duplicates`), {len(skips)} more "
+        f"appends of {results['samples_appended']:,} lines each, against the plain appends "
+        f"above (median {statistics.median(plain):.2f} s): the same list again, every input "
+        "a copy of a stored image (a candidate in the sorted keys of the previous index's "
+        "image size and CRC-32, confirmed by reading the stored member), and a list of as many "
+        "new distinct images of the same kind (no candidate; as every input's size is another's, "
+        "the pass for duplicates among the new inputs reads each once more before the jobs).",
+        "",
+        "| append with skip_duplicates | version | inputs left out | samples added | seconds | "
+        "over the plain appends' median |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for a in skips:
+        lines.append(
+            f"| {a['inputs']} | {a['version']} | {a['duplicates']:,} | {a['samples_added']:,} | "
+            f"{a['seconds']:.2f} | {a['seconds'] / statistics.median(plain):.2f}x |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--fraction", type=float, default=0.01)
     parser.add_argument("--rounds", type=int, default=3, help="appends, one after another")
     parser.add_argument("--build-rounds", type=int, default=2)
+    parser.add_argument(
+        "--skip-rounds", type=int, default=1, help="pairs of appends with skip_duplicates"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--classes", type=int, default=1000)
