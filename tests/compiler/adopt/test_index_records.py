@@ -17,9 +17,18 @@ from fastpack.compiler import BuildOptions, IndexOptions, build, index_shards
 from fastpack.compiler.build_schema import parse_build_schema
 from fastpack.formats import DatasetFiles, read_manifest
 from fastpack.formats.tfrecord import HEADER_BYTES
-from fastpack.reader import CenterCrop, Dataset, make_dali_loader, verify_dataset
+from fastpack.reader import (
+    CenterCrop,
+    Dataset,
+    StreamingDataset,
+    make_dali_loader,
+    verify_dataset,
+    verify_remote,
+)
+from fastpack.storage import Location
 
 from tests.conftest import jpeg_bytes
+from tests.s3_server import S3Server
 
 from .conftest import decode, digests
 
@@ -173,3 +182,35 @@ def test_a_feature_of_numbers_cannot_be_a_member(records: Path, tmp_path: Path) 
         "reason": "feature 'image/class/label' holds 1 int64 values, expected one bytes value; "
         "`fastpack index` stores bytes values in place only: use `fastpack build`",
     }
+
+
+def test_a_cut_off_file_keeps_its_whole_records(records: Path, tmp_path: Path) -> None:
+    path = records / "train-00001-of-00002.tfrecord"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 100])  # inside the last record
+    out = tmp_path / "out"
+    summary = index_shards([records], out, ONE)
+    assert (summary.samples, summary.rejected) == (N - 1, 1)
+    entry = json.loads((out / "rejects.jsonl").read_text())
+    assert entry["path"] == f"train-00001-of-00002.tfrecord#{PER_FILE - 1}"
+    assert "cut off at byte" in entry["reason"]
+    assert entry["reason"].endswith("the rest of the shard is left out")
+    assert verify_dataset(out).ok
+
+
+def test_records_at_a_url(
+    records: Path, tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    options = s3_server.storage_options
+    url = f"s3://{s3_bucket}/records"
+    location = Location(url, options)
+    for path in sorted(records.iterdir()):
+        location.upload(path, path.name)
+    out = f"s3://{s3_bucket}/index"
+    index_shards([f"{url}/"], out, IndexOptions(workers=2, storage_options=options))
+    with StreamingDataset(out, storage_options=options, cache_dir=tmp_path / "cache") as ds:
+        found = {int(label): image for image, label in ds}
+    assert sorted(found) == list(range(N))
+    np.testing.assert_array_equal(found[7], decode(jpeg_bytes(32, 40, seed=7)))
+    report = verify_remote(out, options)
+    assert report.ok, report.format()
