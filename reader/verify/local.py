@@ -11,8 +11,9 @@ writer writes (side_files.py), the rejects file line by line, each view beside t
 fields may lack a member), the label field's members against the index's labels, every zstd
 frame decompressed, and optionally (`decode`) every member decoded as its field's type says; in
 a record dataset also each shard's records (records.py: CRCs, tiling, one record per sample
-holding its fields, the DALI index). These checks are shared with `verify_remote`, which
-streams the shards of a dataset at a URL.
+holding its fields, the DALI index). A dataset over adopted shards (`fastpack index`) is
+checked without section 4's layout rules (adopted.py). These checks are shared with
+`verify_remote`, which streams the shards of a dataset at a URL.
 """
 
 from __future__ import annotations
