@@ -4,16 +4,18 @@ the summary; a candidate whose bytes differ is kept; without the flag they are a
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fastpack.compiler import BuildOptions, append
+from fastpack.compiler import BuildOptions, append, build
 from fastpack.compiler.build_dir import BUILD_DIR
 from fastpack.compiler.jobs.duplicates import (
     KEYS,
@@ -215,3 +217,39 @@ def test_a_killed_append_resumes_to_the_same_duplicates(dataset: Path, tmp_path:
     assert tree_bytes(dataset) == tree_bytes(clean)
     assert whole.duplicates == resumed.duplicates == 32
     assert whole.added.samples == resumed.added.samples == 150
+
+
+def _tar(path: Path, samples_: dict[str, bytes]) -> Path:
+    """A webdataset tar: each sample's image, class and caption."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for k, (key, image) in enumerate(samples_.items()):
+            for name, data in (("jpg", image), ("cls", b"%d" % (k % 2)), ("txt", key.encode())):
+                info = tarfile.TarInfo(f"{key}.{name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_members_of_a_webdataset_source(tmp_path: Path) -> None:
+    """Inputs read from tar members, in a dataset of several fields (the field encoder's
+    path): a stored member's copy and a twin among the new members are left out."""
+    old = {f"a{i}": jpeg_bytes(20 + i, 24, seed=i) for i in range(4)}
+    _tar(tmp_path / "old/0.tar", old)
+    dataset = tmp_path / "ds"
+    build(tmp_path / "old", dataset, ONE)
+    assert DatasetFiles(dataset).manifest.schema.names == ("jpg", "cls", "txt")
+    twin = jpeg_bytes(30, 30, seed=77)
+    new = {"b0": old["a2"], "b1": twin, "b2": twin, "b3": jpeg_bytes(22, 22)}
+    _tar(tmp_path / "new/0.tar", new)
+    summary = append(dataset, tmp_path / "new", ONE, skip_duplicates=True)
+    assert (summary.added.samples, summary.duplicates) == (2, 2)
+    keys = {s[1]: s[0] for s in samples(dataset)}  # by source: `<tar>/<member key>` or alike
+    lines = dict(summary.duplicate_lines)
+    assert _ending(lines, "b0") == _ending(keys, "a2")  # a copy of a stored member
+    assert _ending(lines, "b2") == _ending(keys, "b1")  # the twin of an earlier new member
+    assert sorted(p[-2:] for p in keys)[-2:] == ["b1", "b3"]
+
+
+def _ending(table: dict[str, str], suffix: str) -> str:
+    return next(value for source, value in table.items() if source.endswith(suffix))
