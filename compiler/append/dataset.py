@@ -4,7 +4,6 @@ staged build goes, its zstd dictionaries, and how a staged build is published th
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,15 +14,14 @@ from fastpack.formats.layout import VERSIONS_DIR, version_dir
 from fastpack.formats.manifest import manifest_from_text
 from fastpack.storage import Location, RetryPolicy, is_url
 
-from ..build_dir import default_staging_dir, temp_path
+from ..build_dir import default_staging_dir
 from ..jobs.duplicates import StoredDataset
 from .errors import AppendError
 from .lock import AppendLock, FileLock, ObjectLock
 from .publish import publish_local
-from .publish_store import publish_store
+from .publish_store import PUBLISH_DIR, download_previous, publish_store
 
 PARTIAL = ".partial"  # suffix of the staging directory of version N: versions/00000N.partial
-PREVIOUS_INDEX = "duplicates.index.fpx"  # a store dataset's index, downloaded to look up
 
 
 def _stored(manifest: Manifest, index: str, root: str, location: Location | None) -> StoredDataset:
@@ -190,14 +188,12 @@ class StoreDataset:
         return publish_store(self.location, version, previous, staged)
 
     def stored(self, manifest: Manifest, build_dir: Path) -> StoredDataset:
-        """Where the staged build finds the samples of `manifest`'s version: its index
-        downloaded into `build_dir` (once), its shards read in ranges from the store."""
-        path = build_dir / PREVIOUS_INDEX
-        if not path.exists():
-            tmp = temp_path(path)
-            tmp.write_bytes(self.location.read_bytes(manifest.index.name))
-            os.replace(tmp, path)
-        return _stored(manifest, str(path), self.name, self.location)
+        """Where the staged build in `build_dir` finds the samples of `manifest`'s version: its
+        index downloaded (once) where publishing reads it, its shards read in ranges from the
+        store."""
+        work = build_dir.parent / PUBLISH_DIR
+        index = download_previous(self.location, manifest.index.name, work, manifest.index)
+        return _stored(manifest, str(index), self.name, self.location)
 
 
 def open_target(

@@ -7,12 +7,16 @@ again after an interruption uploads only what the store lacks."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from fastpack.formats import MANIFEST_NAME, Manifest, ShardInfo, shard_name, write_manifest
+from fastpack.formats.checksum import file_sha256
 from fastpack.formats.layout import shard_idx_name, version_manifest_name
+from fastpack.formats.schema import FileInfo
 from fastpack.storage import Location
 
+from ..build_dir import temp_path
 from .publish import FIRST_VERSION
 from .version_files import rejects_parts, version_manifest, write_index, write_rejects
 
@@ -38,10 +42,22 @@ def upload_shards(
     return uploaded
 
 
-def _download(location: Location, name: str, work: Path) -> Path:
-    path = work / "previous" / name
+def previous_path(work: Path, name: str) -> Path:
+    """Where version N-1's file `name` is downloaded to in the publishing directory `work`."""
+    return work / "previous" / name
+
+
+def download_previous(location: Location, name: str, work: Path, known: FileInfo) -> Path:
+    """Version N-1's file `name` (of size and SHA-256 `known`) in `work`: downloaded, unless
+    it is there already with those (the index, downloaded by a staged build that skips
+    duplicates)."""
+    path = previous_path(work, name)
+    if path.is_file() and path.stat().st_size == known.bytes and file_sha256(path) == known.sha256:
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(location.read_bytes(name))
+    tmp = temp_path(path)
+    tmp.write_bytes(location.read_bytes(name))
+    os.replace(tmp, path)
     return path
 
 
@@ -57,10 +73,12 @@ def publish_store(
     staged_dir, added = staged
     work = staged_dir / PUBLISH_DIR
     shards = upload_shards(location, staged_dir, added, len(before.shards))
-    old_index = _download(location, before.index.name, work)
+    old_index = download_previous(location, before.index.name, work, before.index)
     index = write_index(work, version, (old_index, before), staged)
     old_rejects = (
-        _download(location, before.rejects.name, work) if before.rejects is not None else None
+        download_previous(location, before.rejects.name, work, before.rejects)
+        if before.rejects is not None
+        else None
     )
     rejects = write_rejects(work, version, rejects_parts((old_rejects, before), staged))
     manifest = version_manifest(
