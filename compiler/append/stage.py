@@ -1,7 +1,9 @@
 """The staged build of an append: the new inputs built by the build's own stages (plan, shard
 jobs, finish) into a staging directory, as a whole dataset of their own whose keys continue the
 dataset's plan positions, whose classes extend the dataset's and whose compressed fields use the
-dataset's zstd dictionaries. A staged build resumes as a build does."""
+dataset's zstd dictionaries. A staged build resumes as a build does. One that skips duplicates
+writes the dataset's content keys and the duplicates among the new inputs into its build
+directory before the shard jobs (`jobs.duplicates`, `duplicate_pass`)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,10 @@ An input's content never fails a job: the image policy and the sample encoder tu
 decoder or parser raises into a reject. What does fail it is the machine's, each named: an
 OSError of the build's own files (`OutputError`, naming the shard and the file) and a
 MemoryError while preparing an input (`BuildMemoryError`, naming the input and the budget).
+
+A job of an append that skips duplicates (`ShardJob.duplicates`) leaves out an input whose
+bytes the dataset stores or an earlier new input has (`duplicates`): neither stored nor
+rejected, it is listed in the shard record's `duplicates`.
 """
 
 from __future__ import annotations

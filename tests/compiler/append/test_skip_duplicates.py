@@ -4,6 +4,7 @@ the summary; a candidate whose bytes differ is kept; without the flag they are a
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import shutil
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastpack.compiler import BuildOptions, append, build
+from fastpack.compiler import AppendError, BuildOptions, append, build
+from fastpack.compiler.append.dataset import image_field
 from fastpack.compiler.build_dir import BUILD_DIR
 from fastpack.compiler.jobs.duplicates import (
     KEYS,
@@ -27,7 +29,7 @@ from fastpack.compiler.jobs.duplicates import (
     stored_keys,
     write_table,
 )
-from fastpack.formats import DatasetFiles, FastpackError
+from fastpack.formats import DatasetFiles, FastpackError, Schema
 from fastpack.reader import verify_dataset
 
 from fastpack.cli import main
@@ -253,3 +255,13 @@ def test_members_of_a_webdataset_source(tmp_path: Path) -> None:
 
 def _ending(table: dict[str, str], suffix: str) -> str:
     return next(value for source, value in table.items() if source.endswith(suffix))
+
+
+def test_a_dataset_without_an_image_field(dataset: Path) -> None:
+    manifest = DatasetFiles(dataset).manifest
+    fields = tuple(f for f in manifest.schema.fields if f.type != "jpeg")
+    textual = dataclasses.replace(
+        manifest, version=2, schema=Schema(fields), fields=tuple(f.name for f in fields)
+    )
+    with pytest.raises(AppendError, match=r"ds: skip_duplicates compares images, .* \(cls\)"):
+        image_field(textual, str(dataset))
