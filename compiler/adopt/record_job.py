@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import io
 
-from fastpack.formats import ShardFormatError
+from fastpack.formats import FastpackError, ShardFormatError
 from fastpack.formats.example import Feature, decode_varint, parse_example
 from fastpack.formats.tfrecord import KEY_FEATURE
 
+from ..errors import SourceError
 from .job import JobSettings, ShardSource
 from .labels import class_label
 from .sample_check import SampleChecker
@@ -40,6 +41,14 @@ class _RecordIndexer:
         self.lookup = {name: k for k, name in enumerate(settings.classes or ())}
 
     def run(self) -> ShardRows:
+        try:
+            return self._run()
+        except FastpackError:
+            raise
+        except OSError as e:
+            raise SourceError(f"{self.source.url}: cannot read: {e.strerror or e}") from e
+
+    def _run(self) -> ShardRows:
         with open_shard(self.source.url, self.settings.storage_options) as reader:
             stream = io.BufferedReader(reader, READ_BYTES)
             for found in file_records(stream):

@@ -16,6 +16,8 @@ import google_crc32c
 from fastpack.storage import Location
 from fastpack.storage.stream import ChunkStream
 
+from ..errors import SourceError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -81,26 +83,32 @@ def open_shard(
     url: str, storage_options: Mapping[str, Any] | None = None, chunk_bytes: int = READ_BYTES
 ) -> HashingReader:
     """The shard `url` (a local path or a URL) opened for one sequential read, hashed as it
-    passes. FileNotFoundError when there is no such file or object."""
-    if "://" not in url:
-        return HashingReader(Path(url).open("rb", buffering=0))
-    prefix, name = split_url(url)
-    location = Location(prefix, storage_options)
-    size = location.size(name)
+    passes. SourceError naming it when there is no such file or object, or it cannot be opened."""
+    return HashingReader(_raw(url, storage_options, chunk_bytes))
+
+
+def _raw(
+    url: str, storage_options: Mapping[str, Any] | None, chunk_bytes: int
+) -> io.FileIO | io.BufferedReader:
+    """A local file unbuffered, or an object read `chunk_bytes` at a time."""
+    try:
+        if "://" not in url:
+            return Path(url).open("rb", buffering=0)
+        prefix, name = split_url(url)
+        location = Location(prefix, storage_options)
+        size = location.size(name)
+    except FileNotFoundError as e:
+        raise SourceError(f"{url}: not found") from e
+    except OSError as e:
+        raise SourceError(f"{url}: cannot open: {e.strerror or e}") from e
     if size is None:
-        raise FileNotFoundError(url)
-    return HashingReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))
+        raise SourceError(f"{url}: not found")
+    return io.BufferedReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))
 
 
 def open_plain(
     url: str, storage_options: Mapping[str, Any] | None = None, chunk_bytes: int = READ_BYTES
 ) -> BinaryIO:
     """The shard `url` opened for reading without hashing (a survey of its first samples)."""
-    if "://" not in url:
-        return Path(url).open("rb", buffering=READ_BYTES)
-    prefix, name = split_url(url)
-    location = Location(prefix, storage_options)
-    size = location.size(name)
-    if size is None:
-        raise FileNotFoundError(url)
-    return io.BufferedReader(ChunkStream(location.iter_chunks(name, size, chunk_bytes)))
+    raw = _raw(url, storage_options, chunk_bytes)
+    return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, READ_BYTES)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 
+from fastpack.formats import FastpackError
+
+from ..errors import SourceError
 from .job import JobSettings, ShardSource
 from .labels import class_label
 from .sample_check import SampleChecker
@@ -43,6 +46,14 @@ class _TarIndexer:
         self.wanted = {*layout.images, *layout.fields, *([layout.label] if layout.label else [])}
 
     def run(self) -> ShardRows:
+        try:
+            return self._run()
+        except FastpackError:
+            raise
+        except OSError as e:
+            raise SourceError(f"{self.source.url}: cannot read: {e.strerror or e}") from e
+
+    def _run(self) -> ShardRows:
         with open_shard(self.source.url, self.settings.storage_options) as reader:
             stream = io.BufferedReader(reader, READ_BYTES)
             for found in tar_samples(stream, self.wanted.__contains__):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fastpack.compiler import IndexOptions, index_shards
+from fastpack.compiler import IndexOptions, SourceError, index_shards
 from fastpack.formats import DatasetFiles, DatasetNotFoundError, read_manifest
 from fastpack.reader import Dataset, StreamingDataset, verify_dataset, verify_remote
 from fastpack.storage import Location
@@ -101,3 +101,10 @@ def test_tars_on_a_network_file_system(network_fs: NetworkFs, tmp_path: Path) ->
         assert sorted(int(label) for _, label in streaming) == list(range(12))
     report = verify_dataset(out)
     assert report.ok, report.format()
+
+
+def test_a_missing_object_is_named(tmp_path: Path, s3_server: S3Server, s3_bucket: str) -> None:
+    url = f"s3://{s3_bucket}/none-{uuid.uuid4().hex[:8]}/train-000000.tar"
+    options = IndexOptions(workers=1, storage_options=s3_server.storage_options)
+    with pytest.raises(SourceError, match=f"{url}: not found"):
+        index_shards([url], tmp_path / "out", options)
