@@ -42,13 +42,13 @@ from .stage import Staged, StoredOf, stage_build
 from .summary import AppendSummary
 
 
-def _stage(  # noqa: PLR0913 -- the staged build's inputs
+def _stage(  # noqa: PLR0913 -- keyword inputs
     source: str,
+    *,
     partial: Path,
     options: BuildOptions,
     target: LocalDataset | StoreDataset,
     latest: Manifest,
-    *,
     skip_duplicates: bool,
 ) -> Staged:
     """The staged build of `source` in `partial`, continuing the dataset's `latest` version
@@ -165,10 +165,10 @@ def append(  # noqa: PLR0913 -- public signature
         _staging_state(partial, version, resume=options.resume, taken=taken)
         staged = _stage(
             os.fspath(source),
-            partial,
-            run_options,
-            target,
-            latest,
+            partial=partial,
+            options=run_options,
+            target=target,
+            latest=latest,
             skip_duplicates=skip_duplicates,
         )
         manifest = target.publish(version, (latest, text), (partial, staged.manifest))

@@ -44,13 +44,13 @@ def _check_plan(source: str, meta: PlanMeta, base: PlanBase) -> None:
         )
 
 
-def _plan(  # noqa: PLR0913 -- the staged build's inputs
+def _plan(  # noqa: PLR0913 -- keyword inputs
     source: str,
+    *,
     staged: Path,
     state: OutState,
     options: BuildOptions,
     base: PlanBase,
-    *,
     prints: dict[str, object],
 ) -> tuple[PlanMeta, str]:
     kind = detect_kind(source, options.source_format)
@@ -144,7 +144,9 @@ def stage_build(  # noqa: PLR0913 -- keyword inputs
     if state is OutState.RESUME:
         _check_skip(staged, skip=skip)
     prints = fingerprint(source, options, skip_duplicates=skip)
-    meta, kind = _plan(source, staged, state, options, base, prints=prints)
+    meta, kind = _plan(
+        source, staged=staged, state=state, options=options, base=base, prints=prints
+    )
     _check_plan(source, meta, base)
     target.planned(fingerprint(source, options))
     for name, data in dictionaries.items():
