@@ -218,12 +218,12 @@ def dataset_info(path: str | os.PathLike[str], *, version: int | None = None) ->
     """Read the manifest of version `version` (None: the latest) of the dataset directory or URL
     `path`, and for a dataset grown by appends those of its earlier versions; raises
     `FastpackError` subclasses (`VersionNotFoundError` for a version it does not have)."""
-    from .reader.file_system import file_system_type  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.image.crop_decode import decoder  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.remote import read_manifest_bytes  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.shard_files import resolve_io  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .reader.views import list_views  # noqa: PLC0415 -- on use: keeps `import fastpack` light
     from .storage import Location, is_url  # noqa: PLC0415 -- on use: keeps `import fastpack` light
+    from .storage.file_system import file_system_type  # noqa: PLC0415 -- on use: keeps `import fastpack` light
 
     if is_url(path):
         location = Location(os.fspath(path))

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, TruncatedFileError
-
-from .file_system import on_remote_file_system
+from fastpack.storage.file_system import on_remote_file_system
 
 IoMethod = Literal["mmap", "pread"]
 IoChoice = Literal["auto", "mmap", "pread"]

@@ -24,8 +24,8 @@ from pathlib import Path
 from fastpack.formats import MANIFEST_NAME, Manifest, read_dataset_manifest
 from fastpack.formats.shard_root import resolve_shard_root
 from fastpack.storage import Expected, Location, Transfer, default_cache_dir, is_url
+from fastpack.storage.file_system import on_remote_file_system
 
-from ..file_system import on_remote_file_system
 from ..remote import IndexRows, dictionaries, read_version_manifest
 from ..shard_files import IoMethod, resolve_io
 from .cache import ShardCache

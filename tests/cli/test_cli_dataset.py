@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fastpack.compiler import BuildOptions
 from fastpack.formats import DatasetFiles, read_manifest
-from fastpack.reader.file_system import file_system_type, is_remote
 from fastpack.reader.image import decoder
+from fastpack.storage.file_system import file_system_type, is_remote
 
 from tests.compiler._helpers import with_noise_in_scan
 from tests.conftest import jpeg_bytes

@@ -73,7 +73,7 @@ def _text(**changes: object) -> str:
 
 
 def test_unknown_version() -> None:
-    with pytest.raises(UnsupportedVersionError, match=r"m.json: manifest version 4, .* \(1, 2, 3\)"):
+    with pytest.raises(UnsupportedVersionError, match=r"m.json: manifest version 4, .*\(1, 2, 3\)"):
         manifest_from_text(_text(version=4), "m.json")
 
 

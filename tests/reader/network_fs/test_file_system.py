@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastpack.reader.file_system import file_system_type, is_remote, parse_mountinfo
 from fastpack.reader.shard_files import resolve_io
+from fastpack.storage.file_system import file_system_type, is_remote, parse_mountinfo
 
 from tests.network_fs import NetworkFs
 
