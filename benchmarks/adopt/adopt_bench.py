@@ -16,8 +16,10 @@ the bytes of a photo of that size) with a label and a caption into `--shards` ta
   proxy (`tests.shaping_proxy`, in a process of its own) with `--s3-delay-ms` to first byte and
   `--s3-rate-mbs` per connection;
 
-a plain read of every shard, front to back, 4 MiB at a time, by a pool of `--workers` processes
-started before the clock (one shard a task, nothing done with the bytes: `cat`-like), then
+a plain read of every shard, front to back, 4 MiB at a time as an index job reads it (two ranges
+in flight on sshfs and S3, the kernel's read-ahead on a local disk), by a pool of `--workers`
+processes started before the clock (one shard a task, nothing done with the bytes: `cat`-like),
+then
 `index_shards` of the same shards with `workers=--workers` (default options: the schema
 inferred from the first shard, which is read once more for that, as a build's source does;
 its own pool started on the clock, as a user waits for it). Rates are shard bytes per second;
@@ -91,24 +93,23 @@ def drop_caches() -> bool:
     return True
 
 
-def _read_file(path: str) -> int:
+def _read_shard(url: str, storage_options: dict[str, Any]) -> int:
+    """Every byte of the shard `url`, read as an index job reads it (the same ranges in flight,
+    a local file through the kernel's read-ahead), nothing done with them."""
+    from fastpack.compiler.adopt.stream import open_ranges  # noqa: PLC0415 -- on use
+
     total = 0
-    with open(path, "rb", buffering=0) as f:
-        while chunk := f.read(READ_BYTES):
-            total += len(chunk)
+    buffer = bytearray(READ_BYTES)
+    with open_ranges(url, storage_options) as raw:
+        while size := raw.readinto(buffer):
+            total += size
     return total
 
 
-def _read_object(url: str, storage_options: dict[str, Any]) -> int:
-    from fastpack.storage import Location  # noqa: PLC0415 -- on use
-
-    prefix, _, name = url.rpartition("/")
-    location = Location(prefix, storage_options)
-    size = location.size(name) or 0
-    return sum(len(c) for c in location.iter_chunks(name, size, READ_BYTES))
-
-
 def _started(seconds: float) -> int:
+    """A reader process started, with what it reads with imported."""
+    import fastpack.compiler.adopt.stream  # noqa: F401, PLC0415 -- imported before the clock
+
     time.sleep(seconds)
     return os.getpid()
 
@@ -129,10 +130,7 @@ def plain_read(
             raise RuntimeError(f"{len(pids)} of {workers} reader processes started")
         prepare()
         started = time.perf_counter()
-        if "://" in shards[0]:
-            list(pool.map(_read_object, shards, [storage_options] * len(shards)))
-        else:
-            list(pool.map(_read_file, shards))
+        list(pool.map(_read_shard, shards, [storage_options] * len(shards)))
         return time.perf_counter() - started
 
 
