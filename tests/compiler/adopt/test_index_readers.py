@@ -7,8 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fastpack.compiler import IndexOptions, index_shards
 from fastpack.reader import CenterCrop, Dataset, Mix, make_loader
+from fastpack.reader.torch_loader.dataloader import FastpackLoader
 
 from fastpack.cli.main import main
 from fastpack.view_build import build_views, save_views
@@ -61,3 +63,28 @@ def test_info_names_the_shard_root(tmp_path: Path, capsys: object) -> None:
     assert main(["info", str(out)]) == 0
     text = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "c-tars" in text
+
+
+def test_a_loader_resumes_over_an_indexed_dataset(tmp_path: Path) -> None:
+    """A loader's state saved part way through an epoch of an indexed dataset resumes to the
+    batches an uninterrupted loader reads, and is refused over a dataset indexed elsewhere."""
+    out = _indexed(tmp_path, "r", 16, ["dog", "cat", "cow", "ant"])
+
+    def loader(root: Path = out) -> FastpackLoader:
+        dataset = Dataset(root, transform=CenterCrop(8))
+        dataset.set_epoch(1)
+        made = make_loader(dataset, batch_size=3, num_workers=0, shuffle=True)
+        assert isinstance(made, FastpackLoader)
+        return made
+
+    expected = [y.tolist() for _, y in loader()]
+    first = loader()
+    batches = iter(first)
+    seen = [next(batches)[1].tolist() for _ in range(2)]
+    state = first.state_dict()
+    second = loader()
+    second.load_state_dict(state)
+    assert seen + [y.tolist() for _, y in second] == expected
+    other = _indexed(tmp_path, "s", 16, ["dog", "cat", "cow", "ant"])
+    with pytest.raises(ValueError, match="dataset"):
+        loader(other).load_state_dict(state)
