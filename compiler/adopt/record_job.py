@@ -14,55 +14,35 @@ from __future__ import annotations
 
 import io
 
-from fastpack.formats import FastpackError, ShardFormatError
+from fastpack.formats import ShardFormatError
 from fastpack.formats.example import Feature, decode_varint, parse_example
 from fastpack.formats.tfrecord import KEY_FEATURE
 
-from ..errors import SourceError
+from .indexer import ShardIndexer
 from .job import JobSettings, ShardSource
-from .labels import class_label
-from .sample_check import SampleChecker
 from .scan_records import Record, RecordFault, file_records, label_span
 from .shard_rows import Located, ShardRows
-from .stream import READ_BYTES, open_shard
 
 _USE_BUILD = "`fastpack index` stores bytes values in place only: use `fastpack build`"
 
 
-class _RecordIndexer:
+class _RecordIndexer(ShardIndexer):
     def __init__(self, source: ShardSource, settings: JobSettings) -> None:
         if settings.records is None:
             raise ValueError("a record job needs a record layout")
-        self.source, self.settings, self.layout = source, settings, settings.records
-        self.schema = settings.schema
-        self.rows = ShardRows(source.number, source.name, self.schema.names)
-        self.rows.text_labels = self.layout.text_labels and settings.classes is None
-        self.checker = SampleChecker(self.schema, settings.check)
-        self.lookup = {name: k for k, name in enumerate(settings.classes or ())}
+        text_labels = settings.records.text_labels and settings.classes is None
+        super().__init__(source, settings, text_labels)
+        self.layout = settings.records
 
-    def run(self) -> ShardRows:
-        try:
-            return self._run()
-        except FastpackError:
-            raise
-        except OSError as e:
-            raise SourceError(f"{self.source.url}: cannot read: {e.strerror or e}") from e
-
-    def _run(self) -> ShardRows:
-        with open_shard(self.source.url, self.settings.storage_options) as reader:
-            stream = io.BufferedReader(reader, READ_BYTES)
-            for found in file_records(stream):
-                self.rows.inputs += 1
-                if isinstance(found, RecordFault):
-                    self._fault(found)
-                    if found.final:
-                        break
-                    continue
-                self._record(found)
-            while stream.read(READ_BYTES):
-                pass
-            self.rows.digest = reader.digest()
-        return self.rows
+    def _scan(self, stream: io.BufferedReader) -> None:
+        for found in file_records(stream):
+            self.rows.inputs += 1
+            if isinstance(found, RecordFault):
+                self._fault(found)
+                if found.final:
+                    break
+                continue
+            self._record(found)
 
     def _path(self, number: int) -> str:
         return f"{self.source.name}#{number}"
@@ -189,13 +169,7 @@ class _RecordIndexer:
         if not text:
             self.rows.reject(path, field, f"feature {name!r} (the label) is blank")
             return None
-        if self.settings.classes is None:
-            return self.rows.text_label(text)
-        label = class_label(text, self.settings.classes, self.lookup)
-        if isinstance(label, str):
-            self.rows.reject(path, field, label)
-            return None
-        return label
+        return self._class_label(path, field, text)
 
 
 def index_records(source: ShardSource, settings: JobSettings) -> ShardRows:

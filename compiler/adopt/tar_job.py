@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import io
 
-from fastpack.formats import FastpackError
-
-from ..errors import SourceError
+from .indexer import ShardIndexer
 from .job import JobSettings, ShardSource
-from .labels import class_label
-from .sample_check import SampleChecker
 from .scan_tar import TarCut, TarSample, tar_samples
 from .shard_rows import Located, ShardRows
-from .stream import READ_BYTES, open_shard
 
 
 def _members(sample: TarSample, settings: JobSettings) -> tuple[str | None, dict[str, str]]:
@@ -31,41 +26,22 @@ def _members(sample: TarSample, settings: JobSettings) -> tuple[str | None, dict
     return image, feeds
 
 
-class _TarIndexer:
+class _TarIndexer(ShardIndexer):
     def __init__(self, source: ShardSource, settings: JobSettings) -> None:
-        self.source, self.settings = source, settings
-        self.schema = settings.schema
-        self.rows = ShardRows(source.number, source.name, self.schema.names)
-        self.rows.text_labels = settings.classes is None
-        self.checker = SampleChecker(self.schema, settings.check)
-        self.classes = settings.classes
-        self.lookup = {name: k for k, name in enumerate(self.classes or ())}
+        super().__init__(source, settings, settings.classes is None)
         layout = settings.tar
         if layout is None:
             raise ValueError("a tar job needs a tar layout")
         self.wanted = {*layout.images, *layout.fields, *([layout.label] if layout.label else [])}
 
-    def run(self) -> ShardRows:
-        try:
-            return self._run()
-        except FastpackError:
-            raise
-        except OSError as e:
-            raise SourceError(f"{self.source.url}: cannot read: {e.strerror or e}") from e
-
-    def _run(self) -> ShardRows:
-        with open_shard(self.source.url, self.settings.storage_options) as reader:
-            stream = io.BufferedReader(reader, READ_BYTES)
-            for found in tar_samples(stream, self.wanted.__contains__):
-                if isinstance(found, TarCut):
-                    self._cut(found)
-                    break
-                self.rows.inputs += 1
-                self._sample(found)
-            while stream.read(READ_BYTES):  # the end-of-archive blocks and what follows
-                pass
-            self.rows.digest = reader.digest()
-        return self.rows
+    def _scan(self, stream: io.BufferedReader) -> None:
+        # the end-of-archive blocks and what follows them are left to `run`
+        for found in tar_samples(stream, self.wanted.__contains__):
+            if isinstance(found, TarCut):
+                self._cut(found)
+                break
+            self.rows.inputs += 1
+            self._sample(found)
 
     def _path(self, key: str) -> str:
         return f"{self.source.name}#{key}"
@@ -128,13 +104,7 @@ class _TarIndexer:
         if not text:
             self.rows.reject(path, name, "an empty label member")
             return None
-        if self.classes is None:
-            return self.rows.text_label(text)
-        found = class_label(text, self.classes, self.lookup)
-        if isinstance(found, str):
-            self.rows.reject(path, name, found)
-            return None
-        return found
+        return self._class_label(path, name, text)
 
 
 def index_tar(source: ShardSource, settings: JobSettings) -> ShardRows:
