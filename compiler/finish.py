@@ -4,7 +4,6 @@ the files of a finished dataset in the order a target publishes them."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,6 @@ from fastpack.formats import (
     shard_name,
     write_manifest,
 )
-from fastpack.formats.checksum import file_sha256
 from fastpack.formats.layout import shard_idx_name
 from fastpack.formats.manifest import version_for
 from fastpack.formats.schema import FileInfo
@@ -34,6 +32,7 @@ from .jobs.index_parts import load_part, part_path
 from .jobs.shard_record import ShardRecord, load_record
 from .options import BuildOptions
 from .planning.plan_store import PlanMeta
+from .written import file_info, reject_line
 
 
 def write_index(
@@ -52,7 +51,7 @@ def write_index(
     ) as index:
         for record in records:
             index.append(load_part(part_path(out, record.shard), schema.names))
-    return FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
+    return file_info(path, INDEX_NAME)
 
 
 def write_rejects(out: Path, records: Sequence[ShardRecord]) -> FileInfo | None:
@@ -64,13 +63,9 @@ def write_rejects(out: Path, records: Sequence[ShardRecord]) -> FileInfo | None:
     with tmp.open("w", encoding="utf-8") as file:
         for record in records:
             for source, reason, field in record.rejects:
-                entry = {"path": source, "reason": reason}
-                if field is not None:
-                    entry = {"path": source, "field": field, "reason": reason}
-                file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                file.write(reject_line(source, field, reason))
     os.replace(tmp, out / REJECTS_NAME)
-    path = out / REJECTS_NAME
-    return FileInfo(name=REJECTS_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
+    return file_info(out / REJECTS_NAME, REJECTS_NAME)
 
 
 def _not_transcoded(records: Sequence[ShardRecord]) -> dict[str, int]:

@@ -5,7 +5,6 @@ to a URL."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,13 +19,13 @@ from fastpack.formats import (
     ShardInfo,
     write_manifest,
 )
-from fastpack.formats.checksum import file_sha256
 from fastpack.formats.layout import shard_idx_name
 from fastpack.formats.manifest import version_for
 from fastpack.formats.schema import FileInfo
 from fastpack.formats.wds_index import VERSION_TAG
 from fastpack.storage import Location
 
+from ..written import file_info, reject_line
 from .shard_rows import ShardRows
 
 
@@ -35,7 +34,7 @@ def _write_text(path: Path, text: str) -> FileInfo:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(text.encode("utf-8"))
     os.replace(tmp, path)
-    return FileInfo(name=path.name, bytes=path.stat().st_size, sha256=file_sha256(path))
+    return file_info(path, path.name)
 
 
 def _idx_text(rows: ShardRows, shard_format: str) -> str:
@@ -49,10 +48,7 @@ def _rejects_text(shards: Sequence[ShardRows]) -> str:
     lines = []
     for rows in shards:
         for path, field, reason in rows.rejects:
-            entry = {"path": path, "reason": reason}
-            if field is not None:
-                entry = {"path": path, "field": field, "reason": reason}
-            lines.append(json.dumps(entry, ensure_ascii=False) + "\n")
+            lines.append(reject_line(path, field, reason))
     return "".join(lines)
 
 
@@ -100,7 +96,7 @@ def write_dataset(  # noqa: PLR0913 -- keyword inputs
     ) as index:
         for k, rows in enumerate(shards):
             index.append(rows.part(k, labels[k]))
-    index_info = FileInfo(name=INDEX_NAME, bytes=path.stat().st_size, sha256=file_sha256(path))
+    index_info = file_info(path, INDEX_NAME)
     rejected = sum(len(r.rejects) for r in shards)
     rejects = _write_text(out / REJECTS_NAME, _rejects_text(shards)) if rejected else None
     if not rejected:

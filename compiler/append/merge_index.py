@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 from fastpack.formats import CorruptIndexError, Index, IndexPart, IndexWriter
-from fastpack.formats.checksum import file_sha256
 from fastpack.formats.schema import FileInfo
+
+from ..written import file_info
 
 
 def _blob_bytes(index: Index, name: str) -> int:
@@ -77,4 +78,4 @@ def merge_index(  # noqa: PLR0913 -- keyword inputs
             writer.append(part)
         for part in _parts(added, added_counts, len(previous_counts)):
             writer.append(part)
-    return FileInfo(name=name, bytes=path.stat().st_size, sha256=file_sha256(path))
+    return file_info(path, name)

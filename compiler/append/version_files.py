@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastpack.formats import INDEX_NAME, REJECTS_NAME, Index, Manifest, ShardInfo
-from fastpack.formats.checksum import file_sha256
 from fastpack.formats.layout import (
     version_index_name,
     version_manifest_name,
@@ -19,6 +18,7 @@ from fastpack.formats.layout import (
 from fastpack.formats.manifest import VersionInfo, version_for
 from fastpack.formats.schema import FileInfo
 
+from ..written import file_info
 from .errors import AppendError
 from .merge_index import merge_index
 
@@ -59,7 +59,7 @@ def write_rejects(out: Path, version: int, parts: Sequence[Path]) -> FileInfo | 
             with part.open("rb") as lines:
                 shutil.copyfileobj(lines, file)
     os.replace(tmp, path)
-    return FileInfo(name=name, bytes=path.stat().st_size, sha256=file_sha256(path))
+    return file_info(path, name)
 
 
 def rejects_parts(
