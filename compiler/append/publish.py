@@ -16,7 +16,7 @@ from fastpack.formats.checksum import file_sha256
 from fastpack.formats.layout import shard_idx_name, version_manifest_name
 
 from .errors import AppendError
-from .version_files import rejects_parts, version_manifest, write_index, write_rejects
+from .version_files import write_version
 
 FIRST_VERSION = 1
 
@@ -72,17 +72,14 @@ def publish_local(
     before, text = previous
     staged_dir, added = staged
     shards = move_shards(root, staged_dir, added, len(before.shards))
-    index = write_index(root, version, (root / before.index.name, before), staged)
     old_rejects = root / before.rejects.name if before.rejects is not None else None
-    rejects = write_rejects(root, version, rejects_parts((old_rejects, before), staged))
-    manifest = version_manifest(
-        version=version,
-        previous=before,
-        previous_text=text,
-        staged=added,
+    manifest = write_version(
+        root,
+        version,
+        previous=previous,
+        staged=staged,
         shards=shards,
-        index=index,
-        rejects=rejects,
+        previous_files=(root / before.index.name, old_rejects),
     )
     if before.dataset_version == FIRST_VERSION:
         keep_first_manifest(root, text)

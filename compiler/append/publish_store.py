@@ -18,7 +18,7 @@ from fastpack.storage import Location
 
 from ..build_dir import temp_path
 from .publish import FIRST_VERSION
-from .version_files import rejects_parts, version_manifest, write_index, write_rejects
+from .version_files import write_version
 
 PUBLISH_DIR = ".publish"  # inside the staging directory: version N's files, assembled
 
@@ -74,23 +74,21 @@ def publish_store(
     work = staged_dir / PUBLISH_DIR
     shards = upload_shards(location, staged_dir, added, len(before.shards))
     old_index = download_previous(location, before.index.name, work, before.index)
-    index = write_index(work, version, (old_index, before), staged)
     old_rejects = (
         download_previous(location, before.rejects.name, work, before.rejects)
         if before.rejects is not None
         else None
     )
-    rejects = write_rejects(work, version, rejects_parts((old_rejects, before), staged))
-    manifest = version_manifest(
-        version=version,
-        previous=before,
-        previous_text=text,
-        staged=added,
+    manifest = write_version(
+        work,
+        version,
+        previous=previous,
+        staged=staged,
         shards=shards,
-        index=index,
-        rejects=rejects,
+        previous_files=(old_index, old_rejects),
     )
-    names = [index.name] + ([rejects.name] if rejects is not None else [])
+    names = [manifest.index.name]
+    names += [manifest.rejects.name] if manifest.rejects is not None else []
     if before.dataset_version == FIRST_VERSION:
         first = work / version_manifest_name(FIRST_VERSION)
         first.parent.mkdir(parents=True, exist_ok=True)

@@ -129,3 +129,31 @@ def version_manifest(  # noqa: PLR0913 -- keyword inputs
         dataset_version=version,
         versions=(*previous.versions, before),
     )
+
+
+def write_version(  # noqa: PLR0913 -- keyword inputs
+    out: Path,
+    version: int,
+    *,
+    previous: tuple[Manifest, bytes],
+    staged: tuple[Path, Manifest],
+    shards: Sequence[ShardInfo],
+    previous_files: tuple[Path, Path | None],
+) -> Manifest:
+    """Version N's index and rejects written into `out`, and its manifest (not written), from
+    version N-1 (`previous`: manifest and file bytes; `previous_files`: its index file and
+    rejects file, None where it has none), the staged build (directory and manifest) and the
+    entries of its shards in the dataset."""
+    before, text = previous
+    old_index, old_rejects = previous_files
+    index = write_index(out, version, (old_index, before), staged)
+    rejects = write_rejects(out, version, rejects_parts((old_rejects, before), staged))
+    return version_manifest(
+        version=version,
+        previous=before,
+        previous_text=text,
+        staged=staged[1],
+        shards=shards,
+        index=index,
+        rejects=rejects,
+    )

@@ -63,7 +63,7 @@ def test_an_append_stopped_while_publishing_resumes(
     def stop(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(publish, "write_index", stop)  # after the shards moved
+    monkeypatch.setattr(publish, "write_version", stop)  # after the shards moved
     with pytest.raises(OSError, match="No space left"):
         append(dataset, new_inputs, BuildOptions(workers=1, **QUIET))
     monkeypatch.undo()

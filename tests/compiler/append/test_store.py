@@ -91,7 +91,7 @@ def test_an_append_to_the_store_stopped_while_publishing_resumes(
         raise OSError(28, "No space left on device")
 
     options = BuildOptions(workers=1, **QUIET)
-    monkeypatch.setattr(publish_store, "write_index", stop)  # after the shards' uploads
+    monkeypatch.setattr(publish_store, "write_version", stop)  # after the shards' uploads
     with pytest.raises(OSError, match="No space left"):
         append(
             url, second, BuildOptions(workers=1, **QUIET), staging=staging, storage_options=store
