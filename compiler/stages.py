@@ -19,6 +19,7 @@ from .jobs.shard_job import ShardJob
 from .jobs.shard_record import finished_record
 from .options import BuildOptions
 from .planning.make_plan import make_plan
+from .planning.plan_base import PlanBase
 from .planning.plan_store import Plan, PlanMeta, read_meta
 from .targets.out_dir import OutState, start_build_dir
 
@@ -31,8 +32,10 @@ def plan_build(  # noqa: PLR0913 -- keyword inputs
     state: OutState,
     options: BuildOptions,
     fingerprint: dict[str, Any],
+    base: PlanBase | None = None,
 ) -> PlanMeta:
-    """The interrupted build's plan when resuming one that finished planning, else a new plan."""
+    """The interrupted build's plan when resuming one that finished planning, else a new plan
+    (with `base`, one whose keys and classes continue a dataset's: an append's)."""
     meta = read_meta(out / BUILD_DIR) if state is OutState.RESUME else None
     if meta is None:
         build_dir = start_build_dir(out, fingerprint)
@@ -43,6 +46,7 @@ def plan_build(  # noqa: PLR0913 -- keyword inputs
             shard_size=options.shard_size,
             shuffle_seed=options.shuffle_seed,
             options=options.source_options(),
+            base=base,
         )
     return meta
 

@@ -19,11 +19,11 @@ from ..finish import finish_dataset
 from ..jobs.duplicates import StoredDataset, StoredImages, write_table
 from ..jobs.shard_record import DuplicateLine, KeptLine, load_record
 from ..options import BuildOptions
-from ..planning import Plan, PlanBase, PlanMeta, make_plan, read_meta
+from ..planning import Plan, PlanBase, PlanMeta
 from ..sources.detect import detect_kind, source_id
-from ..stages import run_shards
+from ..stages import plan_build, run_shards
 from ..targets.directory import DirectoryTarget
-from ..targets.out_dir import OPTIONS_NAME, OutState, start_build_dir
+from ..targets.out_dir import OPTIONS_NAME, OutState
 from .duplicate_pass import list_duplicates
 from .errors import AppendError
 
@@ -54,18 +54,9 @@ def _plan(  # noqa: PLR0913 -- keyword inputs
     prints: dict[str, object],
 ) -> tuple[PlanMeta, str]:
     kind = detect_kind(source, options.source_format)
-    meta = read_meta(staged / BUILD_DIR) if state is OutState.RESUME else None
-    if meta is None:
-        build_dir = start_build_dir(staged, prints)
-        meta = make_plan(
-            source,
-            kind,
-            build_dir,
-            shard_size=options.shard_size,
-            shuffle_seed=options.shuffle_seed,
-            options=options.source_options(),
-            base=base,
-        )
+    meta = plan_build(
+        source, staged, kind=kind, state=state, options=options, fingerprint=prints, base=base
+    )
     return meta, kind
 
 
