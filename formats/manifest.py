@@ -465,6 +465,11 @@ def first_difference(found: bytes, expected: bytes) -> str:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
+    return read_manifest_text(path)[0]
+
+
+def read_manifest_text(path: str | os.PathLike[str]) -> tuple[Manifest, bytes]:
+    """The manifest at `path` and the bytes of its file."""
     path = Path(path)
     try:
         text = path.read_bytes()
@@ -472,7 +477,7 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise DatasetNotFoundError(
             f"{path}: no manifest; not a fastpack dataset (or its build has not finished)"
         ) from e
-    return manifest_from_text(text, str(path))
+    return manifest_from_text(text, str(path)), text
 
 
 def write_manifest(path: str | os.PathLike[str], manifest: Manifest) -> None:

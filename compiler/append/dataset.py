@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from fastpack.formats import MANIFEST_NAME, DatasetNotFoundError, Manifest
 from fastpack.formats.layout import VERSIONS_DIR, version_dir
-from fastpack.formats.manifest import manifest_from_text
+from fastpack.formats.manifest import manifest_from_text, read_manifest_text
 from fastpack.storage import Location, RetryPolicy, is_url
 
 from ..build_dir import default_staging_dir
@@ -109,14 +109,7 @@ class LocalDataset:
     def latest(self) -> tuple[Manifest, bytes]:
         if not self.root.is_dir():
             raise DatasetNotFoundError(f"{self.root}: no such dataset directory")
-        path = self.root / MANIFEST_NAME
-        try:
-            text = path.read_bytes()
-        except FileNotFoundError as e:
-            raise DatasetNotFoundError(
-                f"{path}: no manifest; not a fastpack dataset (or its build has not finished)"
-            ) from e
-        return manifest_from_text(text, str(path)), text
+        return read_manifest_text(self.root / MANIFEST_NAME)
 
     def lock(self) -> AppendLock:
         return FileLock(self.root)
