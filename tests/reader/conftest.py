@@ -1,15 +1,18 @@
-"""Datasets for the reader tests, built by `fastpack.compiler.build` from ImageFolder trees."""
+"""Datasets for the reader tests, built by `fastpack.compiler.build` from ImageFolder trees, and
+those datasets published at a `memory://` URL."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 import cv2
+import fsspec
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -112,3 +115,22 @@ def centre_crop(image: npt.NDArray[np.uint8], size: int, resize: int) -> npt.NDA
     resized = cv2.resize(image, (out_w, out_h), interpolation=interpolation)
     top, left = (out_h - size + 1) // 2, (out_w - size + 1) // 2
     return np.asarray(resized[top : top + size, left : left + size])
+
+
+@pytest.fixture
+def publish() -> Iterator[Callable[[Path], str]]:
+    """`publish(root)`: a copy of the dataset at `root` at a new `memory://` URL (removed after)."""
+    fs = fsspec.filesystem("memory")
+    prefixes: list[str] = []
+
+    def copy(root: Path) -> str:
+        prefix = f"/fastpack-{uuid.uuid4().hex[:12]}/ds"
+        prefixes.append(prefix)
+        for path in root.rglob("*"):
+            if path.is_file():
+                fs.pipe_file(f"{prefix}/{path.relative_to(root).as_posix()}", path.read_bytes())
+        return f"memory:/{prefix}"
+
+    yield copy
+    for prefix in prefixes:
+        fs.rm(prefix, recursive=True)

@@ -6,13 +6,11 @@ manifest in `versions/00000N/`, the latest manifest at the top)."""
 from __future__ import annotations
 
 import hashlib
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-import fsspec
 import numpy as np
 import pytest
 from fastpack.compiler import BuildOptions, build
@@ -155,22 +153,3 @@ def versioned(make_image_folder: Callable[..., Path], tmp_path: Path) -> Callabl
         return make_versions(out, shards or (1, count // 2, count))
 
     return make
-
-
-@pytest.fixture
-def publish() -> Iterator[Callable[[Path], str]]:
-    """`publish(root)`: a copy of the dataset at `root` at a new `memory://` URL (removed after)."""
-    fs = fsspec.filesystem("memory")
-    prefixes: list[str] = []
-
-    def copy(root: Path) -> str:
-        prefix = f"/fastpack-{uuid.uuid4().hex[:12]}/ds"
-        prefixes.append(prefix)
-        for path in root.rglob("*"):
-            if path.is_file():
-                fs.pipe_file(f"{prefix}/{path.relative_to(root).as_posix()}", path.read_bytes())
-        return f"memory:/{prefix}"
-
-    yield copy
-    for prefix in prefixes:
-        fs.rm(prefix, recursive=True)
