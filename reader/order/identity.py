@@ -1,11 +1,11 @@
 """What a loader's saved state says its samples are (`dataset_identity`), and how a state saved
 on another version of the same dataset is told from one saved on another dataset.
 
-A dataset's identity is its manifest digest (`dataset`), the version of the dataset that manifest
-describes (`dataset_version`, formats/SPEC.md section 11), the view read and, from version 2 on,
-`origin`: the manifest digest of version 1, which every version of one dataset shares (a
-version-1 identity's own `dataset`). States saved before versions existed name no version: they
-were saved on version 1.
+A dataset's identity is its manifest digest (`dataset`), the view read and, from version 2 on,
+the version of the dataset that manifest describes (`dataset_version`, formats/SPEC.md section
+11) and `origin`: the manifest digest of version 1, which every version of one dataset shares (a
+version-1 identity's own `dataset`). An identity without a version is version 1's: a state saved
+on version 1 is the state saved before versions existed.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from fastpack.formats.manifest import manifest_digest
 
 def dataset_identity(manifest: Manifest, view: View | None) -> dict[str, Any]:
     """The identity of the dataset version `manifest` describes, read through `view` (None:
-    every sample): its manifest digest, version, version 1's digest (`origin`, from version 2
-    on) and the view's name and digest."""
+    every sample): its manifest digest, the view's name and digest and, from version 2 on, the
+    version and version 1's digest (`origin`)."""
     identity: dict[str, Any] = {
         "dataset": manifest_digest(manifest),
-        "dataset_version": manifest.dataset_version,
         "view": None if view is None else {"name": view.name, "digest": view.digest()},
     }
-    if manifest.versions:
+    if manifest.versions:  # version 1's identity is what states saved before versions hold
+        identity["dataset_version"] = manifest.dataset_version
         identity["origin"] = manifest.versions[0].sha256
     return identity
 

@@ -2,13 +2,13 @@
 and restores per DataLoader worker (`StreamingDataset.state_dict`). Plain JSON values:
 
     {"format": "fastpack-stream-state", "version": 1, "epoch": 3, "position": 120,
-     "stream": [rank, world, worker, workers], "seed": 0, "dataset_version": 1,
+     "stream": [rank, world, worker, workers], "seed": 0, "dataset_version": 2,
      "segments": [[world, workers, batch_size, batches], ...], "resident_budget": null}
 
 `position` counts the samples the stream has handed out; `dataset_version` is the version of
-the dataset read (formats/SPEC.md section 11; absent in states saved before versions existed:
-version 1); `segments` and `resident_budget` are there only in an epoch resumed on another
-layout (`elastic`). Every field is checked before use
+the dataset read (formats/SPEC.md section 11), from version 2 on (absent: version 1, as in
+states saved before versions existed); `segments` and `resident_budget` are there only in an
+epoch resumed on another layout (`elastic`). Every field is checked before use
 (`order.schema`); a state that is not this is refused with a `LoaderStateError` naming the
 field.
 """
@@ -86,8 +86,9 @@ def make_state(state: StreamState) -> dict[str, Any]:
         "position": state.position,
         "stream": list(state.stream),
         "seed": state.seed,
-        "dataset_version": state.dataset_version,
     }
+    if state.dataset_version != 1:  # a version-1 state is the state saved before versions
+        saved["dataset_version"] = state.dataset_version
     if state.progress.segments:
         saved["segments"] = [list(s) for s in state.progress.segments]
         saved["resident_budget"] = state.progress.resident_budget

@@ -3,15 +3,15 @@
 Plain JSON values, a few integers and names:
 
     {"format": "fastpack-streaming-state", "version": 1,
-     "dataset": <manifest digest>, "dataset_version": 1, "origin": <version 1's digest>,
+     "dataset": <manifest digest>, "dataset_version": 2, "origin": <version 1's digest>,
      "view": null | {"name": ..., "digest": ...},
      "seed": 0, "shuffle": true, "drop_last": false, "shuffle_window": 4,
      "resident_budget": null, "epoch": 3,
      "segments": [[world, workers, batch_size, batches], ...]}
 
-`origin` is there from dataset version 2 on (`order.identity`). One segment per layout that has
-read part of the epoch, in order (`streaming.elastic`); none: the epoch has not started. A state
-resumes with any world size, worker count and batch size;
+`dataset_version` and `origin` are there from dataset version 2 on (`order.identity`). One
+segment per layout that has read part of the epoch, in order (`streaming.elastic`); none: the
+epoch has not started. A state resumes with any world size, worker count and batch size;
 `resident_budget` (the first layout's resident bytes per rank) fixes that layout's shard order.
 Every field is checked before use (`SCHEMA`, `order.schema`): a `LoaderStateError` names the one
 that is missing, unknown, of another type or out of range. Torch-free.

@@ -69,7 +69,6 @@ def test_a_stream_state_as_saved_resumes(built: Path) -> None:
         "position": 5,
         "stream": [0, 1, 0, 1],
         "seed": 3,
-        "dataset_version": 1,
     }
     resumed = _dataset(built)
     resumed.load_state_dict(state)
