@@ -26,6 +26,17 @@ class IncompleteReadError(OSError):
     """A ranged GET returned fewer bytes than asked for (a cut connection, a shorter object)."""
 
 
+def exact_range(url: str, start: int, end: int, data: bytes) -> bytes:
+    """`data`, read as bytes `[start, end)` of `url`; a read of another length (a server that
+    ignores byte ranges) raises `IncompleteReadError`."""
+    if len(data) != end - start:
+        raise IncompleteReadError(
+            f"{url}: bytes [{start}, {end}) came back as {len(data)} bytes (does the server "
+            "answer byte ranges?)"
+        )
+    return data
+
+
 def temp_name(dest: Path) -> Path:
     """A name beside `dest` private to this process and thread; `.part` marks it unfinished."""
     return dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")

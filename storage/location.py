@@ -20,7 +20,7 @@ from fastpack.formats import DatasetNotFoundError
 
 from . import listing
 from .counts import IO_COUNTS
-from .download import Expected, IncompleteReadError, RemoteObject, download
+from .download import Expected, RemoteObject, download, exact_range
 from .object_reads import (
     FsspecReads,
     ObstoreS3Reads,
@@ -116,13 +116,7 @@ class Location:
         length (a server that ignores byte ranges) raises `IncompleteReadError`."""
         for start in range(0, size, chunk_bytes):
             end = min(start + chunk_bytes, size)
-            chunk = self.read_range(name, start, end)
-            if len(chunk) != end - start:
-                raise IncompleteReadError(
-                    f"{self.url_of(name)}: bytes [{start}, {end}) came back as {len(chunk)} "
-                    "bytes (does the server answer byte ranges?)"
-                )
-            yield chunk
+            yield exact_range(self.url_of(name), start, end, self.read_range(name, start, end))
 
     def size(self, name: str) -> int | None:
         """The size of object `name`, None if there is none."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import google_crc32c
 from fastpack.storage import Location
-from fastpack.storage.download import IncompleteReadError
+from fastpack.storage.download import exact_range
 from fastpack.storage.file_system import on_remote_file_system
 from fastpack.storage.stream import ChunkStream
 
@@ -159,13 +159,7 @@ def _object_ranges(
         raise SourceError(f"{url}: not found")
 
     def read(start: int, end: int) -> bytes:
-        data = location.read_range(name, start, end)
-        if len(data) != end - start:
-            raise IncompleteReadError(
-                f"{url}: bytes [{start}, {end}) came back as {len(data)} bytes (does the "
-                "server answer byte ranges?)"
-            )
-        return data
+        return exact_range(url, start, end, location.read_range(name, start, end))
 
     return read, size
 
