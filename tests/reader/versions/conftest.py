@@ -91,6 +91,15 @@ def _file_info(root: Path, name: str) -> FileInfo:
     return FileInfo(name=name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
+def roll_back(root: Path, version: int) -> bytes:
+    """Put version `version`'s manifest at the top of the dataset `root`, as it was before the
+    later appends; the latest manifest's bytes, whose write publishes it again."""
+    top = root / MANIFEST_NAME
+    latest = top.read_bytes()
+    top.write_bytes((root / version_manifest_name(version)).read_bytes())
+    return latest
+
+
 def make_versions(built: Path, shards: Sequence[int]) -> Versioned:
     """Turn the dataset `built` into one of `len(shards)` versions, version k holding its first
     `shards[k - 1]` shards (the last: all of them)."""

@@ -12,7 +12,7 @@ import pytest
 from fastpack.formats import MANIFEST_NAME, VersionNotFoundError
 from fastpack.reader import Dataset
 
-from .conftest import Versioned
+from .conftest import Versioned, roll_back
 
 
 def test_each_version_reads_its_own_samples(versioned: Callable[..., Versioned]) -> None:
@@ -50,13 +50,11 @@ def test_a_reader_keeps_its_version_while_the_dataset_grows(
     versioned: Callable[..., Versioned],
 ) -> None:
     v = versioned()
-    top = v.path / MANIFEST_NAME
-    latest = top.read_bytes()
-    top.write_bytes((v.path / "versions/000002/fastpack.json").read_bytes())  # before the append
+    latest = roll_back(v.path, 2)  # before the append
     ds, first = Dataset(v.path), Dataset(v.path, version=1)  # the latest then: version 2
     assert ds.version == 2
     before = [first[i][0] for i in range(len(first))]
-    top.write_bytes(latest)  # the append publishes version 3
+    (v.path / MANIFEST_NAME).write_bytes(latest)  # the append publishes version 3
     copy = pickle.loads(pickle.dumps(ds))  # a worker's copy opens again, in the same version
     assert (copy.version, len(copy)) == (2, v.samples[1])
     assert tuple(copy.key(i) for i in range(len(copy))) == v.keys[1]

@@ -12,7 +12,7 @@ import pytest
 from fastpack.formats import MANIFEST_NAME, ChecksumMismatchError, VersionNotFoundError
 from fastpack.reader import LoaderStateError, StreamingDataset
 
-from .conftest import Versioned
+from .conftest import Versioned, roll_back
 
 
 def _keys(ds: StreamingDataset) -> list[str]:
@@ -72,13 +72,11 @@ def test_a_stream_keeps_its_version_while_the_dataset_grows(
     versioned: Callable[..., Versioned],
 ) -> None:
     v = versioned()
-    top = v.path / MANIFEST_NAME
-    latest = top.read_bytes()
-    top.write_bytes((v.path / "versions/000002/fastpack.json").read_bytes())  # before the append
+    latest = roll_back(v.path, 2)  # before the append
     ds = StreamingDataset(v.path, shuffle=False)
     iterator = iter(ds)
     head = [int(next(iterator)[1])]
-    top.write_bytes(latest)  # the append publishes version 3 mid-epoch
+    (v.path / MANIFEST_NAME).write_bytes(latest)  # the append publishes version 3 mid-epoch
     rest = [int(label) for _, label in iterator]
     assert len(head + rest) == v.samples[1]
     assert ds.version == 2
