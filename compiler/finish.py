@@ -15,7 +15,6 @@ from fastpack.formats import (
     MANIFEST_NAME,
     REJECTS_NAME,
     SHARDS_DIR,
-    IndexWriter,
     Manifest,
     Schema,
     ShardInfo,
@@ -32,26 +31,21 @@ from .jobs.index_parts import load_part, part_path
 from .jobs.shard_record import ShardRecord, load_record
 from .options import BuildOptions
 from .planning.plan_store import PlanMeta
-from .written import file_info, reject_line
+from .written import file_info, reject_line, write_index_file
 
 
 def write_index(
     out: Path, records: Sequence[ShardRecord], schema: Schema, shard_format: str = "tar"
 ) -> FileInfo:
     """Announce the totals from the records, then append the parts one shard at a time."""
-    path = out / INDEX_NAME
-    with IndexWriter(
-        path=path,
-        num_samples=sum(r.samples for r in records),
-        num_shards=len(records),
+    parts = (load_part(part_path(out, r.shard), schema.names) for r in records)
+    return write_index_file(
+        out / INDEX_NAME,
+        records,
+        parts,
         fields=schema.names,
-        key_blob_size=sum(r.key_bytes for r in records),
-        source_blob_size=sum(r.source_bytes for r in records),
         version=version_for(schema, shard_format),
-    ) as index:
-        for record in records:
-            index.append(load_part(part_path(out, record.shard), schema.names))
-    return file_info(path, INDEX_NAME)
+    )
 
 
 def write_rejects(out: Path, records: Sequence[ShardRecord]) -> FileInfo | None:

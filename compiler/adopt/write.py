@@ -13,7 +13,6 @@ from fastpack.formats import (
     INDEX_NAME,
     MANIFEST_NAME,
     REJECTS_NAME,
-    IndexWriter,
     Manifest,
     Schema,
     ShardInfo,
@@ -25,7 +24,7 @@ from fastpack.formats.schema import FileInfo
 from fastpack.formats.wds_index import VERSION_TAG
 from fastpack.storage import Location
 
-from ..written import file_info, reject_line
+from ..written import file_info, reject_line, write_index_file
 from .shard_rows import ShardRows
 
 
@@ -84,19 +83,10 @@ def write_dataset(  # noqa: PLR0913 -- keyword inputs
             )
         )
     version = version_for(schema, shard_format, extended=True)
-    path = out / INDEX_NAME
-    with IndexWriter(
-        path=path,
-        num_samples=sum(r.samples for r in shards),
-        num_shards=len(shards),
-        fields=schema.names,
-        key_blob_size=sum(r.key_bytes for r in shards),
-        source_blob_size=sum(r.source_bytes for r in shards),
-        version=version,
-    ) as index:
-        for k, rows in enumerate(shards):
-            index.append(rows.part(k, labels[k]))
-    index_info = file_info(path, INDEX_NAME)
+    parts = (rows.part(k, labels[k]) for k, rows in enumerate(shards))
+    index_info = write_index_file(
+        out / INDEX_NAME, shards, parts, fields=schema.names, version=version
+    )
     rejected = sum(len(r.rejects) for r in shards)
     rejects = _write_text(out / REJECTS_NAME, _rejects_text(shards)) if rejected else None
     if not rejected:
