@@ -168,10 +168,12 @@ class TestStreamingLocal(ReaderContract):
 
 
 class TestStreamingS3(ReaderContract):
+    prefix = "contract"  # of the dataset's URL in the bucket
+
     @pytest.fixture
     def root(self, dataset: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> Path:
         self.server = s3_server
-        self.url = f"s3://{s3_bucket}/contract-{uuid.uuid4().hex[:8]}"
+        self.url = f"s3://{s3_bucket}/{self.prefix}-{uuid.uuid4().hex[:8]}"
         self.cache = tmp_path / "cache"
         self.republish(dataset, dataset)
         return dataset

@@ -9,7 +9,6 @@ members decoded directly (`full_decode` reads them through the index).
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from fastpack.formats import MANIFEST_NAME, read_manifest
 from fastpack.storage import Location
 
 from tests.conftest import jpeg_bytes
-from tests.s3_server import S3Server
 
 from . import test_contract as contract
 from .test_contract import N
@@ -84,13 +82,7 @@ class TestMapStyleShardRoot(contract.TestMapStyleMmap):
 class TestStreamingS3(contract.TestStreamingS3):
     """Every file of the indexed dataset (the tars beside it) put at a URL."""
 
-    @pytest.fixture
-    def root(self, dataset: Path, s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> Path:
-        self.server = s3_server
-        self.url = f"s3://{s3_bucket}/adopted-{uuid.uuid4().hex[:8]}"
-        self.cache = tmp_path / "cache"
-        self.republish(dataset, dataset)
-        return dataset
+    prefix = "adopted"
 
     def republish(self, root: Path, dataset: Path) -> None:
         location = Location(self.url, self.server.storage_options)
