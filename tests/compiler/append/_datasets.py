@@ -23,6 +23,14 @@ def image_folder(root: Path, classes: dict[str, int], seed: int = 0) -> Path:
     return root
 
 
+def write_folder(root: Path, files: dict[str, bytes]) -> Path:
+    """`root` holding `files` (bytes by path relative to it)."""
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
 def samples(root: Path, version: int | None = None) -> list[tuple[str, str, int, bytes]]:
     """`(key, source, label, image bytes)` of every sample of a version of the dataset."""
     files = DatasetFiles(root, version=version)

@@ -34,7 +34,7 @@ from fastpack.reader import verify_dataset
 
 from fastpack.cli import main
 from tests.compiler._helpers import QUIET, tree_bytes
-from tests.compiler.append._datasets import samples
+from tests.compiler.append._datasets import samples, write_folder
 from tests.compiler.test_resume import group_gone, wait_for
 from tests.conftest import jpeg_bytes
 
@@ -53,10 +53,7 @@ def _source(root: Path, dataset: Path) -> tuple[Path, dict[str, bytes]]:
         "eel/fresh_1.jpg": jpeg_bytes(28, 30, seed=502),
         "eel/fresh_2.jpg": jpeg_bytes(32, 26, seed=503),
     }
-    for name, data in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(data)
-    return root, files
+    return write_folder(root, files), files
 
 
 def _small(dataset: Path) -> set[bytes]:

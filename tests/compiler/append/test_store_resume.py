@@ -15,7 +15,7 @@ from fastpack.compiler import BuildOptions, append, build
 from fastpack.storage import Location
 
 from tests.compiler._helpers import QUIET, tree_bytes
-from tests.compiler.append._datasets import image_folder, samples
+from tests.compiler.append._datasets import image_folder, samples, write_folder
 from tests.compiler.targets.test_store_build import store_bytes
 from tests.compiler.test_resume import big_folder, group_gone, wait_for
 from tests.conftest import jpeg_bytes
@@ -83,9 +83,7 @@ def test_duplicates_of_members_in_the_store(
         "eel/twin_2.jpg": jpeg_bytes(30, 36, seed=501),
         "eel/fresh.jpg": jpeg_bytes(28, 30, seed=502),
     }
-    for name, data in files.items():
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        (source / name).write_bytes(data)
+    write_folder(source, files)
     options = BuildOptions(workers=2, **QUIET)
     mine = append(local, source, options, skip_duplicates=True)
     theirs = append(
