@@ -16,7 +16,7 @@ from fastpack.formats import Index, Schema
 from fastpack.formats.tfrecord import RecordProblem, RecordSpan, scan_records
 from fastpack.formats.wds_index import VERSION_TAG
 
-from .members import Rows, key_of, present, where
+from .members import Rows, key_of, outside_problems, present
 
 _GROUP = 4  # ext, data offset, size, member name
 Buffer = bytes | memoryview | mmap.mmap
@@ -101,15 +101,13 @@ def record_problems(  # noqa: PLR0913 -- keyword inputs
             problems.append(f"{what}: {why}")
             continue
         span: RecordSpan = found[0]
-        start, stop = offset + span.data_offset, offset + span.data_offset + span.size
-        for f in schema.names:
-            if not present(index, f, row):
-                continue
-            begin = int(index.offsets(f)[row])
-            end = begin + int(index.sizes(f)[row])
-            if not start <= begin <= end <= stop:
-                problems.append(
-                    f"{where(name, index, row, f)}: bytes [{begin}, {end}) lie outside the data "
-                    f"[{start}, {stop}) of its record at byte {offset}"
-                )
+        start = offset + span.data_offset
+        problems += outside_problems(
+            name,
+            index,
+            schema.names,
+            row,
+            span=(start, start + span.size),
+            holder=f"its record at byte {offset}",
+        )
     return problems

@@ -90,6 +90,26 @@ def where(shard: str, index: Index, row: int, field: str) -> str:
     return f"{shard}: sample {row} (key {key_of(index, row)}) field {field!r}"
 
 
+def outside_problems(  # noqa: PLR0913 -- the sample, then the record's span and name
+    shard: str, index: Index, fields: Sequence[str], row: int, *, span: tuple[int, int], holder: str
+) -> list[str]:
+    """The members of sample `row` (of `fields`) whose bytes do not lie in `span` (`[start,
+    stop)`, the data of the record `holder` names) of the shard `shard`."""
+    start, stop = span
+    problems = []
+    for f in fields:
+        if not present(index, f, row):
+            continue
+        begin = int(index.offsets(f)[row])
+        end = begin + int(index.sizes(f)[row])
+        if not start <= begin <= end <= stop:
+            problems.append(
+                f"{where(shard, index, row, f)}: bytes [{begin}, {end}) lie outside the data "
+                f"[{start}, {stop}) of {holder}"
+            )
+    return problems
+
+
 def absent_problems(shard: str, index: Index, schema: Schema, rows: Rows) -> list[str]:
     """The absent markers of samples `rows` that break the rules: one in a field that is not
     optional, or one whose size and crc32 are not 0."""

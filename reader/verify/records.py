@@ -27,7 +27,7 @@ from fastpack.formats.tfrecord import (
     scan_records,
 )
 
-from .members import Rows, key_of, present, where
+from .members import Rows, key_of, outside_problems, present, where
 
 Buffer = bytes | mmap.mmap  # a window of a remote shard, or a local shard mapped whole
 
@@ -142,20 +142,15 @@ class SampleRecords:
         return problems
 
     def _placement(self, record: Record, row: int) -> list[str]:
-        index, span = self.index, record.span
-        start, stop = span.data_offset, span.data_offset + span.size
-        problems = []
-        for f in self.schema.names:
-            if not present(index, f, row):
-                continue
-            offset = int(index.offsets(f)[row])
-            end = offset + int(index.sizes(f)[row])
-            if not start <= offset <= end <= stop:
-                problems.append(
-                    f"{where(self.name, index, row, f)}: bytes [{offset}, {end}) lie outside the "
-                    f"data [{start}, {stop}) of record {record.number} at byte {span.offset}"
-                )
-        return problems
+        span = record.span
+        return outside_problems(
+            self.name,
+            self.index,
+            self.schema.names,
+            row,
+            span=(span.data_offset, span.data_offset + span.size),
+            holder=f"record {record.number} at byte {span.offset}",
+        )
 
     def _example(self, record: Record, row: int, data: Buffer, base: int) -> list[str]:
         span = record.span
