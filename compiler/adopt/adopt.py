@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +156,7 @@ def index_shards(
         Path(out_text).mkdir(parents=True, exist_ok=True)
         manifest = write(Path(out_text))
     summary = BuildSummary.of_manifest(manifest, time.perf_counter() - started)
-    notes = tuple(note for rows in results for note in rows.notes)
-    return BuildSummary(
-        inputs=summary.inputs,
-        samples=summary.samples,
-        shards=summary.shards,
-        bytes=summary.bytes,
-        rejected=summary.rejected,
-        converted=0,
-        seconds=summary.seconds,
-        notes=notes,
-    )
+    return replace(summary, notes=tuple(note for rows in results for note in rows.notes))
 
 
 def _labels(
