@@ -90,7 +90,7 @@ def where(shard: str, index: Index, row: int, field: str) -> str:
     return f"{shard}: sample {row} (key {key_of(index, row)}) field {field!r}"
 
 
-def outside_problems(  # noqa: PLR0913 -- the sample, then the record's span and name
+def outside_problems(  # noqa: PLR0913 -- keyword inputs
     shard: str, index: Index, fields: Sequence[str], row: int, *, span: tuple[int, int], holder: str
 ) -> list[str]:
     """The members of sample `row` (of `fields`) whose bytes do not lie in `span` (`[start,
