@@ -5,6 +5,7 @@ as the shard's `SourceError`, and a label text turned into the sample's label.""
 from __future__ import annotations
 
 import io
+from typing import BinaryIO
 
 from fastpack.formats import FastpackError
 
@@ -41,7 +42,7 @@ class ShardIndexer:
             raise SourceError(f"{self.source.url}: cannot read: {e.strerror or e}") from e
         return self.rows
 
-    def _scan(self, stream: io.BufferedReader) -> None:
+    def _scan(self, stream: BinaryIO) -> None:
         """Fill `self.rows` from the shard's bytes."""
         raise NotImplementedError
 

@@ -12,7 +12,7 @@ key itself where it names the shard already. A rejected record is listed as
 
 from __future__ import annotations
 
-import io
+from typing import BinaryIO
 
 from fastpack.formats import ShardFormatError
 from fastpack.formats.example import Feature, decode_varint, parse_example
@@ -34,7 +34,7 @@ class _RecordIndexer(ShardIndexer):
         super().__init__(source, settings, text_labels)
         self.layout = settings.records
 
-    def _scan(self, stream: io.BufferedReader) -> None:
+    def _scan(self, stream: BinaryIO) -> None:
         for found in file_records(stream):
             self.rows.inputs += 1
             if isinstance(found, RecordFault):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import io
+from typing import BinaryIO
 
 from .indexer import ShardIndexer
 from .job import JobSettings, ShardSource
@@ -34,7 +34,7 @@ class _TarIndexer(ShardIndexer):
             raise ValueError("a tar job needs a tar layout")
         self.wanted = {*layout.images, *layout.fields, *([layout.label] if layout.label else [])}
 
-    def _scan(self, stream: io.BufferedReader) -> None:
+    def _scan(self, stream: BinaryIO) -> None:
         # the end-of-archive blocks and what follows them are left to `run`
         for found in tar_samples(stream, self.wanted.__contains__):
             if isinstance(found, TarCut):
