@@ -108,7 +108,7 @@ def _read_shard(url: str, storage_options: dict[str, Any]) -> int:
 
 def _started(seconds: float) -> int:
     """A reader process started, with what it reads with imported."""
-    import fastpack.compiler.adopt.stream  # noqa: F401, PLC0415 -- imported before the clock
+    import fastpack.compiler.adopt.stream  # noqa: F401, PLC0415 -- side effect: loaded before the clock starts
 
     time.sleep(seconds)
     return os.getpid()
