@@ -67,11 +67,6 @@ class HashingReader(io.RawIOBase):
         self.position += size
         return size
 
-    def drain(self) -> None:
-        """Read (and hash) whatever is left."""
-        while self.read(READ_BYTES):
-            pass
-
     def digest(self) -> ShardDigest:
         return ShardDigest(self.position, self._sha.hexdigest(), self._crc)
 
