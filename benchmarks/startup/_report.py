@@ -393,12 +393,19 @@ def _fixes(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _command(results: dict[str, Any], part: str) -> str | None:
+    """The command line of the run that measured `part` (None: not measured)."""
+    meta: dict[str, Any] = results.get(part, {}).get("meta", {})
+    return meta.get("command")
+
+
 def _peers(results: dict[str, Any]) -> list[str]:
     peers = results["peers"]["data"]
     n = peers["samples"]
     rows = list(peers["rows"])
     fastpack = results.get("startup", {}).get("data", {}).get(str(n))
-    if fastpack:
+    same_run = _command(results, "peers") == _command(results, "startup")
+    if fastpack and same_run:  # seconds of two runs are not set side by side
         seconds = [r["startup_s"] for r in fastpack]
         what = f"fastpack, {_samples(n)} samples (table above)"
         rows.insert(0, {"what": what, "seconds": seconds})
@@ -407,7 +414,7 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "",
         "Start-up to the first batch of 64 at 224x224, 2 workers, each run a fresh process with "
         "the peer's imports done before the clock starts (`benchmarks/startup/peer_startup.py`, "
-        "peers as in `benchmarks/readers/RESULTS.md`). The datasets repeat the corpus: "
+        "peers as in `../readers/RESULTS.md`). The datasets repeat the corpus: "
         "webdataset and DALI list the "
         "corpus's tars (and DALI their indexes) again and again (symbolic links); LitData and "
         "Mosaic list their chunks (shards) again and again, in an `index.json` of that many "
@@ -419,13 +426,21 @@ def _peers(results: dict[str, Any]) -> list[str]:
         "used before, for comparison. Seconds; memory is the listing process's RSS growth. FFCV "
         "is not here: its dataset is one `.beton` file that cannot be repeated by links, and "
         "writing 1M samples through its re-encoding writer would take about 25 minutes here; "
-        "its start-up at 3,000 samples (`benchmarks/readers/RESULTS.md`) is mostly numba "
+        "its start-up at 3,000 samples (`../readers/RESULTS.md`) is mostly numba "
         "compiling its pipeline, "
         "which more samples cannot shorten.",
         "",
         "| what | runs | seconds, median (range) | RSS growth MiB |",
         "|---|---:|---|---:|",
     ]
+    if fastpack and not same_run:
+        date = results["peers"]["meta"].get("date", "?")
+        lines[2:2] = [
+            f"The peers were measured in another run ({date}, its load and commit above) than "
+            "fastpack's start-up: fastpack is not set beside them, as seconds of two runs on a "
+            "shared machine do not compare.",
+            "",
+        ]
     for row in rows:
         growth = row.get("rss_growth_kib")
         cell = f"{_med(growth) / MIB:,.0f}" if growth else ""
