@@ -18,6 +18,7 @@ DISTRIBUTIONS = (
     "simplejpeg",
     "opencv-python-headless",
     "pillow",
+    "pillow-simd",
     "webdataset",
     "litdata",
     "ffcv",

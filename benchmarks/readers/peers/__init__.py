@@ -40,7 +40,12 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "imagefolder-pil": PeerInfo(
         "imagefolder_peer", "imagefolder", "processes", "none",
-        "one file per image, PIL decode + transform, torch DataLoader",
+        "one file per image, PIL decode + transform (Pillow-SIMD where installed, see the "
+        "versions), torch DataLoader",
+    ),
+    "imagefolder-cv2": PeerInfo(
+        "imagefolder_cv2_peer", "imagefolder", "processes", "none",
+        "one file per image, OpenCV decode (cv2.imdecode) + OpenCV crop/resize, torch DataLoader",
     ),
     "wds-simplejpeg": PeerInfo(
         "wds_simplejpeg_peer", "webdataset", "processes", "ShardWriter, 1 process",
@@ -52,7 +57,8 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "litdata": PeerInfo(
         "litdata_peer", "litdata", "processes", "optimize, {workers} processes",
-        "LitData chunks, StreamingDataset + StreamingDataLoader, PIL decode + transform",
+        "LitData chunks of JPEG bytes, StreamingDataset + StreamingDataLoader, simplejpeg full "
+        "decode + OpenCV crop/resize",
     ),
     "ffcv": PeerInfo(
         "ffcv_peer", "ffcv", "threads", "DatasetWriter, {workers} processes, re-encodes",
@@ -64,7 +70,8 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "mosaic": PeerInfo(
         "mosaic_peer", "mosaic", "processes", "MDSWriter, 1 process",
-        "Mosaic Streaming MDS, StreamingDataset + StreamingDataLoader, PIL decode + transform",
+        "Mosaic Streaming MDS (bytes column), StreamingDataset + StreamingDataLoader, simplejpeg "
+        "full decode + OpenCV crop/resize",
     ),
 }  # fmt: skip
 

@@ -1,5 +1,6 @@
 """RandomResizedCrop + horizontal flip, with torchvision's semantics, for the peers that have no
-transform of their own: a PIL version (torchvision on PIL images) and a numpy/OpenCV version."""
+transform of their own: a PIL version (torchvision on PIL images) and a numpy/OpenCV version, the
+latter after a simplejpeg or an OpenCV decode."""
 
 from __future__ import annotations
 
@@ -79,3 +80,21 @@ def cv_random_resized_crop(pixels: Pixels, rng: random.Random) -> Pixels:
 def simplejpeg_decode_crop(data: bytes, rng: random.Random) -> Pixels:
     """Full-size simplejpeg decode, then `cv_random_resized_crop`."""
     return cv_random_resized_crop(simplejpeg.decode_jpeg(data, colorspace="RGB"), rng)
+
+
+def cv2_decode_crop(data: bytes, rng: random.Random) -> Pixels:
+    """Full-size OpenCV decode (`cv2.imdecode`, BGR), then `cv_random_resized_crop`; the channels
+    are swapped to RGB on the 224 x 224 output, where it costs least (the crop, resize and flip
+    do not depend on the channel order)."""
+    bgr = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError(f"OpenCV could not decode a {len(data)}-byte image")
+    out = cv_random_resized_crop(cast(Pixels, bgr), rng)
+    return cast(Pixels, cv2.cvtColor(out, cv2.COLOR_BGR2RGB))
+
+
+def single_threaded_opencv() -> None:
+    """OpenCV without its thread pool in this process and in the worker processes it forks
+    afterwards: the workers are the parallelism. Called by a peer's `loader` before any worker
+    starts (setting it inside a forked worker whose parent had a live pool can deadlock)."""
+    cv2.setNumThreads(1)

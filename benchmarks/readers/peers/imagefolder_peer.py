@@ -1,9 +1,14 @@
-"""ImageFolder-style baseline: one file per sample, PIL decode and transform, torch DataLoader."""
+"""ImageFolder-style baseline: one file per sample, PIL decode and transform, torch DataLoader.
+
+The benchmark environment installs Pillow-SIMD in place of Pillow (`setup_peers.sh`), so PIL's
+resize here is the SIMD one; the version record names the distribution that is installed.
+`folder_loader` is shared with `imagefolder_cv2_peer`, which only decodes differently."""
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
@@ -50,12 +55,17 @@ def list_like_torchvision(root: Path) -> list[tuple[str, int]]:
     return samples
 
 
+# Reads the image at a path and returns its RandomResizedCrop + flip.
+Read = Callable[[str, random.Random], Pixels]
+
+
 class _Folder(Dataset[tuple[Pixels, int]]):
     """torchvision's `ImageFolder` as far as the benchmark needs: a list of (path, label)
-    made by the same listing."""
+    made by the same listing, each item read by `read`."""
 
-    def __init__(self, root: Path, seed: int) -> None:
+    def __init__(self, root: Path, read: Read, seed: int) -> None:
         self.samples = list_like_torchvision(root)
+        self.read = read
         self.seed = seed
         self._rng: random.Random | None = None
 
@@ -66,17 +76,28 @@ class _Folder(Dataset[tuple[Pixels, int]]):
         if self._rng is None:
             self._rng = worker_rng(self.seed)
         path, label = self.samples[i]
-        with Image.open(path) as image:
-            return pil_random_resized_crop(image, self._rng), label
+        return self.read(path, self._rng), label
 
 
-def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+def folder_loader(
+    workdir: Path, read: Read, batch_size: int, workers: int, seed: int
+) -> FixedEpochs:
+    """A shuffling torch DataLoader over the corpus `convert` recorded, items read by `read`."""
     root = Path((workdir / "corpus.txt").read_text())
     data = DataLoader(
-        _Folder(root, seed),
+        _Folder(root, read, seed),
         batch_size=batch_size,
         shuffle=True,
         collate_fn=collate,
         **worker_options(workers),
     )
     return FixedEpochs(data)
+
+
+def _pil_read(path: str, rng: random.Random) -> Pixels:
+    with Image.open(path) as image:
+        return pil_random_resized_crop(image, rng)
+
+
+def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+    return folder_loader(workdir, _pil_read, batch_size, workers, seed)

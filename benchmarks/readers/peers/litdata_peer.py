@@ -1,7 +1,13 @@
 """LitData: `litdata.optimize` chunks, `StreamingDataset` + `StreamingDataLoader`.
 
-Images are stored as the original JPEG bytes. LitData's own JPEG decode path needs torchvision
-(absent here), so samples are decoded and transformed with PIL, as torchvision does on PIL images.
+Configuration: `optimize` writes 16 MB chunks in random order with `workers` processes, each
+sample the original JPEG bytes (LitData's "bytes" serializer: no re-encode) and its label. The
+loader is a `StreamingDataset` over the local chunks (`shuffle=True`) under a
+`StreamingDataLoader` with `workers` persistent worker processes; its `transform` decodes each
+sample with simplejpeg (libjpeg-turbo, full size) and applies the same RandomResizedCrop + flip
+as the other OpenCV peers. LitData's own image serializer would decode with PIL, or with
+torchvision's `decode_jpeg` where torchvision is installed (it is not here); simplejpeg is the
+faster of what this environment has. OpenCV's thread pool is off before the workers fork.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from benchmarks.readers.peers._base import (
     worker_options,
     worker_rng,
 )
-from benchmarks.readers.peers._crop import Pixels, pil_decode_crop
+from benchmarks.readers.peers._crop import Pixels, simplejpeg_decode_crop, single_threaded_opencv
 
 CHUNK_BYTES = "16MB"
 
@@ -55,11 +61,11 @@ class _Transform:
     def __call__(self, item: dict[str, Any]) -> tuple[Pixels, int]:
         if self._rng is None:
             self._rng = worker_rng(self.seed)
-        return pil_decode_crop(item["image"], self._rng), int(item["label"])
+        return simplejpeg_decode_crop(item["image"], self._rng), int(item["label"])
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
-
+    single_threaded_opencv()
     dataset = StreamingDataset(
         str(workdir / "chunks"),
         cache_dir=str(workdir / "cache"),

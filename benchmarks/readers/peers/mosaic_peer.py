@@ -1,5 +1,14 @@
-"""Mosaic Streaming: MDS shards written by `MDSWriter` ("jpeg" column: the file bytes as they
-are), read by `StreamingDataset` + `StreamingDataLoader`; PIL decode and transform.
+"""Mosaic Streaming: MDS shards written by `MDSWriter`, read by `StreamingDataset` +
+`StreamingDataLoader`; simplejpeg decode and OpenCV transform.
+
+Configuration: `MDSWriter` in one process writes 16 MB shards, uncompressed, in random order;
+each sample is the JPEG file's bytes in a "bytes" column (no re-encode, and no decode by the
+reader: MDS's "jpeg" encoding would hand back a PIL image) and its label in an "int" column.
+The loader is a `StreamingDataset` over the local shards (`shuffle=True`, Mosaic's default
+shuffle algorithm, `batch_size` given so that its partitioning matches the batches) under a
+`StreamingDataLoader` with `workers` persistent worker processes. `__getitem__` decodes with
+simplejpeg (libjpeg-turbo, full size) and applies the same RandomResizedCrop + flip as the other
+OpenCV peers. OpenCV's thread pool is off before the workers fork.
 
 `import streaming` needs torchvision; without it, `benchmarks/readers/stubs` stands
 in (see its README).
@@ -13,8 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from benchmarks.readers.peers._base import (
     FixedEpochs,
     collate,
@@ -23,7 +30,7 @@ from benchmarks.readers.peers._base import (
     worker_options,
     worker_rng,
 )
-from benchmarks.readers.peers._crop import Pixels, pil_random_resized_crop
+from benchmarks.readers.peers._crop import Pixels, simplejpeg_decode_crop, single_threaded_opencv
 
 SHARD_BYTES = 16 << 20
 
@@ -39,11 +46,10 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
     """`MDSWriter` in one process (its parallel path is one writer per process plus a merge)."""
     samples = list_imagefolder(imagefolder_root(imagefolder))
     random.Random(0).shuffle(samples)
-    columns = {"image": "jpeg", "label": "int"}
+    columns = {"image": "bytes", "label": "int"}
     with MDSWriter(out=str(workdir / "mds"), columns=columns, size_limit=SHARD_BYTES) as out:
         for sample in samples:
-            with Image.open(sample.path) as image:
-                out.write({"image": image, "label": sample.label})
+            out.write({"image": sample.path.read_bytes(), "label": sample.label})
 
 
 def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
@@ -55,7 +61,7 @@ def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
             if self._rng is None:
                 self._rng = worker_rng(seed)
             item = super().__getitem__(i)
-            return pil_random_resized_crop(item["image"], self._rng), int(item["label"])
+            return simplejpeg_decode_crop(item["image"], self._rng), int(item["label"])
 
     return Dataset(
         local=str(workdir / "mds"),
@@ -66,7 +72,7 @@ def _dataset(workdir: Path, batch_size: int, seed: int) -> Any:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
-
+    single_threaded_opencv()
     clean_stale_shared_memory()
     dataset = _dataset(workdir, batch_size, seed)
     return FixedEpochs(

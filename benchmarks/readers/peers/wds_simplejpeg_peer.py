@@ -1,4 +1,5 @@
-"""webdataset tars read by the webdataset library; simplejpeg full decode + OpenCV crop/resize."""
+"""webdataset tars read by the webdataset library; simplejpeg full decode + OpenCV crop/resize,
+OpenCV's thread pool off (the DataLoader's worker processes are the parallelism)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 from benchmarks.readers.peers import _wds
 from benchmarks.readers.peers._base import FixedEpochs
-from benchmarks.readers.peers._crop import simplejpeg_decode_crop
+from benchmarks.readers.peers._crop import simplejpeg_decode_crop, single_threaded_opencv
 
 
 def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
@@ -15,4 +16,5 @@ def convert(imagefolder: Path, workdir: Path, workers: int) -> None:
 
 
 def loader(workdir: Path, batch_size: int, workers: int, seed: int) -> FixedEpochs:
+    single_threaded_opencv()
     return _wds.make_loader(workdir, simplejpeg_decode_crop, batch_size, workers, seed)
