@@ -21,6 +21,15 @@
  *   tools stop at 500);
  * - window coordinates out of range (checked before any arithmetic on them).
  *
+ * Restart markers: in a sequential Huffman-coded file with a restart marker every R MCU rows
+ * (`fastpack build --restart-rows R`), the entropy decoding starts at the last marker at least
+ * one MCU row above the window instead of at the top. A marker resets the DC predictors, so
+ * the data after it decodes alone: the decode reads a copy of the file whose frame height is
+ * lowered by the rows cut off, whose entropy-coded data starts after that marker, and whose
+ * later markers are renumbered from RST0 (see cut_above()). The one MCU row of context keeps
+ * chroma upsampling exact: the window's first row reads the chroma row above it. A file
+ * without such markers decodes from the top, as before.
+ *
  * The GIL is released for the whole decode.
  */
 #define PY_SSIZE_T_CLEAN
@@ -29,6 +38,7 @@
 #include <limits.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* libjpeg, the version it needs, the limits and parse_limits, ErrorManager, require_complete,
@@ -53,12 +63,135 @@ typedef struct {
     size_t capacity;
     /* out */
     long x0, columns, y0, rows, image_height, image_width;
+    long rows_cut;             /* full-size rows above the entropy decoding's start */
+    unsigned char *cut_buffer; /* the cut file (malloc), freed by the caller */
     int failed;
     char message[MESSAGE_BYTES];
 } Job;
 
 static long clamp(long value, long low, long high) {
     return value < low ? low : (value > high ? high : value);
+}
+
+/* Where the frame header's height field is among the header bytes [0, end) (the SOF0 or SOF1
+ * segment: FF Cn, length, precision, then the height), or -1 where there is none. */
+static long frame_height_at(const unsigned char *data, size_t end) {
+    size_t pos = 2; /* after SOI */
+    while (pos + 4 <= end) {
+        if (data[pos] != 0xFF) return -1;
+        unsigned char marker = data[pos + 1];
+        if (marker == 0xFF) { /* a fill byte before a marker */
+            pos++;
+            continue;
+        }
+        size_t length = ((size_t)data[pos + 2] << 8) | data[pos + 3];
+        if (length < 2 || pos + 2 + length > end) return -1;
+        if (marker == 0xC0 || marker == 0xC1) return length >= 8 ? (long)(pos + 5) : -1;
+        pos += 2 + length;
+    }
+    return -1;
+}
+
+/* Calls `visit` on each restart marker of the entropy-coded data [0, size), in order (the
+ * offset of its FF byte and how many came before it), until `visit` returns nonzero (which
+ * this returns) or a marker other than a restart marker (EOI) or the end of the data comes
+ * (0). Stuffed zero bytes (FF 00) and fill bytes (FF FF) are skipped. */
+typedef int (*RestartVisitor)(unsigned char *data, size_t at, long seen, void *context);
+
+static int each_restart(unsigned char *data, size_t size, RestartVisitor visit, void *context) {
+    long seen = 0;
+    size_t pos = 0;
+    while (pos + 1 < size) {
+        unsigned char *ff = memchr(data + pos, 0xFF, size - 1 - pos);
+        if (ff == NULL) return 0;
+        pos = (size_t)(ff - data);
+        unsigned char next = data[pos + 1];
+        if (next == 0xFF) {
+            pos++;
+        } else if (next == 0x00) {
+            pos += 2;
+        } else if (next >= 0xD0 && next <= 0xD7) {
+            int stop = visit(data, pos, seen++, context);
+            if (stop) return stop;
+            pos += 2;
+        } else {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    long wanted; /* the marker that ends this many restart intervals */
+    size_t after;
+} RestartSearch;
+
+/* Stops at the wanted marker; a marker numbered out of turn stops the search unfound. */
+static int find_restart(unsigned char *data, size_t at, long seen, void *context) {
+    RestartSearch *search = context;
+    if (data[at + 1] != 0xD0 + (seen & 7)) return -1;
+    if (seen + 1 < search->wanted) return 0;
+    search->after = at + 2;
+    return 1;
+}
+
+static int renumber_restart(unsigned char *data, size_t at, long seen, void *context) {
+    (void)context;
+    data[at + 1] = (unsigned char)(0xD0 + (seen & 7));
+    return 0;
+}
+
+/* Where the file has restart markers every whole number of MCU rows (and is sequential,
+ * Huffman-coded, one scan of every component), and the decode needs nothing above scaled row
+ * `first_row` but one MCU row of context: points `cinfo` at a copy of the file that starts at
+ * the last restart marker above that context (job->cut_buffer; its header read) and returns
+ * the full-size rows cut off. Returns 0, `cinfo` untouched, where no cut applies. */
+static long cut_above(j_decompress_ptr cinfo, Job *job, long first_row) {
+    if (cinfo->progressive_mode || cinfo->arith_code || cinfo->restart_interval == 0 ||
+        cinfo->comps_in_scan != cinfo->num_components)
+        return 0;
+    int interleaved = cinfo->num_components > 1; /* else an MCU is one 8 x 8 block */
+    long mcu_h = DCTSIZE * (interleaved ? cinfo->max_v_samp_factor : 1);
+    long mcu_w = DCTSIZE * (interleaved ? cinfo->max_h_samp_factor : 1);
+    long per_row = ((long)cinfo->image_width + mcu_w - 1) / mcu_w;
+    if (cinfo->restart_interval % per_row != 0) return 0;
+    long rows_per_interval = (long)cinfo->restart_interval / per_row;
+    long mcu_row = first_row / (mcu_h >> job->shift) - 1; /* one MCU row of context */
+    long intervals = mcu_row / rows_per_interval;
+    if (intervals < 1) return 0;
+    long rows_cut = intervals * rows_per_interval * mcu_h;
+    if (rows_cut >= (long)cinfo->image_height) return 0;
+
+    size_t header = (size_t)(cinfo->src->next_input_byte - job->data); /* through the SOS */
+    long height_at = frame_height_at(job->data, header);
+    if (height_at < 0 || header >= job->size) return 0;
+    RestartSearch search = {intervals, 0};
+    if (each_restart((unsigned char *)job->data + header, job->size - header, find_restart,
+                     &search) != 1)
+        return 0;
+    size_t start = header + search.after, tail = job->size - start;
+    unsigned char *cut = malloc(header + tail);
+    if (cut == NULL) return 0;
+    memcpy(cut, job->data, header);
+    long height = (long)cinfo->image_height - rows_cut;
+    cut[height_at] = (unsigned char)(height >> 8);
+    cut[height_at + 1] = (unsigned char)(height & 0xFF);
+    memcpy(cut + header, job->data + start, tail);
+    each_restart(cut + header, tail, renumber_restart, NULL);
+    job->cut_buffer = cut;
+    jpeg_abort_decompress(cinfo);
+    jpeg_mem_src(cinfo, cut, (unsigned long)(header + tail));
+    jpeg_read_header(cinfo, TRUE);
+    return rows_cut;
+}
+
+/* The output the job asks for; again after each jpeg_read_header, which resets it. */
+static void set_output(j_decompress_ptr cinfo, const Job *job) {
+    cinfo->out_color_space = JCS_RGB;
+    cinfo->scale_num = 1;
+    cinfo->scale_denom = 1u << job->shift;
+    cinfo->dct_method = job->fastdct ? JDCT_IFAST : JDCT_ISLOW;
+    cinfo->do_fancy_upsampling = job->fastupsample ? FALSE : TRUE;
 }
 
 /* Runs without the GIL. Fills job->out with rows x columns x 3 bytes (RGB) covering the window
@@ -82,13 +215,8 @@ static void run(Job *job) {
     use_limits(&cinfo, &limit, job->max_memory, job->max_scans);
     jpeg_mem_src(&cinfo, job->data, (unsigned long)job->size);
     jpeg_read_header(&cinfo, TRUE);
-    cinfo.out_color_space = JCS_RGB;
-    cinfo.scale_num = 1;
-    cinfo.scale_denom = 1u << job->shift;
-    cinfo.dct_method = job->fastdct ? JDCT_IFAST : JDCT_ISLOW;
-    cinfo.do_fancy_upsampling = job->fastupsample ? FALSE : TRUE;
-    jpeg_start_decompress(&cinfo); /* reads a whole multi-scan file: coef_bits are final */
-    require_complete(&cinfo);
+    set_output(&cinfo, job);
+    jpeg_calc_output_dimensions(&cinfo);
 
     long image_h = (long)cinfo.output_height, image_w = (long)cinfo.output_width;
     job->image_height = image_h;
@@ -106,6 +234,16 @@ static void run(Job *job) {
         x0 = x1 - MIN_COLUMNS > 0 ? x1 - MIN_COLUMNS : 0;
     }
 
+    long rows_cut = cut_above(&cinfo, job, y0);
+    long offset = rows_cut >> job->shift; /* the same rows at the decode's scale */
+    if (rows_cut > 0) set_output(&cinfo, job);
+    jpeg_start_decompress(&cinfo); /* reads a whole multi-scan file: coef_bits are final */
+    require_complete(&cinfo);
+    if ((long)cinfo.output_height != image_h - offset || (long)cinfo.output_width != image_w) {
+        fail((j_common_ptr)&cinfo, "the cut at row %ld decodes to %ux%u, expected %ldx%ld",
+             rows_cut, cinfo.output_height, cinfo.output_width, image_h - offset, image_w);
+    }
+
     JDIMENSION xoffset = (JDIMENSION)x0, columns = (JDIMENSION)(x1 - x0);
     if (columns < (JDIMENSION)image_w) jpeg_crop_scanline(&cinfo, &xoffset, &columns);
     size_t stride = (size_t)columns * 3;
@@ -113,11 +251,10 @@ static void run(Job *job) {
         fail((j_common_ptr)&cinfo, "the output buffer holds %zu bytes, the window needs %zu",
              job->capacity, (size_t)(y1 - y0) * stride);
     }
-    if (y0 > 0) {
-        JDIMENSION skipped = jpeg_skip_scanlines(&cinfo, (JDIMENSION)y0);
-        if (skipped != (JDIMENSION)y0) {
-            fail((j_common_ptr)&cinfo, "skipped %u of %ld rows", skipped, y0);
-        }
+    if (y0 > offset) {
+        JDIMENSION skip = (JDIMENSION)(y0 - offset);
+        JDIMENSION skipped = jpeg_skip_scanlines(&cinfo, skip);
+        if (skipped != skip) fail((j_common_ptr)&cinfo, "skipped %u of %u rows", skipped, skip);
     }
     JSAMPROW rows[ROWS_PER_READ];
     for (long row = 0; row < y1 - y0;) {
@@ -133,6 +270,7 @@ static void run(Job *job) {
     job->columns = (long)columns;
     job->y0 = y0;
     job->rows = y1 - y0;
+    job->rows_cut = rows_cut;
     jpeg_abort_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
 }
@@ -176,8 +314,10 @@ PyDoc_STRVAR(decode_window_doc,
 "1 / 2**shift of full size (window in pixels of that scale) as RGB into the writable buffer\n"
 "`out`. The decoded block covers the window and may extend past it (one pixel of context\n"
 "each way, and the left edge moved to a block boundary); it is stored row after row with no\n"
-"padding. Returns (y0, x0, rows, columns, scaled_height, scaled_width): where the block\n"
-"starts in the scaled image, its size, and the scaled image's size. Raises ValueError with\n"
+"padding. Returns (y0, x0, rows, columns, scaled_height, scaled_width, rows_cut): where the\n"
+"block starts in the scaled image, its size, the scaled image's size, and the full-size rows\n"
+"above the entropy decoding's start (0 unless restart markers let it start below the top).\n"
+"Raises ValueError with\n"
 "libjpeg's message when the data is not a JPEG it decodes, and with the reason for an\n"
 "incomplete progressive file, a file that needs more than `max_memory` bytes of libjpeg\n"
 "memory or has more than `max_scans` scans, and window coordinates out of range (top and\n"
@@ -203,11 +343,12 @@ static PyObject *decode_window(PyObject *module, PyObject *args, PyObject *kwarg
         job.capacity = (size_t)out.len;
         Py_BEGIN_ALLOW_THREADS run(&job);
         Py_END_ALLOW_THREADS
+        free(job.cut_buffer);
         if (job.failed)
             PyErr_SetString(PyExc_ValueError, job.message);
         else
-            result = Py_BuildValue("llllll", job.y0, job.x0, job.rows, job.columns,
-                                   job.image_height, job.image_width);
+            result = Py_BuildValue("lllllll", job.y0, job.x0, job.rows, job.columns,
+                                   job.image_height, job.image_width, job.rows_cut);
     }
     PyBuffer_Release(&data);
     PyBuffer_Release(&out);

@@ -109,7 +109,7 @@ def decode_window(
         scaled_width = -(-size[1] >> shift)
         buffer = scratch((bottom - top + 2) * scaled_width * 3)
         try:
-            y0, x0, rows, columns, _, _ = _EXTENSION.decode_window(
+            y0, x0, rows, columns, _, _, _ = _EXTENSION.decode_window(
                 data,
                 shift,
                 top,

@@ -150,7 +150,7 @@ def run_window_c(payload: Payload, context: Context) -> Result:
     scaled_width = max(-(-full_width >> max(shift, 0)), 32)
     nbytes = min(max(height + 2, 1) * scaled_width * 3, _BUFFER_LIMIT)
     buffer = np.empty(nbytes, np.uint8)
-    y0, x0, rows, columns, image_h, image_w = ext.decode_window(
+    y0, x0, rows, columns, image_h, image_w, _ = ext.decode_window(
         data, shift, top, left, height, width, buffer,
         fastdct=payload["fastdct"], fastupsample=payload["fastupsample"],
     )  # fmt: skip

@@ -96,7 +96,7 @@ def window_of(
     """The extension's decode of `window` (top, left, bottom, right), cut to it."""
     top, left, bottom, right = window
     buffer = np.empty((bottom - top + 2) * (header_size(data)[1] + 16) * 3, np.uint8)
-    y0, x0, rows, columns, _, _ = extension.decode_window(
+    y0, x0, rows, columns, _, _, _ = extension.decode_window(
         data,
         shift,
         top,
@@ -164,7 +164,7 @@ def test_the_decoder_reports_the_scaled_size() -> None:
     jpeg = VARIANTS["4:2:0 77x131"]
     buffer = np.empty(100_000, np.uint8)
     for shift in range(4):
-        *_, height, width = extension.decode_window(jpeg, shift, 0, 0, 1, 1, buffer)
+        *_, height, width, _ = extension.decode_window(jpeg, shift, 0, 0, 1, 1, buffer)
         assert (height, width) == (-(-77 >> shift), -(-131 >> shift))
 
 

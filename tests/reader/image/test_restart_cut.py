@@ -1,0 +1,220 @@
+"""The window decoder starts entropy decoding at a restart marker above the window where the
+file has one every whole number of MCU rows (`fastpack build --restart-rows`), and still gives
+exactly the pixels of a whole-image decode cut to the window: across subsamplings, sizes that are
+not a multiple of the MCU, DCT scales, the fast DCT and upsampling, markers from OpenCV's
+encoder and from the build's transcoder. A file whose markers do not fall on MCU rows, a
+progressive file, or a file whose markers are out of turn decodes from the top as before."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import simplejpeg
+from fastpack.compiler.images.baseline import baseline_available, to_baseline
+from fastpack.reader.image.crop_decode import decode_window as crop_window
+from fastpack.reader.image.decode import DecodeOptions, decode_scaled
+from fastpack.reader.image.guard import ImageDecodeError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ._window import load_window_decoder
+
+extension = load_window_decoder()
+
+SAMPLINGS = {  # cv2's flag, and the MCU's (height, width) in pixels
+    "4:2:0": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420, (16, 16)),
+    "4:2:2": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_422, (8, 16)),
+    "4:4:4": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_444, (8, 8)),
+    "4:4:0": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_440, (16, 8)),
+    "4:1:1": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_411, (8, 32)),
+}
+SIZES = [(131, 77), (250, 333), (97, 200), (64, 48)]
+OPTIONS = [
+    DecodeOptions(),
+    DecodeOptions(fastdct=True),
+    DecodeOptions(fastupsample=True),
+    DecodeOptions(fastdct=True, fastupsample=True),
+]
+
+
+def textured(height: int, width: int, seed: int) -> np.ndarray:
+    """Colour noise over gradients: chroma that changes from pixel to pixel, so that any
+    difference in upsampling or in the DC predictors shows."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([x * 255 // width, y * 255 // height, (x + y) % 256], -1)
+    return np.clip(base + rng.integers(-60, 60, (height, width, 3)), 0, 255).astype(np.uint8)
+
+
+def encode(image: np.ndarray, sampling: str | None, interval: int) -> bytes:
+    """A JPEG with a restart marker every `interval` MCUs (None: greyscale)."""
+    params = [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_RST_INTERVAL, interval]
+    if sampling is None:
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    else:
+        params += [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, SAMPLINGS[sampling][0]]
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    ok, data = cv2.imencode(".jpg", image, params)
+    assert ok
+    return data.tobytes()
+
+
+def mcus_per_row(width: int, sampling: str | None) -> int:
+    mcu_width = 8 if sampling is None else SAMPLINGS[sampling][1][1]
+    return -(-width // mcu_width)
+
+
+def variants() -> dict[str, tuple[bytes, int]]:
+    """Files with markers every N MCU rows, and the MCU height."""
+    out = {}
+    for i, (h, w) in enumerate(SIZES):
+        image = textured(h, w, i)
+        for sampling in [*SAMPLINGS, None]:
+            mcu_h = 8 if sampling is None else SAMPLINGS[sampling][1][0]
+            for rows in (1, 2, 3):
+                data = encode(image, sampling, rows * mcus_per_row(w, sampling))
+                out[f"{sampling or 'grey'} {h}x{w} every {rows} rows"] = (data, mcu_h)
+    return out
+
+
+VARIANTS = variants()
+
+
+def whole(data: bytes, shift: int, options: DecodeOptions) -> np.ndarray:
+    height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+    image: np.ndarray = decode_scaled(data, height, width, shift, options).copy()
+    return image
+
+
+def window_of(
+    data: bytes, shift: int, window: tuple[int, int, int, int], options: DecodeOptions
+) -> tuple[np.ndarray, int]:
+    """The extension's decode of `window` (top, left, bottom, right) cut to it, and the rows
+    it cut off above."""
+    top, left, bottom, right = window
+    width = simplejpeg.decode_jpeg_header(data)[1]
+    buffer = np.empty((bottom - top + 2) * (width + 16) * 3, np.uint8)
+    y0, x0, rows, columns, _, _, rows_cut = extension.decode_window(
+        data,
+        shift,
+        top,
+        left,
+        bottom - top,
+        right - left,
+        buffer,
+        fastdct=options.fastdct,
+        fastupsample=options.fastupsample,
+    )
+    block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
+    return block[top - y0 : bottom - y0, left - x0 : right - x0], int(rows_cut)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(VARIANTS)),
+    shift=st.integers(0, 3),
+    options=st.sampled_from(OPTIONS),
+    data=st.data(),
+)
+def test_a_cut_window_has_the_pixels_of_the_whole_decode(
+    name: str, shift: int, options: DecodeOptions, data: st.DataObject
+) -> None:
+    jpeg, _ = VARIANTS[name]
+    reference = whole(jpeg, shift, options)
+    height, width = reference.shape[:2]
+    top = data.draw(st.integers(0, height - 1))
+    left = data.draw(st.integers(0, width - 1))
+    bottom = data.draw(st.integers(top + 1, height))
+    right = data.draw(st.integers(left + 1, width))
+    got, _ = window_of(jpeg, shift, (top, left, bottom, right), options)
+    np.testing.assert_array_equal(got, reference[top:bottom, left:right], err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_cut_starts_at_the_last_marker_above_one_mcu_row_of_context(name: str) -> None:
+    jpeg, mcu_h = VARIANTS[name]
+    every = int(name.split("every ")[1].split(maxsplit=1)[0])
+    for shift in range(4):
+        reference = whole(jpeg, shift, DecodeOptions())
+        height, width = reference.shape[:2]
+        scaled_mcu = mcu_h >> shift
+        for top in range(height):
+            got, rows_cut = window_of(jpeg, shift, (top, 0, height, width), DecodeOptions())
+            # the window's first row, less one row of context, less one MCU row of context
+            mcu_row = max(top - 1, 0) // scaled_mcu - 1
+            expected = max(mcu_row, 0) // every * every * mcu_h
+            assert rows_cut == expected, f"{name} shift {shift} top {top}"
+            np.testing.assert_array_equal(got, reference[top:], err_msg=f"{name} top {top}")
+
+
+def test_the_cut_is_taken_for_windows_low_in_the_image() -> None:
+    jpeg, _ = VARIANTS["4:2:0 250x333 every 1 rows"]
+    _, rows_cut = window_of(jpeg, 0, (200, 10, 240, 300), DecodeOptions())
+    assert rows_cut == 176  # MCU rows 0-10 cut: the window's row 199 is in row 12, 11 is context
+
+
+@pytest.mark.skipif(not baseline_available(), reason="the transcoder is not built here")
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("sampling", ["4:2:0", "4:4:4", "4:2:2"])
+def test_the_build_transcoders_markers_are_cut_at(rows: int, sampling: str) -> None:
+    image = textured(250, 333, 9)
+    transcoded = to_baseline(encode(image, sampling, 0), restart_rows=rows)
+    assert b"\xff\xdd" in transcoded  # a DRI segment
+    for shift in range(4):
+        reference = whole(transcoded, shift, DecodeOptions())
+        height, width = reference.shape[:2]
+        for top in range(0, height, max(height // 9, 1)):
+            got, rows_cut = window_of(transcoded, shift, (top, 3, height, width), DecodeOptions())
+            np.testing.assert_array_equal(got, reference[top:, 3:])
+            if top * (1 << shift) >= 4 * 16 * rows:
+                assert rows_cut > 0, f"no cut for a window at row {top}, shift {shift}"
+
+
+def test_markers_that_do_not_fall_on_mcu_rows_decode_from_the_top() -> None:
+    image = textured(250, 333, 3)
+    per_row = mcus_per_row(333, "4:2:0")  # 21: an interval of 4 MCUs ends mid-row
+    jpeg = encode(image, "4:2:0", 4)
+    assert per_row % 4 != 0
+    reference = whole(jpeg, 0, DecodeOptions())
+    got, rows_cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
+    assert rows_cut == 0
+    np.testing.assert_array_equal(got, reference[200:])
+
+
+def test_a_progressive_file_with_markers_decodes_from_the_top() -> None:
+    image = cv2.cvtColor(textured(250, 333, 4), cv2.COLOR_RGB2BGR)
+    params = [cv2.IMWRITE_JPEG_PROGRESSIVE, 1, cv2.IMWRITE_JPEG_RST_INTERVAL, 21]
+    ok, encoded = cv2.imencode(".jpg", image, params)
+    assert ok
+    jpeg = encoded.tobytes()
+    reference = whole(jpeg, 0, DecodeOptions())
+    got, rows_cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
+    assert rows_cut == 0
+    np.testing.assert_array_equal(got, reference[200:])
+
+
+def renumbered(jpeg: bytes, which: int) -> bytes:
+    """`jpeg` with its restart marker number `which` (0-based) given the wrong number."""
+    start = jpeg.index(b"\xff\xda")
+    start += 2 + int.from_bytes(jpeg[start + 2 : start + 4], "big")
+    seen = 0
+    data = bytearray(jpeg)
+    for at in range(start, len(data) - 1):
+        if data[at] == 0xFF and 0xD0 <= data[at + 1] <= 0xD7:
+            if seen == which:
+                data[at + 1] = 0xD0 + (data[at + 1] - 0xD0 + 1) % 8
+                return bytes(data)
+            seen += 1
+    raise AssertionError("no such marker")
+
+
+def test_a_marker_out_of_turn_is_not_cut_at_and_the_decode_falls_back() -> None:
+    jpeg, _ = VARIANTS["4:2:0 250x333 every 1 rows"]
+    damaged = renumbered(jpeg, 3)
+    # the extension refuses it (libjpeg warns about the marker), without a cut
+    with pytest.raises(ValueError, match="RST"):
+        window_of(damaged, 0, (200, 0, 250, 333), DecodeOptions())
+    # and the reader's decode falls back to simplejpeg, whose strict decode names the damage
+    with pytest.raises(ImageDecodeError, match="found marker 0xd4 instead of RST3"):
+        crop_window(damaged, (250, 333), 0, (200, 0, 250, 333), DecodeOptions())
