@@ -8,8 +8,10 @@
  * Markers: every APPn and COM segment of the input is written again, byte for byte and in order,
  * right after SOI; libjpeg writes no JFIF or Adobe segment of its own. The output therefore
  * holds the same EXIF, ICC profile, XMP and comments, and a decoder guesses the same colour
- * space (from JFIF, Adobe and component ids) as for the input. Restart markers are not kept (no
- * DRI); bytes after the EOI are dropped.
+ * space (from JFIF, Adobe and component ids) as for the input. The input's restart markers are
+ * not kept: the output has none (no DRI), or one every `restart_rows` MCU rows where asked (a
+ * reader can then start decoding at such a marker: the DC predictors restart there); bytes
+ * after the EOI are dropped.
  *
  * Refused (ValueError with the reason):
  * - data libjpeg cannot read, and data it warns about (corrupt data it would paper over);
@@ -40,6 +42,7 @@
 
 #define MAX_MARKER_BYTES 0xFFFF /* a whole segment's payload */
 #define FIRST_OUTPUT_BYTES 16384
+#define MAX_RESTART_ROWS 65535 /* libjpeg's restart_in_rows; the interval stops at 65535 MCUs */
 
 static PyObject *IncompleteProgressiveError;
 
@@ -94,7 +97,7 @@ typedef struct {
     const unsigned char *data;
     size_t size;
     long max_memory;
-    int max_scans;
+    int max_scans, restart_rows;
     /* out: dest.buffer holds dest.size bytes on success; the caller frees dest.buffer (which
      * may be set after a failure too) */
     Destination dest;
@@ -144,7 +147,7 @@ static void run(Job *job) {
     dst.write_Adobe_marker = FALSE;
     dst.optimize_coding = TRUE;
     dst.restart_interval = 0;
-    dst.restart_in_rows = 0;
+    dst.restart_in_rows = job->restart_rows; /* 0: none */
     job->dest.pub.init_destination = init_destination;
     job->dest.pub.empty_output_buffer = empty_output_buffer;
     job->dest.pub.term_destination = term_destination;
@@ -159,11 +162,13 @@ static void run(Job *job) {
 }
 
 PyDoc_STRVAR(to_baseline_doc,
-"to_baseline(data, *, max_memory=DEFAULT_MAX_MEMORY, max_scans=DEFAULT_MAX_SCANS)\n"
+"to_baseline(data, *, restart_rows=0, max_memory=DEFAULT_MAX_MEMORY,\n"
+"            max_scans=DEFAULT_MAX_SCANS)\n"
 "\n"
 "The JPEG `data` (a bytes-like object) transcoded losslessly to baseline: the same DCT\n"
 "coefficients in one sequential scan with optimized Huffman tables, the input's APPn and COM\n"
-"segments kept. Returns bytes. Raises IncompleteProgressiveError (a ValueError) for a\n"
+"segments kept, and a restart marker every `restart_rows` MCU rows (0 to MAX_RESTART_ROWS;\n"
+"0: none). Returns bytes. Raises IncompleteProgressiveError (a ValueError) for a\n"
 "progressive file with a coefficient never sent or never fully refined, and ValueError with\n"
 "libjpeg's message when libjpeg cannot read the data or warns about it, when the transcode\n"
 "needs more than `max_memory` bytes of libjpeg memory or output, or when the file has more\n"
@@ -171,16 +176,21 @@ PyDoc_STRVAR(to_baseline_doc,
 
 static PyObject *to_baseline(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
-    static char *keywords[] = {"data", "max_memory", "max_scans", NULL};
+    static char *keywords[] = {"data", "restart_rows", "max_memory", "max_scans", NULL};
     Py_buffer data;
-    PyObject *max_memory = NULL, *max_scans = NULL;
+    PyObject *restart_rows = NULL, *max_memory = NULL, *max_scans = NULL;
+    long rows = 0;
     Job job;
     memset(&job, 0, sizeof(job));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|$OO", keywords, &data, &max_memory,
-                                     &max_scans))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|$OOO", keywords, &data, &restart_rows,
+                                     &max_memory, &max_scans))
         return NULL;
     PyObject *result = NULL;
     if (parse_limits(max_memory, max_scans, &job.max_memory, &job.max_scans) < 0) goto done;
+    if (restart_rows != NULL &&
+        bounded_long(restart_rows, "restart_rows", 0, MAX_RESTART_ROWS, &rows) < 0)
+        goto done;
+    job.restart_rows = (int)rows;
     if (data.len == 0) {
         PyErr_SetString(PyExc_ValueError, "empty data: not a JPEG");
         goto done;
@@ -224,7 +234,8 @@ PyMODINIT_FUNC PyInit__jpeg_baseline(void) {
         PyModule_AddObjectRef(m, "IncompleteProgressiveError", IncompleteProgressiveError) < 0 ||
         PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0 ||
         PyModule_AddIntConstant(m, "DEFAULT_MAX_MEMORY", DEFAULT_MAX_MEMORY) < 0 ||
-        PyModule_AddIntConstant(m, "DEFAULT_MAX_SCANS", DEFAULT_MAX_SCANS) < 0) {
+        PyModule_AddIntConstant(m, "DEFAULT_MAX_SCANS", DEFAULT_MAX_SCANS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_RESTART_ROWS", MAX_RESTART_ROWS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

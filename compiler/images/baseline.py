@@ -1,4 +1,4 @@
-"""Progressive JPEGs transcoded to baseline, losslessly (`fastpack build --baseline`).
+"""JPEGs transcoded to baseline, losslessly (`fastpack build --baseline`, `--restart-rows`).
 
 A progressive JPEG spreads every block over several scans, so a decoder must read the whole
 file before it has one finished row: the reader's window decode then saves little. fastpack's C
@@ -6,6 +6,9 @@ extension (`_jpeg_baseline`, built against the system's libjpeg-turbo when its h
 compiler are present) rewrites such a file as one sequential scan of the same DCT coefficients
 (Huffman tables optimized), so every decoder gives the same pixels as from the input. The
 input's APPn and COM segments (EXIF, ICC profile, XMP, comments) are kept byte for byte.
+With `restart_rows` the transcode also writes a restart marker every that many MCU rows: the
+reader's window decode starts entropy decoding at the marker above a crop instead of at the
+top of the image.
 
 `to_baseline_lossless` is the transcode a build stores: it refuses an incomplete progressive
 file (a coefficient never sent or never refined to its last bit, which a decoder smooths and a
@@ -27,8 +30,9 @@ from ..errors import BuildError
 # SOF markers of progressive frames: Huffman (SOF2) and arithmetic (SOF10) coded
 PROGRESSIVE_FRAMES = frozenset({0xC2, 0xCA})
 DEFAULT_MAX_MEMORY = 1 << 30  # the extension's own default, in bytes
+MAX_RESTART_ROWS = 65535  # the extension's bound (libjpeg's restart_in_rows)
 MISSING = (
-    "--baseline needs fastpack's JPEG transcoder, the C extension "
+    "--baseline and --restart-rows need fastpack's JPEG transcoder, the C extension "
     "fastpack.compiler.images._jpeg_baseline, which is not built in this installation: install "
     "libjpeg-turbo's headers and a C compiler (Debian/Ubuntu: apt-get install "
     "libjpeg62-turbo-dev gcc; Fedora: dnf install libjpeg-turbo-devel gcc), then reinstall "
@@ -67,8 +71,11 @@ def require_baseline() -> None:
         raise BaselineUnavailableError(MISSING)
 
 
-def to_baseline(data: bytes, *, max_memory: int = DEFAULT_MAX_MEMORY) -> bytes:
-    """The JPEG `data` as a baseline JPEG of the same DCT coefficients (module docstring).
+def to_baseline(
+    data: bytes, *, restart_rows: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
+) -> bytes:
+    """The JPEG `data` as a baseline JPEG of the same DCT coefficients (module docstring),
+    with a restart marker every `restart_rows` MCU rows (0: none).
     Raises ValueError with libjpeg's message for data it cannot read or warns about, or that
     needs more than `max_memory` bytes (its subclass IncompleteProgressiveError for an
     incomplete progressive file), and BaselineUnavailableError where the extension is not
@@ -76,19 +83,21 @@ def to_baseline(data: bytes, *, max_memory: int = DEFAULT_MAX_MEMORY) -> bytes:
     extension = _EXTENSION
     if extension is None:
         raise BaselineUnavailableError(MISSING)
-    return bytes(extension.to_baseline(data, max_memory=max_memory))
+    return bytes(extension.to_baseline(data, restart_rows=restart_rows, max_memory=max_memory))
 
 
-def to_baseline_lossless(data: bytes, *, max_memory: int = DEFAULT_MAX_MEMORY) -> bytes:
-    """`to_baseline(data)` where it decodes to exactly the original's pixels. Raises
-    TranscodeNotLosslessError with the reason where it would not (an incomplete progressive
-    file, or pixels that differ), ValueError where libjpeg cannot read the data, and
-    BaselineUnavailableError where the extension is not built."""
+def to_baseline_lossless(
+    data: bytes, *, restart_rows: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
+) -> bytes:
+    """`to_baseline(data, restart_rows=restart_rows)` where it decodes to exactly the
+    original's pixels. Raises TranscodeNotLosslessError with the reason where it would not
+    (an incomplete progressive file, or pixels that differ), ValueError where libjpeg cannot
+    read the data, and BaselineUnavailableError where the extension is not built."""
     extension = _EXTENSION
     if extension is None:
         raise BaselineUnavailableError(MISSING)
     try:
-        transcoded = to_baseline(data, max_memory=max_memory)
+        transcoded = to_baseline(data, restart_rows=restart_rows, max_memory=max_memory)
     except extension.IncompleteProgressiveError as e:
         raise TranscodeNotLosslessError(f"{_CHANGES_PIXELS}: {e}") from e
     require_same_pixels(data, transcoded)

@@ -14,6 +14,10 @@
   reads every entropy-coded byte, so it is also that file's `decode` check. Where the
   transcode would not decode to the same pixels (`TranscodeNotLosslessError`: an incomplete
   progressive file), the input is kept as it was, with the reason as its `note`.
+- With `restart_rows` (N > 0), every JPEG kept as it is, progressive or not, is transcoded so,
+  with a restart marker every N MCU rows (the reader's window decode then starts at the marker
+  above a crop instead of at the top), under the same rule; a JPEG the policy encodes itself is
+  transcoded likewise (its own baseline coefficients: no pixel check needed).
 - Before any decoder allocates, the size the header declares (a JPEG's frame header, the
   others' by `input_header`) is checked against `pixel_budget` (samples: width x height x
   components, `fastpack.formats.image_header`): an image over it is a `Reject` with the numbers.
@@ -42,6 +46,7 @@ from .baseline import (
     DEFAULT_MAX_MEMORY,
     PROGRESSIVE_FRAMES,
     TranscodeNotLosslessError,
+    to_baseline,
     to_baseline_lossless,
 )
 from .exif import NO_ROTATION, TRANSPOSING, apply_orientation, jpeg_orientation, tiff_orientation
@@ -57,6 +62,7 @@ BUDGET_OPTION = "--pixel-budget"
 _CORRUPT_JPEG = "corrupt JPEG"
 _NOT_DECODABLE = "not a decodable image"
 _NOT_TRANSCODED = "progressive JPEG not transcoded to baseline"
+_NOT_RESTARTED = "JPEG not transcoded with restart markers"
 _NOT_CONVERTED = "not converted to RGB JPEG"
 # The transcoder's memory bound for an image within the budget: its coefficient buffers (2 bytes
 # per sample) and its output, with room; never under the extension's own default.
@@ -98,6 +104,7 @@ class _Policy:
     quality: int
     check: Check
     baseline: bool
+    restart_rows: int
     pixel_budget: int
 
 
@@ -108,11 +115,12 @@ def prepare_image(  # noqa: PLR0913 -- keyword inputs
     quality: int = 90,
     check: Check = "structure",
     baseline: bool = False,
+    restart_rows: int = 0,
     pixel_budget: int = DEFAULT_PIXEL_BUDGET,
 ) -> PreparedImage | Reject:
-    """Apply the image policy to the bytes of one input file. `baseline` needs the transcoder
-    extension (`baseline.require_baseline`). Never raises for the input's content; a
-    MemoryError is the machine's, and passes."""
+    """Apply the image policy to the bytes of one input file. `baseline` and `restart_rows`
+    need the transcoder extension (`baseline.require_baseline`). Never raises for the input's
+    content; a MemoryError is the machine's, and passes."""
     if not data:
         return Reject("empty file")
     policy = _Policy(
@@ -120,6 +128,7 @@ def prepare_image(  # noqa: PLR0913 -- keyword inputs
         quality=quality,
         check=check,
         baseline=baseline,
+        restart_rows=restart_rows,
         pixel_budget=pixel_budget,
     )
     try:
@@ -144,11 +153,14 @@ def _prepare_jpeg(data: bytes, policy: _Policy) -> PreparedImage | Reject:
     size = (height, width)
     if colorspace == "YCbCr" and orientation == NO_ROTATION and target == size:
         structure = guarded(_CORRUPT_JPEG, read_jpeg_structure, data)
-        if policy.baseline and structure.frame.marker in PROGRESSIVE_FRAMES:
-            transcoded = guarded(_NOT_TRANSCODED, _transcode, data, policy.pixel_budget)
+        progressive = structure.frame.marker in PROGRESSIVE_FRAMES
+        if policy.restart_rows or (policy.baseline and progressive):
+            failure = _NOT_RESTARTED if policy.restart_rows else _NOT_TRANSCODED
+            transcoded = guarded(failure, _transcode, data, policy)
             if isinstance(transcoded, bytes):
                 return PreparedImage(transcoded, False, size, size)
-            note = f"kept as it was, not transcoded to baseline: {transcoded}"
+            wanted = "with restart markers" if policy.restart_rows else "to baseline"
+            note = f"kept as it was, not transcoded {wanted}: {transcoded}"
             _check_decodes(data, policy)
             return PreparedImage(data, False, size, size, note)
         _check_decodes(data, policy)
@@ -161,7 +173,7 @@ def _prepare_jpeg(data: bytes, policy: _Policy) -> PreparedImage | Reject:
         min_height=target[0],
         min_width=target[1],
     )
-    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy.quality, size)
+    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy, size)
 
 
 def _check_decodes(data: bytes, policy: _Policy) -> None:
@@ -177,12 +189,18 @@ def _check_decodes(data: bytes, policy: _Policy) -> None:
         )
 
 
-def _transcode(data: bytes, pixel_budget: int) -> bytes | str:
-    """The lossless baseline transcode of `data`, or why there is none (the pixels would
-    differ); the transcoder's other errors (data it cannot read) raise."""
-    max_memory = max(DEFAULT_MAX_MEMORY, _TRANSCODE_BYTES_PER_SAMPLE * pixel_budget)
+def _transcode_memory(policy: _Policy) -> int:
+    return max(DEFAULT_MAX_MEMORY, _TRANSCODE_BYTES_PER_SAMPLE * policy.pixel_budget)
+
+
+def _transcode(data: bytes, policy: _Policy) -> bytes | str:
+    """The lossless baseline transcode of `data` (with the policy's restart markers), or why
+    there is none (the pixels would differ); the transcoder's other errors (data it cannot
+    read) raise."""
     try:
-        return to_baseline_lossless(data, max_memory=max_memory)
+        return to_baseline_lossless(
+            data, restart_rows=policy.restart_rows, max_memory=_transcode_memory(policy)
+        )
     except TranscodeNotLosslessError as e:
         return str(e)
 
@@ -208,18 +226,26 @@ def _convert_other(data: bytes, policy: _Policy) -> PreparedImage | Reject:
             orientation = guarded(_NOT_DECODABLE, tiff_orientation, exif)
     target = fit_within(rgb.shape[0], rgb.shape[1], policy.max_side)
     full = (rgb.shape[0], rgb.shape[1])
-    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy.quality, full)
+    return guarded(_NOT_CONVERTED, _finish, rgb, target, orientation, policy, full)
 
 
 def _finish(
-    rgb: Pixels, target: tuple[int, int], orientation: int, quality: int, full: tuple[int, int]
+    rgb: Pixels, target: tuple[int, int], orientation: int, policy: _Policy, full: tuple[int, int]
 ) -> PreparedImage:
-    """Shrink (in stored orientation), turn upright, encode as a 4:2:0 RGB JPEG. `full`: the
-    `(height, width)` before the shrink, in stored orientation."""
+    """Shrink (in stored orientation), turn upright, encode as a 4:2:0 RGB JPEG (with the
+    policy's restart markers). `full`: the `(height, width)` before the shrink, in stored
+    orientation."""
     upright = apply_orientation(resize_area(rgb, *target), orientation)
-    encoded = simplejpeg.encode_jpeg(
-        np.ascontiguousarray(upright), quality=quality, colorspace="RGB", colorsubsampling="420"
+    encoded: bytes = simplejpeg.encode_jpeg(
+        np.ascontiguousarray(upright),
+        quality=policy.quality,
+        colorspace="RGB",
+        colorsubsampling="420",
     )
+    if policy.restart_rows:
+        encoded = to_baseline(
+            encoded, restart_rows=policy.restart_rows, max_memory=_transcode_memory(policy)
+        )
     transposed = orientation in TRANSPOSING
     upright_full = (full[1], full[0]) if transposed else full
     return PreparedImage(bytes(encoded), True, (upright.shape[0], upright.shape[1]), upright_full)

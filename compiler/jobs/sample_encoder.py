@@ -63,7 +63,7 @@ class FieldReject:
 class Encoded(NamedTuple):
     """A sample's members (present ones, in schema order), their positions in the schema, the
     value of its label field for the index (-1: none), and notes on jpeg fields stored
-    otherwise than asked (kept as they were, not transcoded to baseline)."""
+    otherwise than asked (kept as they were, not transcoded as asked)."""
 
     members: list[tuple[str, bytes]]
     positions: list[int]
@@ -77,6 +77,7 @@ class ImageOptions:
     quality: int
     check: Check
     baseline: bool = False
+    restart_rows: int = 0
     pixel_budget: int = DEFAULT_PIXEL_BUDGET
     strict: bool = False  # a jpeg field's value stored otherwise than asked rejects the sample
 
@@ -88,6 +89,7 @@ class ImageOptions:
             quality=self.quality,
             check=self.check,
             baseline=self.baseline,
+            restart_rows=self.restart_rows,
             pixel_budget=self.pixel_budget,
         )
 
