@@ -34,6 +34,16 @@ PEERS: dict[str, PeerInfo] = {
         "fastpack's previous default: max_upscale=2, simplejpeg decodes the whole image at the "
         "DCT scale (window decode off)",
     ),
+    "fastpack-restart": PeerInfo(
+        "fastpack_restart_peer", "fastpack-restart", "processes", "build, {workers} processes",
+        "fastpack as `fastpack` (full quality), from a build with --restart-rows 1: the "
+        "decode starts at the restart marker above the crop",
+    ),
+    "fastpack-restart-fast": PeerInfo(
+        "fastpack_restart_fast_peer", "fastpack-restart", "processes",
+        "build, {workers} processes",
+        "fastpack-restart with max_upscale=2",
+    ),
     "fastpack-tfrecord": PeerInfo(
         "fastpack_tfrecord_peer", "fastpack-tfrecord", "processes", "build, {workers} processes",
         "fastpack as above, from TFRecord shards (one tf.train.Example per sample)",

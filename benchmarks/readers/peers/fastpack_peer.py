@@ -18,10 +18,19 @@ from benchmarks.readers.peers._base import Batch, imagefolder_root
 SHARD_BYTES = 16 << 20  # as LitData's chunks and Mosaic's shards here: shard jobs for 2 workers
 
 
-def build(imagefolder: Path, out: Path, workers: int, max_side: int | None = None) -> None:
-
+def build(
+    imagefolder: Path,
+    out: Path,
+    workers: int,
+    max_side: int | None = None,
+    restart_rows: int = 0,
+) -> None:
     options = BuildOptions(
-        workers=workers, shard_size=SHARD_BYTES, max_side=max_side, progress=False
+        workers=workers,
+        shard_size=SHARD_BYTES,
+        max_side=max_side,
+        restart_rows=restart_rows,
+        progress=False,
     )
     fastpack_build(imagefolder_root(imagefolder), out, options)
 

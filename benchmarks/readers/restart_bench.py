@@ -1,0 +1,228 @@
+"""What `fastpack build --restart-rows N` costs and gives: size, build time, and the CPU of a
+RandomResizedCrop's decode, on one core.
+
+`--images` photos of the corpus (evenly spaced in its sorted listing) are read into memory and
+transcoded as a build with `restart_rows=N` stores them (`to_baseline_lossless`: the same
+coefficients, optimized Huffman tables, a restart marker every N MCU rows, its pixel check
+included), for N in `--rows`; and once with N = 0 (the same transcode without markers), which
+separates what the optimized tables do from what the markers do. Every file kind sees the same
+boxes: one `RandomResizedCrop(224, max_upscale=u)` draw per image (`sample_draws(0, 0, i)`),
+for u = 1 (full quality, the default) and u = 2, rendered through the window decoder into one
+output array. Every crop of every kind is checked equal to the stored file's.
+
+A round times every route once, in turns (the order reversed every other round), as the
+process's CPU time and the wall time per image; the process is pinned to one CPU (`--cpu`),
+OpenCV runs one thread. Build cost: the transcode per image, timed the same way over
+`--build-rounds` rounds. The decoder's rows cut (the full-size rows above the first entropy-
+decoded one) are averaged per kind.
+
+    python -m benchmarks.readers.restart_bench --corpus /tmp/photo-corpus --images 600 \\
+        --rounds 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import simplejpeg
+from fastpack.compiler.images.baseline import to_baseline_lossless
+from fastpack.reader.image import crop_decode
+from fastpack.reader.image.transforms import random_resized_box
+
+from benchmarks.readers.crop_decode_bench import Crops, pick
+from benchmarks.sysinfo import fastpack_commit, machine, versions
+
+REPO = Path(__file__).resolve().parents[2]
+STORED = "stored"
+Route = Callable[[], None]
+
+
+def kind_name(rows: int) -> str:
+    return "transcoded, no markers" if rows == 0 else f"restart every {rows} MCU row(s)"
+
+
+def transcodes(stored: Sequence[bytes], rows: int) -> list[bytes]:
+    return [to_baseline_lossless(data, restart_rows=rows) for data in stored]
+
+
+def timed(route: Route, count: int) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    route()
+    return (
+        1000 * (time.perf_counter() - wall) / count,
+        1000 * (time.process_time() - cpu) / count,
+    )
+
+
+def rows_cut(blobs: Sequence[bytes], crops: Crops) -> float:
+    """Mean full-size rows the window decoder cut above the crops of `blobs`."""
+    extension = crop_decode._EXTENSION
+    if extension is None:
+        return 0.0
+    buffer = np.empty(64 << 20, np.uint8)
+    cut = []
+    for data, draws in zip(blobs, crops.draws, strict=True):
+        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+        box = random_resized_box(height, width, crops.transform.scale, crops.transform.ratio, draws)
+        top, left = int(box.top), int(box.left)
+        rows, columns = max(int(box.height), 1), max(int(box.width), 1)
+        *_, rows_cut = extension.decode_window(data, 0, top, left, rows, columns, buffer)
+        cut.append(rows_cut)
+    return float(np.mean(cut))
+
+
+def main() -> None:  # noqa: PLR0915 -- one measurement, in order
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", type=Path, default=Path("/tmp/photo-corpus"))
+    parser.add_argument("--images", type=int, default=600)
+    parser.add_argument("--rows", default="1,2,4", help="restart intervals, in MCU rows")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--build-rounds", type=int, default=3)
+    parser.add_argument("--cpu", type=int, default=1, help="the one CPU the process runs on")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/readers/RESTART.md"))
+    parser.add_argument(
+        "--json", type=Path, default=Path("benchmarks/readers/restart_results.json")
+    )
+    parser.add_argument("--render", action="store_true", help="only re-render --json to --out")
+    args = parser.parse_args()
+    if args.render:
+        args.out.write_text(page(json.loads(args.json.read_text())))
+        return
+    os.sched_setaffinity(0, {args.cpu})
+    cv2.setNumThreads(1)
+    crop_decode.use_window_decode(True)
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stored = [p.read_bytes() for p in pick(args.corpus, args.images)]
+    count = len(stored)
+    intervals = [0, *(int(r) for r in args.rows.split(","))]
+    files = {STORED: stored}
+    build: dict[str, list[tuple[float, float]]] = {}
+    for rows in intervals:
+        name = kind_name(rows)
+        build[name] = []
+        for _ in range(args.build_rounds):
+
+            def transcode(n: str = name, r: int = rows) -> None:
+                files[n] = transcodes(stored, r)
+
+            build[name].append(timed(transcode, count))
+    sizes = {name: sum(map(len, blobs)) for name, blobs in files.items()}
+
+    crops = {u: Crops(u, count) for u in (1.0, 2.0)}
+    checks: dict[str, str] = {}
+    for u, crop in crops.items():
+        reference = crop.outputs(stored, True)
+        for name, blobs in files.items():
+            same = sum(
+                np.array_equal(a, b)
+                for a, b in zip(crop.outputs(blobs, True), reference, strict=True)
+            )
+            checks[f"u={u:g} {name} == stored"] = f"{same}/{count}"
+    print(json.dumps(checks, indent=1), flush=True)
+    cut = {name: rows_cut(blobs, crops[1.0]) for name, blobs in files.items()}
+
+    routes: dict[str, Route] = {}
+    for name, blobs in files.items():
+        for u, crop in crops.items():
+
+            def run(c: Crops = crop, b: Sequence[bytes] = blobs) -> None:
+                c.run(b, True)
+
+            routes[f"{name}|u={u:g}"] = run
+    for route in routes.values():  # warm-up
+        route()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in routes}
+    loads = []
+    order = list(routes)
+    for r in range(args.rounds):
+        before = os.getloadavg()[0]
+        for name in order if r % 2 == 0 else order[::-1]:
+            samples[name].append(timed(routes[name], count))
+        loads.append((before, os.getloadavg()[0]))
+        print(f"round {r}: load {loads[-1]}", flush=True)
+    libs = versions()
+    raw = {
+        "date": started,
+        "commit": fastpack_commit(REPO),
+        "machine": machine(),
+        "cpu": args.cpu,
+        "versions": {k: libs[k] for k in ("fastpack", "simplejpeg", "numpy")},
+        "decoder": str(crop_decode.decoder()),
+        "corpus": str(args.corpus),
+        "images": count,
+        "rounds": args.rounds,
+        "loads": loads,
+        "bytes": sizes,
+        "rows_cut": cut,
+        "build_ms": build,
+        "checks": checks,
+        "samples": samples,
+    }
+    args.json.write_text(json.dumps(raw, indent=1) + "\n")
+    args.out.write_text(page(raw))
+    print(page(raw))
+
+
+def _stat(values: Sequence[float], digits: int = 3) -> str:
+    median, low, high = float(np.median(values)), min(values), max(values)
+    return f"{median:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+
+
+def page(raw: dict[str, Any]) -> str:
+    info, samples, sizes = raw["machine"], raw["samples"], raw["bytes"]
+    kinds = list(sizes)
+    loads = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in raw["loads"])
+    lines = [
+        "# `fastpack build --restart-rows`: what the markers cost and give",
+        "",
+        "Produced by `python -m benchmarks.readers.restart_bench` (its docstring says what each "
+        "route does); raw numbers: `restart_results.json`.",
+        "",
+        f"- Date: {raw['date']}; fastpack commit {raw['commit']}",
+        f"- Machine: {info['cpu']}, {info['cores']} cores (shared); the process pinned to CPU "
+        f"{raw['cpu']}, Python {info['python']}",
+        "- Versions: "
+        + ", ".join(f"{k} {v}" for k, v in raw["versions"].items())
+        + f"; window decoder: {raw['decoder']}",
+        f"- Photos: {raw['images']} of `{raw['corpus']}`",
+        f"- {raw['rounds']} rounds, routes in turns; 1-minute load before/after each round: "
+        f"{loads}",
+        "",
+        "`RandomResizedCrop(224)` per image through the window decoder, CPU ms (wall ms), "
+        "median (range) over the rounds; the ratio is paired within each round, against the "
+        "stored files:",
+        "",
+        "| file kind | size vs stored | mean rows cut (u=1) | u=1 CPU | u=1 wall "
+        "| u=1 / stored | u=2 CPU | u=2 / stored | build ms per image (CPU) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind in kinds:
+        cells = [f"{100 * (sizes[kind] / sizes[STORED] - 1):+.2f}%", f"{raw['rows_cut'][kind]:.0f}"]
+        for u in ("1", "2"):
+            values = samples[f"{kind}|u={u}"]
+            base = samples[f"{STORED}|u={u}"]
+            cells.append(_stat([v[1] for v in values]))
+            if u == "1":
+                cells.append(_stat([v[0] for v in values]))
+            cells.append(_stat([a[1] / b[1] for a, b in zip(values, base, strict=True)], digits=3))
+        build = raw["build_ms"].get(kind)
+        cells.append(_stat([v[1] for v in build], digits=2) if build else "-")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    if raw.get("reading"):
+        lines += ["", "## Reading", "", raw["reading"]]
+    lines += ["", "Pixel checks (crops equal to the stored file's):", ""]
+    lines += [f"- {k}: {v}" for k, v in raw["checks"].items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
