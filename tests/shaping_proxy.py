@@ -5,28 +5,34 @@ and drops connections. `ShapingProxy` listens on 127.0.0.1 (a free port), forwar
 connection to the upstream server over a connection of its own, and on the way back:
 
 - holds every response until `delay_s` has passed since its request arrived (time to first byte);
-- paces each connection's responses to `rate_bytes_per_s` (a token bucket of `burst_bytes`);
+- paces each connection's responses to `rate_bytes_per_s` (a token bucket of `burst_bytes`, taken
+  in pieces of `burst_bytes` or of `PACE_S` at the rate, whichever is larger);
 - answers requests chosen by `throttle` / `unavailable` itself with `503 Slow Down` and S3's XML
   error body (the request never reaches the server), and cuts those chosen by `reset` with a TCP
   reset (SO_LINGER 0, then close) after `after_bytes` bytes of their response.
 
 It reads requests (request line, headers, a `Content-Length` or chunked body) to know where each
 one ends, and does not read responses: clients of S3 wait for a response before the next request
-on the same connection (no pipelining). It runs an asyncio loop in a background thread; use it as
-a context manager. Registered as a pytest plugin from tests/conftest.py: the fixture `shaped_s3`
-is a proxy in front of the session's `s3_server` with storage options that go through it.
+on the same connection (no pipelining). Each connection has two threads of blocking sockets, one
+per direction; the responses go from the server's socket to the client's through a pipe
+(`os.splice`, where there is one: the bytes never enter Python) up to `READ_BYTES` at a time, so
+that the proxy costs little CPU beside the client it shapes. Use it as a context manager.
+Registered as a pytest plugin from tests/conftest.py: the fixture `shaped_s3` is a proxy in front
+of the session's `s3_server` with storage options that go through it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
+import fcntl
+import os
 import socket
 import struct
+import termios
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -38,8 +44,9 @@ import pytest
 from tests.s3_server import S3Server
 
 Fault = Literal["slowdown", "reset"]
-READ_BYTES = 256 * 1024
+READ_BYTES = 1024 * 1024  # the most bytes of a response moved at a time
 HEAD_LIMIT = 64 * 1024
+PACE_S = 0.01  # a paced piece is at least this long at the rate
 _FLUSH_TIMEOUT_S = 2.0
 
 
@@ -112,109 +119,295 @@ def slowdown_response(request: _Request, close: bool) -> bytes:
     return head if request.method == "HEAD" else head + body
 
 
-async def copy_body(
-    reader: asyncio.StreamReader, request: _Request, sink: Callable[[bytes], None]
-) -> None:
-    """Pass the body of `request` from `reader` to `sink` (which may drop it)."""
+class _Ended(Exception):
+    """The connection is over: a side closed it, the proxy stopped, or a reset cut it."""
+
+
+class _Reader:
+    """Buffered reads of the client's requests from a blocking socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = bytearray()
+
+    def read_until(self, separator: bytes, limit: int) -> bytes:
+        """The bytes up to and with the next `separator` (`ValueError` past `limit` bytes)."""
+        start = 0
+        while (end := self._buffer.find(separator, start)) < 0:
+            if len(self._buffer) > limit:
+                raise ValueError(f"no {separator!r} in the first {limit} bytes of a request")
+            start = max(0, len(self._buffer) - len(separator) + 1)
+            self._fill()
+        return self._take(end + len(separator))
+
+    def read_some(self, most: int) -> bytes:
+        """Between 1 and `most` bytes."""
+        if not self._buffer:
+            self._fill()
+        return self._take(min(most, len(self._buffer)))
+
+    def _take(self, n: int) -> bytes:
+        data = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return data
+
+    def _fill(self) -> None:
+        data = self._sock.recv(READ_BYTES)
+        if not data:
+            raise _Ended
+        self._buffer += data
+
+
+def copy_body(reader: _Reader, request: _Request, sink: Callable[[bytes], None]) -> None:
+    """Pass the body of `request` from `reader` to `sink`."""
     if not request.chunked:
-        await _copy_exactly(reader, request.length, sink)
+        _copy_exactly(reader, request.length, sink)
         return
     while True:
-        line = await reader.readuntil(b"\r\n")
+        line = reader.read_until(b"\r\n", HEAD_LIMIT)
         sink(line)
         size = int(line.split(b";", 1)[0], 16)
         if size == 0:
             break
-        await _copy_exactly(reader, size + 2, sink)
-    while (line := await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+        _copy_exactly(reader, size + 2, sink)
+    while (line := reader.read_until(b"\r\n", HEAD_LIMIT)) != b"\r\n":  # trailers
         sink(line)
     sink(line)
 
 
-async def _copy_exactly(
-    reader: asyncio.StreamReader, size: int, sink: Callable[[bytes], None]
-) -> None:
+def _copy_exactly(reader: _Reader, size: int, sink: Callable[[bytes], None]) -> None:
     while size > 0:
-        data = await reader.read(min(size, READ_BYTES))
-        if not data:
-            raise ConnectionError(f"client closed the connection {size} bytes before a body's end")
+        data = reader.read_some(size)
         sink(data)
         size -= len(data)
 
 
-def reset_abruptly(writer: asyncio.StreamWriter) -> None:
-    """Close `writer`'s connection with a TCP reset instead of a FIN."""
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
+class _SpliceRelay:
+    """The response bytes on their way: `fill()` moves what the server has sent (0 at its end)
+    into a pipe, `send(n)` moves `n` of them on to the client; they never enter Python."""
+
+    def __init__(self, source: socket.socket, sink: socket.socket) -> None:
+        self._source, self._sink = source.fileno(), sink.fileno()
+        self._out, self._in = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # over the pipe-size limits: the default size
+            fcntl.fcntl(self._in, fcntl.F_SETPIPE_SZ, READ_BYTES)
+        self._size = fcntl.fcntl(self._in, fcntl.F_GETPIPE_SZ)
+        self.held = 0
+
+    def fill(self) -> int:
+        n = os.splice(self._source, self._in, self._size)
+        self.held += n
+        return n
+
+    def send(self, n: int) -> None:
+        while n > 0:
+            done = os.splice(self._out, self._sink, n)
+            n -= done
+            self.held -= done
+
+    def close(self) -> None:
+        os.close(self._out)
+        os.close(self._in)
 
 
-class _Cut(Exception):
-    """A connection reset on purpose."""
+class _CopyRelay:
+    """`_SpliceRelay` where there is no `os.splice`: through a buffer of this process."""
+
+    def __init__(self, source: socket.socket, sink: socket.socket) -> None:
+        self._source, self._sink = source, sink
+        self._view = memoryview(bytearray(READ_BYTES))
+        self._start = self.held = 0
+
+    def fill(self) -> int:
+        n = self._source.recv_into(self._view)
+        self._start, self.held = 0, n
+        return n
+
+    def send(self, n: int) -> None:
+        self._sink.sendall(self._view[self._start : self._start + n])
+        self._start += n
+        self.held -= n
+
+    def close(self) -> None:
+        self._view.release()
+
+
+def _relay(source: socket.socket, sink: socket.socket) -> _SpliceRelay | _CopyRelay:
+    """A splicing relay from `source` to `sink` where the system has `os.splice` (Linux)."""
+    return _SpliceRelay(source, sink) if hasattr(os, "splice") else _CopyRelay(source, sink)
+
+
+def _unsent(sock: socket.socket) -> int:
+    """Bytes written to `sock` that its peer has not acknowledged (0 where unknown)."""
+    try:
+        found = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, struct.pack("i", 0))
+    except OSError:
+        return 0
+    return int(struct.unpack("i", found)[0])
 
 
 class _Pacer:
-    """A token bucket: `take(n)` returns once `n` more bytes fit in `rate` with `burst` saved up."""
+    """A token bucket: `delay(n)` is how long to wait before `n` more bytes fit in `rate` with
+    `burst` saved up (and takes them)."""
 
     def __init__(self) -> None:
         self._free_at = 0.0
 
-    async def take(self, n: int, rate: float, burst: int) -> None:
+    def delay(self, n: int, rate: float, burst: int) -> float:
         now = time.monotonic()
         self._free_at = max(self._free_at, now - burst / rate) + n / rate
-        if self._free_at > now:
-            await asyncio.sleep(self._free_at - now)
+        return self._free_at - now
 
 
 class _Connection:
-    """One client connection and its upstream one; what the response on its way back may do."""
+    """One client connection and its upstream one, a thread for each direction; what the
+    response on its way back may do."""
 
-    def __init__(self, proxy: ShapingProxy, client: asyncio.StreamWriter) -> None:
+    def __init__(self, proxy: ShapingProxy, client: socket.socket) -> None:
         self.proxy, self.client = proxy, client
-        self.upstream: asyncio.StreamWriter | None = None
+        self.upstream: socket.socket | None = None
         self.release_at = 0.0  # no byte of the response before this time
         self.cut_after: int | None = None  # reset once this many bytes of the response are out
         self.sent = 0  # bytes of the current response sent
         self._pacer = _Pacer()
+        self._sending = threading.Lock()  # the client's socket: a response, or a 503
+        self._ending = threading.Lock()
+        self._ended = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="shaping-proxy", daemon=True)
 
     def expect_response(self, arrived: float, cut_after: int | None) -> None:
         self.release_at = arrived + self.proxy.delay_s
         self.cut_after, self.sent = cut_after, 0
 
-    async def forward(self, data: bytes) -> None:
-        """Send response bytes `data` to the client: delayed, paced, and cut if it is time."""
-        wait = self.release_at - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        if self.cut_after is not None and self.sent + len(data) >= self.cut_after:
-            await self._send(data[: self.cut_after - self.sent])
-            await self._reset()
-        await self._send(data)
+    def end(self, reset: bool = False) -> None:
+        """Wake both directions so that the connection closes (with a TCP reset if `reset`: no
+        FIN before it)."""
+        with self._ending:
+            if self._ended.is_set():
+                return
+            self._ended.set()
+        with contextlib.suppress(OSError):
+            self.client.shutdown(socket.SHUT_RD if reset else socket.SHUT_RDWR)
+        if self.upstream is not None:
+            with contextlib.suppress(OSError):
+                self.upstream.shutdown(socket.SHUT_RDWR)
 
-    async def _send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            rate, burst = self.proxy.rate_bytes_per_s, self.proxy.burst_bytes
-            n = len(view) if rate is None else min(len(view), burst)
-            if rate is not None:
-                await self._pacer.take(n, rate, burst)
-            self.client.write(view[:n])
-            await self.client.drain()
-            self.sent += n
-            self.proxy.bytes_to_clients += n
+    def _run(self) -> None:
+        """Connect upstream, forward requests here and responses in a second thread; close both
+        connections once either direction ends."""
+        try:
+            upstream = socket.create_connection(self.proxy.upstream)
+        except OSError:
+            self.client.close()
+            self.proxy._gone(self)
+            return
+        with self._ending:
+            self.upstream = upstream
+        for sock in (self.client, upstream):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        relay = _relay(upstream, self.client)
+        responses = threading.Thread(
+            target=self._responses, args=(relay,), name="shaping-proxy-responses", daemon=True
+        )
+        try:
+            if not self._ended.is_set():
+                responses.start()
+                with contextlib.suppress(OSError, ValueError, _Ended):
+                    self._requests(upstream)
+        finally:
+            self.end()
+            if responses.ident is not None:  # started
+                responses.join()
+            self.client.close()
+            upstream.close()
+            relay.close()
+            self.proxy._gone(self)
+
+    def _requests(self, upstream: socket.socket) -> None:
+        """The client's requests, one by one, to upstream or answered here, until the client
+        closes (or a 503 closes a connection whose request had a body)."""
+        reader = _Reader(self.client)
+        proxy = self.proxy
+
+        def to_server(data: bytes) -> None:
+            upstream.sendall(data)
+            proxy._count("bytes_to_server", len(data))
+
+        while True:
+            head = reader.read_until(b"\r\n\r\n", HEAD_LIMIT)
+            arrived = time.monotonic()
+            request = parse_head(head)
+            rule = proxy._take_fault(request)
+            if rule is not None and rule.fault == "slowdown":
+                if not self._slowdown(request, arrived):
+                    return
+                continue
+            self.expect_response(arrived, None if rule is None else rule.after_bytes)
+            to_server(head)
+            copy_body(reader, request, to_server)
+
+    def _slowdown(self, request: _Request, arrived: float) -> bool:
+        """Answer `request` with 503 SlowDown; False if the connection closes after it (its body,
+        perhaps held back for `100-continue`, is never read)."""
+        keep = not request.has_body
+        self.expect_response(arrived, None)
+        view = memoryview(slowdown_response(request, close=not keep))
+        self._wait(self.release_at - time.monotonic())
+
+        def write(n: int) -> None:
+            nonlocal view
+            self.client.sendall(view[:n])
             view = view[n:]
 
-    async def _reset(self) -> None:
+        with self._sending:
+            self._send(len(view), write)
+        self.proxy._count("slowdowns", 1)
+        return keep
+
+    def _responses(self, relay: _SpliceRelay | _CopyRelay) -> None:
+        """Upstream's bytes to the client until upstream closes (or a reset cuts both)."""
+        try:
+            while relay.fill():
+                self._wait(self.release_at - time.monotonic())
+                with self._sending:
+                    held, cut = relay.held, self.cut_after
+                    if cut is not None and self.sent + held >= cut:
+                        self._send(cut - self.sent, relay.send)
+                        self._cut()
+                    self._send(held, relay.send)
+        except (OSError, _Ended):
+            pass
+        finally:
+            self.end()
+
+    def _send(self, n: int, write: Callable[[int], None]) -> None:
+        """Write `n` bytes of the response with `write`, paced."""
+        while n > 0:
+            rate, burst = self.proxy.rate_bytes_per_s, self.proxy.burst_bytes
+            piece = n
+            if rate is not None:
+                piece = min(n, max(burst, int(rate * PACE_S)))
+                self._wait(self._pacer.delay(piece, rate, burst))
+            write(piece)
+            self.sent += piece
+            self.proxy._count("bytes_to_clients", piece)
+            n -= piece
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep `seconds`, unless the connection ends first (`_Ended`)."""
+        if seconds > 0 and self._ended.wait(seconds):
+            raise _Ended
+
+    def _cut(self) -> None:
         deadline = time.monotonic() + _FLUSH_TIMEOUT_S
-        while self.client.transport.get_write_buffer_size() and time.monotonic() < deadline:
-            await asyncio.sleep(0.001)  # what was sent reaches the client before the reset
-        reset_abruptly(self.client)
-        if self.upstream is not None:
-            self.upstream.transport.abort()
-        self.proxy.resets += 1
-        raise _Cut
+        while _unsent(self.client) and time.monotonic() < deadline:
+            time.sleep(0.001)  # what was sent reaches the client before the reset
+        with contextlib.suppress(OSError):
+            self.client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.end(reset=True)  # the reset itself when `_run` closes the socket
+        self.proxy._count("resets", 1)
+        raise _Ended
 
 
 class ShapingProxy:
@@ -245,10 +438,10 @@ class ShapingProxy:
         self.seen: list[Seen] = []
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._live: set[_Connection] = set()
+        self._stopping = False
         self.port = 0
 
     @property
@@ -301,43 +494,34 @@ class ShapingProxy:
             self.requests += 1
             return None if found is None else dataclasses.replace(found)
 
+    def _count(self, counter: str, n: int) -> None:
+        with self._lock:
+            setattr(self, counter, getattr(self, counter) + n)
+
     # Life -----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="shaping-proxy", daemon=True)
+        self._stopping = False
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._accept, name="shaping-proxy", daemon=True)
         self._thread.start()
-        try:
-            self._server = self._run(
-                asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
-            )
-        except BaseException:
-            self.stop()
-            raise
-        self.port = self._server.sockets[0].getsockname()[1]
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
+        listener, thread, self._listener, self._thread = self._listener, self._thread, None, None
+        if listener is None or thread is None:
             return
-        self._run(self._close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
-        self._loop = self._thread = None
-
-    def _run(self, coroutine: Awaitable[Any]) -> Any:
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(_awaited(coroutine), self._loop).result()
-
-    async def _close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        self._stopping = True
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port)):
+            pass  # wakes `_accept`
+        thread.join()
+        listener.close()
+        with self._lock:
+            live = list(self._live)
+        for conn in live:
+            conn.end()
+        for conn in live:
+            conn.thread.join()
 
     def __enter__(self) -> ShapingProxy:
         self.start()
@@ -351,84 +535,25 @@ class ShapingProxy:
     ) -> None:
         self.stop()
 
-    # Forwarding -----------------------------------------------------------------------------
+    def _accept(self) -> None:
+        listener = self._listener
+        while listener is not None:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            if self._stopping:
+                client.close()
+                return
+            conn = _Connection(self, client)
+            with self._lock:
+                self._live.add(conn)
+                self.connections += 1
+            conn.thread.start()
 
-    async def _serve(self, reader: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self.connections += 1
-        conn = _Connection(self, client)
-        directions: list[asyncio.Task[None]] = []
-        try:
-            up_reader, conn.upstream = await asyncio.open_connection(
-                *self.upstream, limit=4 * READ_BYTES
-            )
-            directions.append(asyncio.create_task(self._responses(up_reader, conn)))
-            directions.append(asyncio.create_task(self._requests(reader, conn)))
-            await asyncio.wait(directions, return_when=asyncio.FIRST_COMPLETED)
-        except (OSError, asyncio.CancelledError):
-            pass
-        finally:
-            for direction in directions:  # when one direction ends, the connection does
-                direction.cancel()
-            await asyncio.gather(*directions, return_exceptions=True)
-            for writer in (client, conn.upstream):
-                if writer is not None and not writer.transport.is_closing():
-                    writer.close()
-            self._tasks.discard(task)
-
-    async def _responses(self, upstream: asyncio.StreamReader, conn: _Connection) -> None:
-        """Upstream's bytes to the client until upstream closes (or a reset cuts both)."""
-        with contextlib.suppress(OSError, _Cut):
-            while data := await upstream.read(READ_BYTES):
-                await conn.forward(data)
-            await conn.client.drain()
-
-    async def _requests(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
-        """The client's requests, one by one, to upstream or answered here, until the client
-        closes (or a 503 closes a connection whose request had a body)."""
-        assert conn.upstream is not None
-        upstream = conn.upstream
-        ends = (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
-        with contextlib.suppress(*ends):
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                arrived = time.monotonic()
-                request = parse_head(head)
-                rule = self._take_fault(request)
-                if rule is not None and rule.fault == "slowdown":
-                    if not await self._slowdown(request, conn, arrived):
-                        return
-                    continue
-                conn.expect_response(arrived, None if rule is None else rule.after_bytes)
-                upstream.write(head)
-                self.bytes_to_server += len(head)
-                await copy_body(reader, request, self._to_server(upstream))
-                await upstream.drain()
-
-    async def _slowdown(self, request: _Request, conn: _Connection, arrived: float) -> bool:
-        """Answer `request` with 503 SlowDown; False if the connection closes after it (its body,
-        perhaps held back for `100-continue`, is never read)."""
-        keep = not request.has_body
-        conn.expect_response(arrived, None)
-        await conn.forward(slowdown_response(request, close=not keep))
-        self.slowdowns += 1
-        if not keep:
-            await conn.client.drain()
-            conn.client.close()
-        return keep
-
-    def _to_server(self, upstream: asyncio.StreamWriter) -> Callable[[bytes], None]:
-        def sink(data: bytes) -> None:
-            upstream.write(data)
-            self.bytes_to_server += len(data)
-
-        return sink
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
+    def _gone(self, conn: _Connection) -> None:
+        with self._lock:
+            self._live.discard(conn)
 
 
 def via(storage_options: Mapping[str, Any], endpoint: str) -> dict[str, Any]:
