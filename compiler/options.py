@@ -13,7 +13,7 @@ from fastpack.formats.layout import SHARD_FORMATS
 
 from .build_schema import DEFAULT_BUILD_SCHEMA, BuildSchema
 from .errors import BuildError, SourceError
-from .images.baseline import MAX_RESTART_ROWS, require_baseline
+from .images.baseline import MAX_RESTART_WIDTH, require_baseline
 from .images.policy import CHECKS, Check
 from .sources.registry import source_formats
 from .sources.scan import SourceOptions
@@ -34,7 +34,7 @@ RECORDED_WHERE_SET = frozenset(
         "render_masks",
         "shard_format",
         "baseline",
-        "restart_rows",
+        "restart_width",
         "pixel_budget",
     }
 )
@@ -50,8 +50,9 @@ class BuildOptions:
     quality: int = 90  # JPEG quality of re-encoded images
     check: Check = "structure"  # how JPEGs kept byte-for-byte are checked (image_policy)
     baseline: bool = False  # store progressive JPEGs transcoded to baseline (losslessly)
-    # store JPEGs transcoded (losslessly) with a restart marker every N MCU rows; 0: as they are
-    restart_rows: int = 0
+    # store JPEGs transcoded (losslessly) with restart markers that split each MCU row into
+    # intervals about this many pixels wide (RESTART_WIDTH: --restart-markers); 0: as they are
+    restart_width: int = 0
     # samples (width x height x components) an input's header may declare; more is a reject
     pixel_budget: int = DEFAULT_PIXEL_BUDGET
     strict: bool = False  # a reject fails the build (BuildError) instead
@@ -93,7 +94,7 @@ class BuildOptions:
             raise BuildError(
                 f"build option check={self.check!r}: expected one of {', '.join(CHECKS)}"
             )
-        if self.baseline or self.restart_rows:
+        if self.baseline or self.restart_width:
             require_baseline()  # refused here, before any work, where it is not built
         checks = (
             ("workers", self.workers, self.workers is None or self.workers >= 1, ">= 1 or None"),
@@ -101,9 +102,9 @@ class BuildOptions:
             ("max_side", self.max_side, self.max_side is None or self.max_side >= 1,
              ">= 1 or None"),
             ("quality", self.quality, 1 <= self.quality <= MAX_QUALITY, f"in 1..{MAX_QUALITY}"),
-            ("restart_rows", self.restart_rows,
-             type(self.restart_rows) is int and 0 <= self.restart_rows <= MAX_RESTART_ROWS,
-             f"an int in 0..{MAX_RESTART_ROWS}"),
+            ("restart_width", self.restart_width,
+             type(self.restart_width) is int and 0 <= self.restart_width <= MAX_RESTART_WIDTH,
+             f"an int in 0..{MAX_RESTART_WIDTH}"),
             ("pixel_budget", self.pixel_budget,
              type(self.pixel_budget) is int and self.pixel_budget >= 1, "an int >= 1"),
             ("dictionary_size", self.dictionary_size, self.dictionary_size >= MIN_DICTIONARY_SIZE,
@@ -136,8 +137,8 @@ class BuildOptions:
             shaping["render_masks"] = True
         if self.baseline:
             shaping["baseline"] = True
-        if self.restart_rows:
-            shaping["restart_rows"] = self.restart_rows
+        if self.restart_width:
+            shaping["restart_width"] = self.restart_width
         if self.pixel_budget != DEFAULT_PIXEL_BUDGET:
             shaping["pixel_budget"] = self.pixel_budget
         if self.shard_format != "tar":

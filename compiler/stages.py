@@ -86,7 +86,7 @@ def shard_job(
         schema=None if schema.is_v1 else schema,
         shard_format=options.shard_format,
         baseline=options.baseline,
-        restart_rows=options.restart_rows,
+        restart_width=options.restart_width,
         pixel_budget=options.pixel_budget,
         duplicates=duplicates,
     )

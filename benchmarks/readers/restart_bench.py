@@ -1,10 +1,11 @@
-"""What `fastpack build --restart-rows N` costs and gives: size, build time, and the CPU of a
-RandomResizedCrop's decode, on one core.
+"""What `fastpack build --restart-markers` costs and gives: size, build time, and the CPU of a
+RandomResizedCrop's decode, on one core; and which interval width to choose.
 
 `--images` photos of the corpus (evenly spaced in its sorted listing) are read into memory and
-transcoded as a build with `restart_rows=N` stores them (`to_baseline_lossless`: the same
-coefficients, optimized Huffman tables, a restart marker every N MCU rows, its pixel check
-included), for N in `--rows`; and once with N = 0 (the same transcode without markers), which
+transcoded as a build with `restart_width=W` stores them (`to_baseline_lossless`: the same
+coefficients, optimized Huffman tables, restart markers splitting each MCU row into intervals
+of at most W pixels, or whole rows; its pixel check included), for W in `--widths` (65535: a
+marker every MCU row); and once with W = 0 (the same transcode without markers), which
 separates what the optimized tables do from what the markers do. Every file kind sees the same
 boxes: one `RandomResizedCrop(224, max_upscale=u)` draw per image (`sample_draws(0, 0, i)`),
 for u = 1 (full quality, the default) and u = 2, rendered through the window decoder into one
@@ -13,8 +14,8 @@ output array. Every crop of every kind is checked equal to the stored file's.
 A round times every route once, in turns (the order reversed every other round), as the
 process's CPU time and the wall time per image; the process is pinned to one CPU (`--cpu`),
 OpenCV runs one thread. Build cost: the transcode per image, timed the same way over
-`--build-rounds` rounds. The decoder's rows cut (the full-size rows above the first entropy-
-decoded one) are averaged per kind.
+`--build-rounds` rounds. Where the decoded region starts (the full-size rows above and columns
+left of the first entropy-decoded one, at full scale) is averaged per kind.
 
     python -m benchmarks.readers.restart_bench --corpus /tmp/photo-corpus --images 600 \\
         --rounds 9
@@ -34,6 +35,7 @@ from typing import Any
 import cv2
 import numpy as np
 import simplejpeg
+from fastpack.compiler.images.baseline import MAX_RESTART_WIDTH as MAX_WIDTH
 from fastpack.compiler.images.baseline import to_baseline_lossless
 from fastpack.reader.image import crop_decode
 from fastpack.reader.image.transforms import random_resized_box
@@ -46,12 +48,14 @@ STORED = "stored"
 Route = Callable[[], None]
 
 
-def kind_name(rows: int) -> str:
-    return "transcoded, no markers" if rows == 0 else f"restart every {rows} MCU row(s)"
+def kind_name(width: int) -> str:
+    if width == 0:
+        return "transcoded, no markers"
+    return "markers every MCU row" if width >= MAX_WIDTH else f"intervals of <= {width} px"
 
 
-def transcodes(stored: Sequence[bytes], rows: int) -> list[bytes]:
-    return [to_baseline_lossless(data, restart_rows=rows) for data in stored]
+def transcodes(stored: Sequence[bytes], width: int) -> list[bytes]:
+    return [to_baseline_lossless(data, restart_width=width) for data in stored]
 
 
 def timed(route: Route, count: int) -> tuple[float, float]:
@@ -63,11 +67,12 @@ def timed(route: Route, count: int) -> tuple[float, float]:
     )
 
 
-def rows_cut(blobs: Sequence[bytes], crops: Crops) -> float:
-    """Mean full-size rows the window decoder cut above the crops of `blobs`."""
+def region_start(blobs: Sequence[bytes], crops: Crops) -> tuple[float, float]:
+    """Mean full-size rows and columns the window decoder left out above and left of the crops
+    of `blobs` (decoded at full scale)."""
     extension = crop_decode._EXTENSION
     if extension is None:
-        return 0.0
+        return 0.0, 0.0
     buffer = np.empty(64 << 20, np.uint8)
     cut = []
     for data, draws in zip(blobs, crops.draws, strict=True):
@@ -75,16 +80,17 @@ def rows_cut(blobs: Sequence[bytes], crops: Crops) -> float:
         box = random_resized_box(height, width, crops.transform.scale, crops.transform.ratio, draws)
         top, left = int(box.top), int(box.left)
         rows, columns = max(int(box.height), 1), max(int(box.width), 1)
-        *_, rows_cut = extension.decode_window(data, 0, top, left, rows, columns, buffer)
-        cut.append(rows_cut)
-    return float(np.mean(cut))
+        *_, start = extension.decode_window(data, 0, top, left, rows, columns, buffer)
+        cut.append(start)
+    mean = np.mean(cut, axis=0)
+    return float(mean[0]), float(mean[1])
 
 
 def main() -> None:  # noqa: PLR0915 -- one measurement, in order
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/photo-corpus"))
     parser.add_argument("--images", type=int, default=600)
-    parser.add_argument("--rows", default="1,2,4", help="restart intervals, in MCU rows")
+    parser.add_argument("--widths", default="64,128,256,65535", help="interval widths, px")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--build-rounds", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=1, help="the one CPU the process runs on")
@@ -103,16 +109,16 @@ def main() -> None:  # noqa: PLR0915 -- one measurement, in order
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     stored = [p.read_bytes() for p in pick(args.corpus, args.images)]
     count = len(stored)
-    intervals = [0, *(int(r) for r in args.rows.split(","))]
+    widths = [0, *(int(w) for w in args.widths.split(","))]
     files = {STORED: stored}
     build: dict[str, list[tuple[float, float]]] = {}
-    for rows in intervals:
-        name = kind_name(rows)
+    for width in widths:
+        name = kind_name(width)
         build[name] = []
         for _ in range(args.build_rounds):
 
-            def transcode(n: str = name, r: int = rows) -> None:
-                files[n] = transcodes(stored, r)
+            def transcode(n: str = name, w: int = width) -> None:
+                files[n] = transcodes(stored, w)
 
             build[name].append(timed(transcode, count))
     sizes = {name: sum(map(len, blobs)) for name, blobs in files.items()}
@@ -128,7 +134,7 @@ def main() -> None:  # noqa: PLR0915 -- one measurement, in order
             )
             checks[f"u={u:g} {name} == stored"] = f"{same}/{count}"
     print(json.dumps(checks, indent=1), flush=True)
-    cut = {name: rows_cut(blobs, crops[1.0]) for name, blobs in files.items()}
+    cut = {name: region_start(blobs, crops[1.0]) for name, blobs in files.items()}
 
     routes: dict[str, Route] = {}
     for name, blobs in files.items():
@@ -162,7 +168,7 @@ def main() -> None:  # noqa: PLR0915 -- one measurement, in order
         "rounds": args.rounds,
         "loads": loads,
         "bytes": sizes,
-        "rows_cut": cut,
+        "region_start": cut,
         "build_ms": build,
         "checks": checks,
         "samples": samples,
@@ -182,7 +188,7 @@ def page(raw: dict[str, Any]) -> str:
     kinds = list(sizes)
     loads = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in raw["loads"])
     lines = [
-        "# `fastpack build --restart-rows`: what the markers cost and give",
+        "# `fastpack build --restart-markers`: what the markers cost and give",
         "",
         "Produced by `python -m benchmarks.readers.restart_bench` (its docstring says what each "
         "route does); raw numbers: `restart_results.json`.",
@@ -201,12 +207,15 @@ def page(raw: dict[str, Any]) -> str:
         "median (range) over the rounds; the ratio is paired within each round, against the "
         "stored files:",
         "",
-        "| file kind | size vs stored | mean rows cut (u=1) | u=1 CPU | u=1 wall "
+        "| file kind | size vs stored | rows, columns left out | u=1 CPU | u=1 wall "
         "| u=1 / stored | u=2 CPU | u=2 / stored | build ms per image (CPU) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for kind in kinds:
-        cells = [f"{100 * (sizes[kind] / sizes[STORED] - 1):+.2f}%", f"{raw['rows_cut'][kind]:.0f}"]
+        cells = [
+            f"{100 * (sizes[kind] / sizes[STORED] - 1):+.2f}%",
+            "{:.0f}, {:.0f}".format(*raw["region_start"][kind]),
+        ]
         for u in ("1", "2"):
             values = samples[f"{kind}|u={u}"]
             base = samples[f"{STORED}|u={u}"]

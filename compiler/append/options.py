@@ -46,7 +46,7 @@ def dataset_shaping(build: Mapping[str, Any], where: str) -> dict[str, Any]:
         "quality": build["quality"],
         "check": build.get("check", _BEFORE_CHECK),
         "baseline": build.get("baseline", False),
-        "restart_rows": build.get("restart_rows", 0),
+        "restart_width": build.get("restart_width", 0),
         "pixel_budget": build.get("pixel_budget", DEFAULT_PIXEL_BUDGET),
         "schema": None if schema is None else parse_build_schema(schema, f"{where}: build"),
         "dictionary_size": build.get("dictionary_size", _DEFAULTS.dictionary_size),

@@ -9,9 +9,9 @@
  * right after SOI; libjpeg writes no JFIF or Adobe segment of its own. The output therefore
  * holds the same EXIF, ICC profile, XMP and comments, and a decoder guesses the same colour
  * space (from JFIF, Adobe and component ids) as for the input. The input's restart markers are
- * not kept: the output has none (no DRI), or one every `restart_rows` MCU rows where asked (a
- * reader can then start decoding at such a marker: the DC predictors restart there); bytes
- * after the EOI are dropped.
+ * not kept: the output has none (no DRI), or markers on a grid where asked (`restart_width`,
+ * see restart_interval()): a reader can then decode only the intervals a crop needs, since the
+ * DC predictors restart at each marker; bytes after the EOI are dropped.
  *
  * Refused (ValueError with the reason):
  * - data libjpeg cannot read, and data it warns about (corrupt data it would paper over);
@@ -42,7 +42,8 @@
 
 #define MAX_MARKER_BYTES 0xFFFF /* a whole segment's payload */
 #define FIRST_OUTPUT_BYTES 16384
-#define MAX_RESTART_ROWS 65535 /* libjpeg's restart_in_rows; the interval stops at 65535 MCUs */
+#define MAX_RESTART_WIDTH 65535    /* pixels: JPEG's widest image */
+#define MAX_RESTART_INTERVAL 65535 /* MCUs: the DRI segment's 16 bits */
 
 static PyObject *IncompleteProgressiveError;
 
@@ -97,13 +98,29 @@ typedef struct {
     const unsigned char *data;
     size_t size;
     long max_memory;
-    int max_scans, restart_rows;
+    int max_scans, restart_width;
     /* out: dest.buffer holds dest.size bytes on success; the caller frees dest.buffer (which
      * may be set after a failure too) */
     Destination dest;
     int failed, incomplete;
     char message[MESSAGE_BYTES];
 } Job;
+
+/* The restart interval, in MCUs, for intervals about `width` pixels wide (0: none): the most
+ * MCUs that divide an MCU row into equal intervals at most `width` wide, so that each row
+ * starts with an interval; where those would be narrower than half of `width` (a row whose MCU
+ * count has no divisor near it), a whole MCU row. */
+static unsigned int restart_interval(j_decompress_ptr src, int width) {
+    if (width <= 0) return 0;
+    /* the MCU of the output's one scan: all components interleaved, or one 8 x 8 block */
+    long mcu_w = DCTSIZE * (src->num_components > 1 ? src->max_h_samp_factor : 1);
+    long per_row = ((long)src->image_width + mcu_w - 1) / mcu_w;
+    long best = 0;
+    for (long mcus = 1; mcus <= per_row && mcus * mcu_w <= width; mcus++)
+        if (per_row % mcus == 0) best = mcus;
+    if (best * mcu_w * 2 < width) best = per_row;
+    return (unsigned int)(best < MAX_RESTART_INTERVAL ? best : MAX_RESTART_INTERVAL);
+}
 
 static void copy_markers(j_decompress_ptr src, j_compress_ptr dst) {
     for (jpeg_saved_marker_ptr m = src->marker_list; m != NULL; m = m->next)
@@ -146,8 +163,8 @@ static void run(Job *job) {
     dst.write_JFIF_header = FALSE; /* the input's own APP0 and APP14, if any, are copied */
     dst.write_Adobe_marker = FALSE;
     dst.optimize_coding = TRUE;
-    dst.restart_interval = 0;
-    dst.restart_in_rows = job->restart_rows; /* 0: none */
+    dst.restart_interval = restart_interval(&src, job->restart_width);
+    dst.restart_in_rows = 0;
     job->dest.pub.init_destination = init_destination;
     job->dest.pub.empty_output_buffer = empty_output_buffer;
     job->dest.pub.term_destination = term_destination;
@@ -162,13 +179,14 @@ static void run(Job *job) {
 }
 
 PyDoc_STRVAR(to_baseline_doc,
-"to_baseline(data, *, restart_rows=0, max_memory=DEFAULT_MAX_MEMORY,\n"
+"to_baseline(data, *, restart_width=0, max_memory=DEFAULT_MAX_MEMORY,\n"
 "            max_scans=DEFAULT_MAX_SCANS)\n"
 "\n"
 "The JPEG `data` (a bytes-like object) transcoded losslessly to baseline: the same DCT\n"
 "coefficients in one sequential scan with optimized Huffman tables, the input's APPn and COM\n"
-"segments kept, and a restart marker every `restart_rows` MCU rows (0 to MAX_RESTART_ROWS;\n"
-"0: none). Returns bytes. Raises IncompleteProgressiveError (a ValueError) for a\n"
+"segments kept. With `restart_width` (1 to MAX_RESTART_WIDTH pixels; 0: none), restart\n"
+"markers split every MCU row into equal intervals at most that wide (a whole row where\n"
+"those would be under half of it). Returns bytes. Raises IncompleteProgressiveError (a ValueError) for a\n"
 "progressive file with a coefficient never sent or never fully refined, and ValueError with\n"
 "libjpeg's message when libjpeg cannot read the data or warns about it, when the transcode\n"
 "needs more than `max_memory` bytes of libjpeg memory or output, or when the file has more\n"
@@ -176,21 +194,21 @@ PyDoc_STRVAR(to_baseline_doc,
 
 static PyObject *to_baseline(PyObject *module, PyObject *args, PyObject *kwargs) {
     (void)module;
-    static char *keywords[] = {"data", "restart_rows", "max_memory", "max_scans", NULL};
+    static char *keywords[] = {"data", "restart_width", "max_memory", "max_scans", NULL};
     Py_buffer data;
-    PyObject *restart_rows = NULL, *max_memory = NULL, *max_scans = NULL;
-    long rows = 0;
+    PyObject *restart_width = NULL, *max_memory = NULL, *max_scans = NULL;
+    long width = 0;
     Job job;
     memset(&job, 0, sizeof(job));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|$OOO", keywords, &data, &restart_rows,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|$OOO", keywords, &data, &restart_width,
                                      &max_memory, &max_scans))
         return NULL;
     PyObject *result = NULL;
     if (parse_limits(max_memory, max_scans, &job.max_memory, &job.max_scans) < 0) goto done;
-    if (restart_rows != NULL &&
-        bounded_long(restart_rows, "restart_rows", 0, MAX_RESTART_ROWS, &rows) < 0)
+    if (restart_width != NULL &&
+        bounded_long(restart_width, "restart_width", 0, MAX_RESTART_WIDTH, &width) < 0)
         goto done;
-    job.restart_rows = (int)rows;
+    job.restart_width = (int)width;
     if (data.len == 0) {
         PyErr_SetString(PyExc_ValueError, "empty data: not a JPEG");
         goto done;
@@ -235,7 +253,7 @@ PyMODINIT_FUNC PyInit__jpeg_baseline(void) {
         PyModule_AddIntConstant(m, "LIBJPEG_TURBO_VERSION", LIBJPEG_TURBO_VERSION_NUMBER) < 0 ||
         PyModule_AddIntConstant(m, "DEFAULT_MAX_MEMORY", DEFAULT_MAX_MEMORY) < 0 ||
         PyModule_AddIntConstant(m, "DEFAULT_MAX_SCANS", DEFAULT_MAX_SCANS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_RESTART_ROWS", MAX_RESTART_ROWS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_RESTART_WIDTH", MAX_RESTART_WIDTH) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,4 +1,4 @@
-"""JPEGs transcoded to baseline, losslessly (`fastpack build --baseline`, `--restart-rows`).
+"""JPEGs transcoded to baseline, losslessly (`fastpack build --baseline`, `--restart-markers`).
 
 A progressive JPEG spreads every block over several scans, so a decoder must read the whole
 file before it has one finished row: the reader's window decode then saves little. fastpack's C
@@ -6,9 +6,10 @@ extension (`_jpeg_baseline`, built against the system's libjpeg-turbo when its h
 compiler are present) rewrites such a file as one sequential scan of the same DCT coefficients
 (Huffman tables optimized), so every decoder gives the same pixels as from the input. The
 input's APPn and COM segments (EXIF, ICC profile, XMP, comments) are kept byte for byte.
-With `restart_rows` the transcode also writes a restart marker every that many MCU rows: the
-reader's window decode starts entropy decoding at the marker above a crop instead of at the
-top of the image.
+With `restart_width` the transcode also writes restart markers that split every MCU row into
+equal intervals about that many pixels wide (`RESTART_WIDTH` for `--restart-markers`): the
+reader's window decode then entropy-decodes only the intervals around a crop instead of every
+row above and beside it.
 
 `to_baseline_lossless` is the transcode a build stores: it refuses an incomplete progressive
 file (a coefficient never sent or never refined to its last bit, which a decoder smooths and a
@@ -30,9 +31,11 @@ from ..errors import BuildError
 # SOF markers of progressive frames: Huffman (SOF2) and arithmetic (SOF10) coded
 PROGRESSIVE_FRAMES = frozenset({0xC2, 0xCA})
 DEFAULT_MAX_MEMORY = 1 << 30  # the extension's own default, in bytes
-MAX_RESTART_ROWS = 65535  # the extension's bound (libjpeg's restart_in_rows)
+MAX_RESTART_WIDTH = 65535  # pixels: the extension's bound
+# restart intervals of `--restart-markers`, in pixels: chosen by benchmarks/readers/RESTART.md
+RESTART_WIDTH = 128
 MISSING = (
-    "--baseline and --restart-rows need fastpack's JPEG transcoder, the C extension "
+    "--baseline and --restart-markers need fastpack's JPEG transcoder, the C extension "
     "fastpack.compiler.images._jpeg_baseline, which is not built in this installation: install "
     "libjpeg-turbo's headers and a C compiler (Debian/Ubuntu: apt-get install "
     "libjpeg62-turbo-dev gcc; Fedora: dnf install libjpeg-turbo-devel gcc), then reinstall "
@@ -72,10 +75,11 @@ def require_baseline() -> None:
 
 
 def to_baseline(
-    data: bytes, *, restart_rows: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
+    data: bytes, *, restart_width: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
 ) -> bytes:
     """The JPEG `data` as a baseline JPEG of the same DCT coefficients (module docstring),
-    with a restart marker every `restart_rows` MCU rows (0: none).
+    with restart markers every `restart_width` pixels or so of each MCU row (0: none; the
+    extension's docstring says how the interval is chosen).
     Raises ValueError with libjpeg's message for data it cannot read or warns about, or that
     needs more than `max_memory` bytes (its subclass IncompleteProgressiveError for an
     incomplete progressive file), and BaselineUnavailableError where the extension is not
@@ -83,13 +87,13 @@ def to_baseline(
     extension = _EXTENSION
     if extension is None:
         raise BaselineUnavailableError(MISSING)
-    return bytes(extension.to_baseline(data, restart_rows=restart_rows, max_memory=max_memory))
+    return bytes(extension.to_baseline(data, restart_width=restart_width, max_memory=max_memory))
 
 
 def to_baseline_lossless(
-    data: bytes, *, restart_rows: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
+    data: bytes, *, restart_width: int = 0, max_memory: int = DEFAULT_MAX_MEMORY
 ) -> bytes:
-    """`to_baseline(data, restart_rows=restart_rows)` where it decodes to exactly the
+    """`to_baseline(data, restart_width=restart_width)` where it decodes to exactly the
     original's pixels. Raises TranscodeNotLosslessError with the reason where it would not
     (an incomplete progressive file, or pixels that differ), ValueError where libjpeg cannot
     read the data, and BaselineUnavailableError where the extension is not built."""
@@ -97,7 +101,7 @@ def to_baseline_lossless(
     if extension is None:
         raise BaselineUnavailableError(MISSING)
     try:
-        transcoded = to_baseline(data, restart_rows=restart_rows, max_memory=max_memory)
+        transcoded = to_baseline(data, restart_width=restart_width, max_memory=max_memory)
     except extension.IncompleteProgressiveError as e:
         raise TranscodeNotLosslessError(f"{_CHANGES_PIXELS}: {e}") from e
     require_same_pixels(data, transcoded)

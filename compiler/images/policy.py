@@ -14,10 +14,11 @@
   reads every entropy-coded byte, so it is also that file's `decode` check. Where the
   transcode would not decode to the same pixels (`TranscodeNotLosslessError`: an incomplete
   progressive file), the input is kept as it was, with the reason as its `note`.
-- With `restart_rows` (N > 0), every JPEG kept as it is, progressive or not, is transcoded so,
-  with a restart marker every N MCU rows (the reader's window decode then starts at the marker
-  above a crop instead of at the top), under the same rule; a JPEG the policy encodes itself is
-  transcoded likewise (its own baseline coefficients: no pixel check needed).
+- With `restart_width` (pixels, > 0), every JPEG kept as it is, progressive or not, is
+  transcoded so, with restart markers that split each MCU row into intervals about that wide
+  (the reader's window decode then decodes only the intervals around a crop), under the same
+  rule; a JPEG the policy encodes itself is transcoded likewise (its own baseline
+  coefficients: no pixel check needed).
 - Before any decoder allocates, the size the header declares (a JPEG's frame header, the
   others' by `input_header`) is checked against `pixel_budget` (samples: width x height x
   components, `fastpack.formats.image_header`): an image over it is a `Reject` with the numbers.
@@ -104,7 +105,7 @@ class _Policy:
     quality: int
     check: Check
     baseline: bool
-    restart_rows: int
+    restart_width: int
     pixel_budget: int
 
 
@@ -115,10 +116,10 @@ def prepare_image(  # noqa: PLR0913 -- keyword inputs
     quality: int = 90,
     check: Check = "structure",
     baseline: bool = False,
-    restart_rows: int = 0,
+    restart_width: int = 0,
     pixel_budget: int = DEFAULT_PIXEL_BUDGET,
 ) -> PreparedImage | Reject:
-    """Apply the image policy to the bytes of one input file. `baseline` and `restart_rows`
+    """Apply the image policy to the bytes of one input file. `baseline` and `restart_width`
     need the transcoder extension (`baseline.require_baseline`). Never raises for the input's
     content; a MemoryError is the machine's, and passes."""
     if not data:
@@ -128,7 +129,7 @@ def prepare_image(  # noqa: PLR0913 -- keyword inputs
         quality=quality,
         check=check,
         baseline=baseline,
-        restart_rows=restart_rows,
+        restart_width=restart_width,
         pixel_budget=pixel_budget,
     )
     try:
@@ -154,12 +155,12 @@ def _prepare_jpeg(data: bytes, policy: _Policy) -> PreparedImage | Reject:
     if colorspace == "YCbCr" and orientation == NO_ROTATION and target == size:
         structure = guarded(_CORRUPT_JPEG, read_jpeg_structure, data)
         progressive = structure.frame.marker in PROGRESSIVE_FRAMES
-        if policy.restart_rows or (policy.baseline and progressive):
-            failure = _NOT_RESTARTED if policy.restart_rows else _NOT_TRANSCODED
+        if policy.restart_width or (policy.baseline and progressive):
+            failure = _NOT_RESTARTED if policy.restart_width else _NOT_TRANSCODED
             transcoded = guarded(failure, _transcode, data, policy)
             if isinstance(transcoded, bytes):
                 return PreparedImage(transcoded, False, size, size)
-            wanted = "with restart markers" if policy.restart_rows else "to baseline"
+            wanted = "with restart markers" if policy.restart_width else "to baseline"
             note = f"kept as it was, not transcoded {wanted}: {transcoded}"
             _check_decodes(data, policy)
             return PreparedImage(data, False, size, size, note)
@@ -199,7 +200,7 @@ def _transcode(data: bytes, policy: _Policy) -> bytes | str:
     read) raise."""
     try:
         return to_baseline_lossless(
-            data, restart_rows=policy.restart_rows, max_memory=_transcode_memory(policy)
+            data, restart_width=policy.restart_width, max_memory=_transcode_memory(policy)
         )
     except TranscodeNotLosslessError as e:
         return str(e)
@@ -242,9 +243,9 @@ def _finish(
         colorspace="RGB",
         colorsubsampling="420",
     )
-    if policy.restart_rows:
+    if policy.restart_width:
         encoded = to_baseline(
-            encoded, restart_rows=policy.restart_rows, max_memory=_transcode_memory(policy)
+            encoded, restart_width=policy.restart_width, max_memory=_transcode_memory(policy)
         )
     transposed = orientation in TRANSPOSING
     upright_full = (full[1], full[0]) if transposed else full

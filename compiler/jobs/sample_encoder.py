@@ -77,7 +77,7 @@ class ImageOptions:
     quality: int
     check: Check
     baseline: bool = False
-    restart_rows: int = 0
+    restart_width: int = 0
     pixel_budget: int = DEFAULT_PIXEL_BUDGET
     strict: bool = False  # a jpeg field's value stored otherwise than asked rejects the sample
 
@@ -89,7 +89,7 @@ class ImageOptions:
             quality=self.quality,
             check=self.check,
             baseline=self.baseline,
-            restart_rows=self.restart_rows,
+            restart_width=self.restart_width,
             pixel_budget=self.pixel_budget,
         )
 

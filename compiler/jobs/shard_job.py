@@ -68,7 +68,7 @@ class ShardJob:
     # the schema's dictionaries by field, where the job cannot read them from `out`
     dictionaries: Mapping[str, bytes] | None = None
     baseline: bool = False  # progressive JPEGs kept as they are are transcoded to baseline
-    restart_rows: int = 0  # kept JPEGs transcoded with a restart marker every N MCU rows
+    restart_width: int = 0  # JPEGs transcoded with restart markers about this many px apart
     pixel_budget: int = DEFAULT_PIXEL_BUDGET  # samples an input's header may declare
     # the dataset an append grows, where inputs it holds already are left out (`duplicates`)
     duplicates: StoredDataset | None = None
@@ -99,7 +99,7 @@ def _image_options(job: ShardJob) -> ImageOptions:
         quality=job.quality,
         check=job.check,
         baseline=job.baseline,
-        restart_rows=job.restart_rows,
+        restart_width=job.restart_width,
         pixel_budget=job.pixel_budget,
         strict=job.strict,
     )

@@ -112,12 +112,11 @@ def add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "that crops decode only their window; needs the C extension built with libjpeg-turbo",
     )
     p.add_argument(
-        "--restart-rows",
-        type=int_at_least(1),
-        metavar="N",
-        help="store every JPEG transcoded, losslessly, with a restart marker every N MCU rows "
-        "(1 recommended: about +0.15%% in size), so that a crop's decode starts at the marker "
-        "above it instead of the top of the image; implies --baseline; needs the C extension "
+        "--restart-markers",
+        action="store_true",
+        help="store every JPEG transcoded, losslessly (the same pixels), with restart markers "
+        "that split each row of blocks into intervals of about 128 pixels, so that a crop "
+        "decodes only the intervals around it; implies --baseline; needs the C extension "
         "built with libjpeg-turbo",
     )
     p.add_argument(
@@ -208,6 +207,7 @@ def _run_build(args: argparse.Namespace) -> int:
     from ..compiler import BuildError, BuildOptions, build  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
     from ..compiler.build_schema import read_build_schema  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
     from ..compiler.errors import os_error_words  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
+    from ..compiler.images.baseline import RESTART_WIDTH  # noqa: PLC0415 -- on use: keeps `fastpack --help` fast
 
     given = {
         "shard_size": args.shard_size,
@@ -215,7 +215,7 @@ def _run_build(args: argparse.Namespace) -> int:
         "check": args.check,
         "dictionary_size": args.dictionary_size,
         "pixel_budget": args.pixel_budget,
-        "restart_rows": args.restart_rows,
+        "restart_width": RESTART_WIDTH if args.restart_markers else None,
     }
     options = BuildOptions(
         workers=args.workers,

@@ -49,7 +49,7 @@ def test_build_baseline_is_refused_without_the_extension(
     code, _, err = run("build", source, tmp_path / "ds", "--baseline", "--no-progress")
     assert code == 1
     line = error_line(err)
-    assert "--baseline and --restart-rows need fastpack's JPEG transcoder" in line
+    assert "--baseline and --restart-markers need fastpack's JPEG transcoder" in line
     assert "apt-get install libjpeg62-turbo-dev gcc" in line
     assert "reinstall fastpack" in line
     assert not (tmp_path / "ds").exists()
@@ -62,21 +62,13 @@ def test_build_help_names_the_flag(run: Run) -> None:
     assert "losslessly" in out
 
 
-def test_build_restart_rows_flag(tmp_path: Path, run: Run) -> None:
+def test_build_restart_markers_flag(tmp_path: Path, run: Run) -> None:
     source, progressive = with_progressive(tmp_path / "src")
-    code, out, _ = run("build", source, tmp_path / "ds", "--restart-rows", "1", "--no-progress")
+    code, out, _ = run("build", source, tmp_path / "ds", "--restart-markers", "--no-progress")
     assert code == 0
     assert f"{SAMPLES + 1} samples" in out
-    assert read_manifest(tmp_path / "ds" / "fastpack.json").build["restart_rows"] == 1
+    assert read_manifest(tmp_path / "ds" / "fastpack.json").build["restart_width"] == 128
     for path, data in {s.source: s.jpg for s in read_dataset(tmp_path / "ds")}.items():
         original = progressive if path.endswith("progressive.jpg") else (source / path).read_bytes()
-        assert data == extension.to_baseline(original, restart_rows=1), path
+        assert data == extension.to_baseline(original, restart_width=128), path
         assert b"\xff\xdd" in data  # a DRI segment
-
-
-def test_build_restart_rows_must_be_positive(tmp_path: Path, run: Run) -> None:
-    source, _ = with_progressive(tmp_path / "src")
-    code, _, err = run("build", source, tmp_path / "ds", "--restart-rows", "0", "--no-progress")
-    assert code == 2
-    assert "--restart-rows" in err
-    assert not (tmp_path / "ds").exists()

@@ -36,8 +36,8 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "fastpack-restart": PeerInfo(
         "fastpack_restart_peer", "fastpack-restart", "processes", "build, {workers} processes",
-        "fastpack as `fastpack` (full quality), from a build with --restart-rows 1: the "
-        "decode starts at the restart marker above the crop",
+        "fastpack as `fastpack` (full quality), from a build with --restart-markers: a crop "
+        "entropy-decodes only the restart intervals around it",
     ),
     "fastpack-restart-fast": PeerInfo(
         "fastpack_restart_fast_peer", "fastpack-restart", "processes",

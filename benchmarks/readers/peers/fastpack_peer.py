@@ -23,13 +23,13 @@ def build(
     out: Path,
     workers: int,
     max_side: int | None = None,
-    restart_rows: int = 0,
+    restart_width: int = 0,
 ) -> None:
     options = BuildOptions(
         workers=workers,
         shard_size=SHARD_BYTES,
         max_side=max_side,
-        restart_rows=restart_rows,
+        restart_width=restart_width,
         progress=False,
     )
     fastpack_build(imagefolder_root(imagefolder), out, options)

@@ -1,11 +1,14 @@
-"""The window decoder starts entropy decoding at a restart marker above the window where the
-file has one every whole number of MCU rows (`fastpack build --restart-rows`), and still gives
-exactly the pixels of a whole-image decode cut to the window: across subsamplings, sizes that are
-not a multiple of the MCU, DCT scales, the fast DCT and upsampling, markers from OpenCV's
-encoder and from the build's transcoder. A file whose markers do not fall on MCU rows, a
-progressive file, or a file whose markers are out of turn decodes from the top as before."""
+"""The window decoder decodes only the restart intervals around the window where the file has
+markers on a grid (every whole number of MCU rows, or every whole fraction of one:
+`fastpack build --restart-markers`), and still gives exactly the pixels of a whole-image decode
+cut to the window: across subsamplings, sizes that are not a multiple of the MCU, DCT scales,
+the fast DCT and upsampling, markers from OpenCV's encoder and from the build's transcoder. A
+file whose markers are off the grid, a progressive file, or a file whose markers are out of
+turn decodes from the top as before."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -30,6 +33,7 @@ SAMPLINGS = {  # cv2's flag, and the MCU's (height, width) in pixels
     "4:1:1": (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_411, (8, 32)),
 }
 SIZES = [(131, 77), (250, 333), (97, 200), (64, 48)]
+MIN_COLUMNS = 32  # the narrowest region the decoder decodes (_jpeg_crop.c)
 OPTIONS = [
     DecodeOptions(),
     DecodeOptions(fastdct=True),
@@ -65,16 +69,28 @@ def mcus_per_row(width: int, sampling: str | None) -> int:
     return -(-width // mcu_width)
 
 
-def variants() -> dict[str, tuple[bytes, int]]:
-    """Files with markers every N MCU rows, and the MCU height."""
+class Variant(NamedTuple):
+    data: bytes
+    mcu: tuple[int, int]  # height, width in pixels
+    interval: int  # in MCUs
+    per_row: int  # MCUs in a row
+
+
+def variants() -> dict[str, Variant]:
+    """Files with markers every 1, 2 and 3 MCU rows, and at every divisor of a row."""
     out = {}
     for i, (h, w) in enumerate(SIZES):
         image = textured(h, w, i)
         for sampling in [*SAMPLINGS, None]:
-            mcu_h = 8 if sampling is None else SAMPLINGS[sampling][1][0]
+            mcu = (8, 8) if sampling is None else SAMPLINGS[sampling][1]
+            per_row = mcus_per_row(w, sampling)
+            name = f"{sampling or 'grey'} {h}x{w}"
             for rows in (1, 2, 3):
-                data = encode(image, sampling, rows * mcus_per_row(w, sampling))
-                out[f"{sampling or 'grey'} {h}x{w} every {rows} rows"] = (data, mcu_h)
+                data = encode(image, sampling, rows * per_row)
+                out[f"{name} every {rows} rows"] = Variant(data, mcu, rows * per_row, per_row)
+            for interval in (n for n in range(1, per_row) if per_row % n == 0):
+                data = encode(image, sampling, interval)
+                out[f"{name} every {interval} MCUs"] = Variant(data, mcu, interval, per_row)
     return out
 
 
@@ -89,13 +105,13 @@ def whole(data: bytes, shift: int, options: DecodeOptions) -> np.ndarray:
 
 def window_of(
     data: bytes, shift: int, window: tuple[int, int, int, int], options: DecodeOptions
-) -> tuple[np.ndarray, int]:
-    """The extension's decode of `window` (top, left, bottom, right) cut to it, and the rows
-    it cut off above."""
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The extension's decode of `window` (top, left, bottom, right) cut to it, and where the
+    region it decoded starts (full-size rows and columns cut off above and to the left)."""
     top, left, bottom, right = window
     width = simplejpeg.decode_jpeg_header(data)[1]
     buffer = np.empty((bottom - top + 2) * (width + 16) * 3, np.uint8)
-    y0, x0, rows, columns, _, _, rows_cut = extension.decode_window(
+    y0, x0, rows, columns, _, _, cut = extension.decode_window(
         data,
         shift,
         top,
@@ -107,7 +123,7 @@ def window_of(
         fastupsample=options.fastupsample,
     )
     block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
-    return block[top - y0 : bottom - y0, left - x0 : right - x0], int(rows_cut)
+    return block[top - y0 : bottom - y0, left - x0 : right - x0], (int(cut[0]), int(cut[1]))
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -120,7 +136,7 @@ def window_of(
 def test_a_cut_window_has_the_pixels_of_the_whole_decode(
     name: str, shift: int, options: DecodeOptions, data: st.DataObject
 ) -> None:
-    jpeg, _ = VARIANTS[name]
+    jpeg = VARIANTS[name].data
     reference = whole(jpeg, shift, options)
     height, width = reference.shape[:2]
     top = data.draw(st.integers(0, height - 1))
@@ -131,54 +147,76 @@ def test_a_cut_window_has_the_pixels_of_the_whole_decode(
     np.testing.assert_array_equal(got, reference[top:bottom, left:right], err_msg=name)
 
 
+def expected_cut(
+    variant: Variant, shift: int, window: tuple[int, int, int, int], width: int
+) -> tuple[int, int]:
+    """Where the decoded region starts: one MCU of context beyond the window's one pixel of
+    context (and its widening to 32 columns), on the grid of restart intervals (no cut beside
+    the window with intervals of whole rows). `width`: the scaled image's."""
+    top, left, _, right = window
+    x0, x1 = max(left - 1, 0), min(right + 1, width)
+    if x1 - x0 < MIN_COLUMNS:
+        x1 = min(x0 + MIN_COLUMNS, width)
+        x0 = max(x1 - MIN_COLUMNS, 0)
+    mcu_h, mcu_w = variant.mcu[0] >> shift, variant.mcu[1] >> shift
+    row = max(max(top - 1, 0) // mcu_h - 1, 0)
+    if variant.interval >= variant.per_row:
+        rows = variant.interval // variant.per_row
+        return row // rows * rows * variant.mcu[0], 0
+    column = max(x0 // mcu_w - 1, 0)
+    return row * variant.mcu[0], column // variant.interval * variant.interval * variant.mcu[1]
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_the_cut_starts_at_the_last_marker_above_one_mcu_row_of_context(name: str) -> None:
-    jpeg, mcu_h = VARIANTS[name]
-    every = int(name.split("every ")[1].split(maxsplit=1)[0])
+def test_the_region_starts_one_mcu_before_the_window_on_the_grid(name: str) -> None:
+    variant = VARIANTS[name]
     for shift in range(4):
-        reference = whole(jpeg, shift, DecodeOptions())
+        reference = whole(variant.data, shift, DecodeOptions())
         height, width = reference.shape[:2]
-        scaled_mcu = mcu_h >> shift
-        for top in range(height):
-            got, rows_cut = window_of(jpeg, shift, (top, 0, height, width), DecodeOptions())
-            # the window's first row, less one row of context, less one MCU row of context
-            mcu_row = max(top - 1, 0) // scaled_mcu - 1
-            expected = max(mcu_row, 0) // every * every * mcu_h
-            assert rows_cut == expected, f"{name} shift {shift} top {top}"
-            np.testing.assert_array_equal(got, reference[top:], err_msg=f"{name} top {top}")
+        for top in range(0, height, max(height // 7, 1)):
+            for left in range(0, width, max(width // 5, 1)):
+                window = (top, left, height, width)
+                got, cut = window_of(variant.data, shift, window, DecodeOptions())
+                assert cut == expected_cut(variant, shift, window, width), (
+                    f"{name} {shift} {window}"
+                )
+                np.testing.assert_array_equal(got, reference[top:, left:], err_msg=name)
 
 
 def test_the_cut_is_taken_for_windows_low_in_the_image() -> None:
-    jpeg, _ = VARIANTS["4:2:0 250x333 every 1 rows"]
-    _, rows_cut = window_of(jpeg, 0, (200, 10, 240, 300), DecodeOptions())
-    assert rows_cut == 176  # MCU rows 0-10 cut: the window's row 199 is in row 12, 11 is context
+    jpeg = VARIANTS["4:2:0 250x333 every 1 rows"].data
+    _, cut = window_of(jpeg, 0, (200, 10, 240, 300), DecodeOptions())
+    assert cut == (176, 0)  # MCU rows 0-10 cut: the window's row 199 is in row 12, 11 is context
+    jpeg = VARIANTS["4:2:0 250x333 every 3 MCUs"].data
+    _, cut = window_of(jpeg, 0, (200, 170, 240, 300), DecodeOptions())
+    assert cut == (176, 144)  # MCU columns 0-8 cut: 169 is in column 10, 9 is context
 
 
 @pytest.mark.skipif(not baseline_available(), reason="the transcoder is not built here")
-@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("width", [64, 128, 65535])
 @pytest.mark.parametrize("sampling", ["4:2:0", "4:4:4", "4:2:2"])
-def test_the_build_transcoders_markers_are_cut_at(rows: int, sampling: str) -> None:
+def test_the_build_transcoders_markers_are_cut_at(width: int, sampling: str) -> None:
     image = textured(250, 333, 9)
-    transcoded = to_baseline(encode(image, sampling, 0), restart_rows=rows)
+    transcoded = to_baseline(encode(image, sampling, 0), restart_width=width)
     assert b"\xff\xdd" in transcoded  # a DRI segment
     for shift in range(4):
         reference = whole(transcoded, shift, DecodeOptions())
-        height, width = reference.shape[:2]
+        height, columns = reference.shape[:2]
         for top in range(0, height, max(height // 9, 1)):
-            got, rows_cut = window_of(transcoded, shift, (top, 3, height, width), DecodeOptions())
+            got, cut = window_of(transcoded, shift, (top, 3, height, columns), DecodeOptions())
             np.testing.assert_array_equal(got, reference[top:, 3:])
-            if top * (1 << shift) >= 4 * 16 * rows:
-                assert rows_cut > 0, f"no cut for a window at row {top}, shift {shift}"
+            if top * (1 << shift) >= 4 * 16:
+                assert cut[0] > 0, f"no cut for a window at row {top}, shift {shift}"
 
 
 def test_markers_that_do_not_fall_on_mcu_rows_decode_from_the_top() -> None:
     image = textured(250, 333, 3)
-    per_row = mcus_per_row(333, "4:2:0")  # 21: an interval of 4 MCUs ends mid-row
+    per_row = mcus_per_row(333, "4:2:0")  # 21: intervals of 4 MCUs are off the grid
     jpeg = encode(image, "4:2:0", 4)
     assert per_row % 4 != 0
     reference = whole(jpeg, 0, DecodeOptions())
-    got, rows_cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
-    assert rows_cut == 0
+    got, cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
+    assert cut == (0, 0)
     np.testing.assert_array_equal(got, reference[200:])
 
 
@@ -189,8 +227,8 @@ def test_a_progressive_file_with_markers_decodes_from_the_top() -> None:
     assert ok
     jpeg = encoded.tobytes()
     reference = whole(jpeg, 0, DecodeOptions())
-    got, rows_cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
-    assert rows_cut == 0
+    got, cut = window_of(jpeg, 0, (200, 0, 250, 333), DecodeOptions())
+    assert cut == (0, 0)
     np.testing.assert_array_equal(got, reference[200:])
 
 
@@ -210,7 +248,7 @@ def renumbered(jpeg: bytes, which: int) -> bytes:
 
 
 def test_a_marker_out_of_turn_is_not_cut_at_and_the_decode_falls_back() -> None:
-    jpeg, _ = VARIANTS["4:2:0 250x333 every 1 rows"]
+    jpeg = VARIANTS["4:2:0 250x333 every 1 rows"].data
     damaged = renumbered(jpeg, 3)
     # the extension refuses it (libjpeg warns about the marker), without a cut
     with pytest.raises(ValueError, match="RST"):

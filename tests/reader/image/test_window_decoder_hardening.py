@@ -82,12 +82,12 @@ def test_incomplete_progressive_files_are_refused(name: str) -> None:
 
 
 def test_the_complete_file_and_baseline_files_decode() -> None:
-    assert window(PHOTO)[2:] == (240, 320, 240, 320, 0)
+    assert window(PHOTO)[2:] == (240, 320, 240, 320, (0, 0))
     pixels = cv2.imdecode(np.frombuffer(PHOTO, np.uint8), cv2.IMREAD_COLOR)
     assert pixels is not None
     ok, baseline = cv2.imencode(".jpg", pixels)
     assert ok
-    assert window(baseline.tobytes())[2:] == (240, 320, 240, 320, 0)
+    assert window(baseline.tobytes())[2:] == (240, 320, 240, 320, (0, 0))
 
 
 @pytest.fixture
@@ -182,7 +182,15 @@ def test_window_arguments_of_any_size_are_value_errors(
 def test_the_largest_window_is_clamped_to_the_image() -> None:
     buffer = np.empty(250 * 330 * 3, np.uint8)
     got = extension.decode_window(PHOTO, 0, LIMIT, LIMIT, LIMIT, LIMIT, buffer)
-    assert got == (238, 288, 2, 32, 240, 320, 0)  # the last row, one row of context, 32 columns
+    assert got == (
+        238,
+        288,
+        2,
+        32,
+        240,
+        320,
+        (0, 0),
+    )  # the last row, one row of context, 32 columns
     y0, x0, rows, columns, _, _, _ = extension.decode_window(PHOTO, 0, 0, 0, LIMIT, LIMIT, buffer)
     assert (y0, x0, rows, columns) == (0, 0, 240, 320)
     whole = simplejpeg.decode_jpeg(PHOTO, colorspace="RGB")
