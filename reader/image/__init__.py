@@ -11,8 +11,10 @@ from .normalize import IMAGENET_MEAN, IMAGENET_STD, to_float
 from .transforms import (
     CenterCrop,
     GeometryTransform,
+    PlannedTransform,
     RandomResizedCrop,
     Transform,
+    WindowPlan,
     random_resized_box,
 )
 
@@ -25,8 +27,10 @@ __all__ = [
     "DecodeOptions",
     "GeometryTransform",
     "ImageDecodeError",
+    "PlannedTransform",
     "RandomResizedCrop",
     "Transform",
+    "WindowPlan",
     "crop_boxes",
     "crop_mask",
     "decode_png",

@@ -28,8 +28,8 @@ from .decode import (
     JpegData,
     dct_shift,
     decode_scaled,
-    pixel_window,
     resize_region,
+    scaled_window,
     scratch,
 )
 
@@ -146,6 +146,5 @@ def render(  # noqa: PLR0913 -- keyword inputs
     `out`'s shape and optionally mirrored, into `out`."""
     if shift is None:
         shift = dct_shift(box.height, box.width, out.shape[0], out.shape[1], max_upscale)
-    f = 1 / (1 << shift)  # libjpeg's scaled pixel k covers full-size pixels [k, k + 1) * 2**shift
-    window = pixel_window(Box(box.top * f, box.left * f, box.height * f, box.width * f))
+    window = scaled_window(box, shift)
     resize_region(decode_window(data, size, shift, window, options), out, flip=flip)

@@ -217,6 +217,14 @@ def pixel_window(box: Box) -> tuple[int, int, int, int]:
     return top, left, bottom, right
 
 
+def scaled_window(box: Box, shift: int) -> tuple[int, int, int, int]:
+    """`(top, left, bottom, right)`: the whole pixels of `box` (full-size coordinates) in the
+    `1 / 2**shift` decode, where libjpeg's scaled pixel `k` covers full-size pixels
+    `[k, k + 1) * 2**shift` (`pixel_window` of the scaled box)."""
+    f = 1 / (1 << shift)
+    return pixel_window(Box(box.top * f, box.left * f, box.height * f, box.width * f))
+
+
 def _halved_extent(pixels: int, out: int) -> int:
     """Of `pixels` rows (or columns), how many `_halve_to_within_2x` keeps for `out`."""
     step = 1
@@ -231,10 +239,7 @@ def sampled_region(box: Box, shift: int, out_height: int, out_width: int) -> Box
     on the pixel grid of the `1 / 2**shift` decode as `crop_resize` rounds it, less the rows and
     columns its halvings leave out, in full-size pixel-edge coordinates. Output pixel edges
     `0 .. out` map linearly onto it (before the flip)."""
-    f = 1 / (1 << shift)
-    top, left, bottom, right = pixel_window(
-        Box(box.top * f, box.left * f, box.height * f, box.width * f)
-    )
+    top, left, bottom, right = scaled_window(box, shift)
     height = _halved_extent(bottom - top, out_height)
     width = _halved_extent(right - left, out_width)
     s = 1 << shift

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, check_budget_value
 
-from .crop_decode import render
+from .crop_decode import decode_window
 from .decode import (
     Box,
     DecodeOptions,
@@ -30,7 +30,9 @@ from .decode import (
     JpegData,
     dct_shift,
     jpeg_size,
+    resize_region,
     sampled_region,
+    scaled_window,
     snap_to_scale,
 )
 from .geometry import Crop
@@ -69,6 +71,38 @@ class GeometryTransform(Transform, Protocol):
     def crop(self, height: int, width: int, draws: Sequence[float] | None = None) -> Crop:
         """The `Crop` that `__call__` applies to a `height` x `width` image with `draws`."""
         ...
+
+
+class WindowPlan(NamedTuple):
+    """What a crop of one image decodes: the image's full size `(height, width)`, the DCT scale
+    `1 / 2**shift`, the window of whole pixels at that scale `(top, left, bottom, right)`, and
+    whether the output is mirrored."""
+
+    size: tuple[int, int]
+    shift: int
+    window: tuple[int, int, int, int]
+    flip: bool
+
+
+@runtime_checkable
+class PlannedTransform(Transform, Protocol):
+    """A transform in two steps, so that a batch can decide every crop before it decodes any
+    (`map_style.image_label`): `plan` reads the header and draws the crop, `render` decodes it;
+    `render(data, plan(data, draws), out)` is `__call__(data, draws, out)`."""
+
+    def plan(self, data: JpegData, draws: Sequence[float] | None = None) -> WindowPlan:
+        """The crop of the JPEG `data` with `draws`, its header checked (pixel budget)."""
+        ...
+
+    def render(self, data: JpegData, plan: WindowPlan, out: Image) -> None:
+        """Decode what `plan` says of `data` into `out` (shape `(*output_shape, 3)`)."""
+        ...
+
+
+def _render(data: JpegData, plan: WindowPlan, out: Image, options: DecodeOptions) -> None:
+    """`plan`'s window of `data` decoded, resized into `out` and mirrored if it says so."""
+    region = decode_window(data, plan.size, plan.shift, plan.window, options)
+    resize_region(region, out, flip=plan.flip)
 
 
 def _pair(size: Size) -> tuple[int, int]:
@@ -185,13 +219,23 @@ class RandomResizedCrop:
     def __call__(
         self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
+        plan = self.plan(data, draws)
+        out = _output(self.output_shape, out)
+        _render(data, plan, out, self.options)
+        return out
+
+    def plan(self, data: JpegData, draws: Sequence[float] | None = None) -> WindowPlan:
+        """The crop of the JPEG `data` with `draws`: its header read and checked against the
+        pixel budget, the box drawn, its DCT scale and window (`PlannedTransform`)."""
         if draws is None or len(draws) < _DRAWS:
             raise ValueError(f"RandomResizedCrop needs {_DRAWS} draws (see sample_draws)")
-        out = _output(self.output_shape, out)
         size = jpeg_size(data, self.options.pixel_budget)
         box, flip, shift = self._plan(size[0], size[1], draws)
-        render(data, size, box, out, flip=flip, options=self.options, shift=shift)
-        return out
+        return WindowPlan(size, shift, scaled_window(box, shift), flip)
+
+    def render(self, data: JpegData, plan: WindowPlan, out: Image) -> None:
+        """Decode the crop `plan` of `data` into `out` (`PlannedTransform`)."""
+        _render(data, plan, _output(self.output_shape, out), self.options)
 
     def crop(self, height: int, width: int, draws: Sequence[float] | None = None) -> Crop:
         """Where the output of a `height` x `width` image comes from with `draws` (the region
@@ -266,7 +310,19 @@ class CenterCrop:
     def __call__(
         self, data: JpegData, draws: Sequence[float] | None = None, out: Image | None = None
     ) -> Image:
+        plan = self.plan(data, draws)
         out = _output(self.output_shape, out)
-        size = jpeg_size(data, self.options.pixel_budget)
-        render(data, size, self.box(*size), out, options=self.options, max_upscale=self.max_upscale)
+        _render(data, plan, out, self.options)
         return out
+
+    def plan(self, data: JpegData, draws: Sequence[float] | None = None) -> WindowPlan:
+        """The crop of the JPEG `data`: its header read and checked against the pixel budget,
+        the box, its DCT scale and window (`PlannedTransform`)."""
+        size = jpeg_size(data, self.options.pixel_budget)
+        box = self.box(*size)
+        shift = dct_shift(box.height, box.width, *self.output_shape, self.max_upscale)
+        return WindowPlan(size, shift, scaled_window(box, shift), False)
+
+    def render(self, data: JpegData, plan: WindowPlan, out: Image) -> None:
+        """Decode the crop `plan` of `data` into `out` (`PlannedTransform`)."""
+        _render(data, plan, _output(self.output_shape, out), self.options)

@@ -19,7 +19,7 @@ from ..image.batch import decode_same_size
 from ..image.decode import DecodeOptions, Image, decode, jpeg_size
 from ..image.draws import sample_draws
 from ..image.guard import named_decode_error, naming, needs_name
-from ..image.transforms import Transform
+from ..image.transforms import PlannedTransform, Transform, WindowPlan
 from .opened import Opened, member_name
 
 
@@ -75,6 +75,19 @@ class ImageDecoding:
             )
         images = self.new_batch((len(rows), *transform.output_shape, 3))
         row_draws = draws(transform, self.seed, rows, epoch)
+        if isinstance(transform, PlannedTransform):
+            payloads = list(state.payloads(rows, self.image))
+            plans = self.plans(state, rows, payloads, row_draws, transform)
+            shards = state.index.shard[rows].tolist()
+            for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):
+                try:
+                    transform.render(data, plan, images[k])
+                except ValueError as e:
+                    if not needs_name(e):
+                        raise
+                    raise self.error(state, rows[k], e) from e
+                state.shards.release_shard(shards[k])  # keep shard pages out of this PSS
+            return images
         for k, data in enumerate(state.payloads(rows, self.image)):
             try:  # `naming` inline: a context manager per sample costs more
                 if self.check_header:
@@ -86,6 +99,29 @@ class ImageDecoding:
                 raise self.error(state, rows[k], e) from e
             state.shards.release()  # keep shard pages out of this process's PSS
         return images
+
+    def plans(
+        self,
+        state: Opened,
+        rows: list[int],
+        payloads: list[memoryview | bytes],
+        row_draws: list[list[float]] | list[None],
+        transform: PlannedTransform,
+    ) -> list[WindowPlan]:
+        """Every crop of a batch, decided before any is decoded: the headers and boxes of a
+        batch in one loop keep its Python in the CPU's caches, where a decode between two would
+        evict it (benchmarks/readers/PROFILE.md)."""
+        plans = []
+        for k, data in enumerate(payloads):
+            try:
+                if self.check_header:
+                    jpeg_size(data, self.pixel_budget)
+                plans.append(transform.plan(data, row_draws[k]))
+            except ValueError as e:
+                if not needs_name(e):
+                    raise
+                raise self.error(state, rows[k], e) from e
+        return plans
 
     def encoded(self, state: Opened, rows: list[int]) -> EncodedImages:
         """The members of `rows` as stored, joined into one array, each header checked

@@ -13,7 +13,8 @@ import pytest
 import simplejpeg
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.image import Box, random_resized_box, sample_draws
-from fastpack.reader.image.decode import crop_resize, dct_shift, snap_to_scale
+from fastpack.reader.image.decode import crop_resize, dct_shift, scaled_window, snap_to_scale
+from fastpack.reader.image.transforms import PlannedTransform
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -115,6 +116,27 @@ def test_output_shape_and_buffer(transform: RandomResizedCrop | CenterCrop) -> N
     np.testing.assert_array_equal(buffer, out)
     with pytest.raises(ValueError, match=r"out must be a C-contiguous uint8 array of shape"):
         transform(data, draws_of(0, 0, 0), np.zeros((5, 5, 3), np.uint8))
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [RandomResizedCrop(224), RandomResizedCrop(64, max_upscale=2.0), CenterCrop((40, 24))],
+)
+def test_plan_then_render_is_the_call(transform: RandomResizedCrop | CenterCrop) -> None:
+    assert isinstance(transform, PlannedTransform)
+    data = photos(1, "420")[0]
+    for i in range(12):
+        draws = draws_of(4, 0, i)
+        plan = transform.plan(data, draws)
+        assert plan.size == (400, 500)
+        if isinstance(transform, RandomResizedCrop):
+            box, flip, shift = transform._plan(400, 500, draws)
+            assert plan == (plan.size, shift, scaled_window(box, shift), flip)
+        out = np.empty((*transform.output_shape, 3), np.uint8)
+        transform.render(data, plan, out)
+        np.testing.assert_array_equal(out, transform(data, draws))
+    with pytest.raises(ValueError, match=r"out must be a C-contiguous uint8 array of shape"):
+        transform.render(data, plan, np.zeros((5, 5, 3), np.uint8))
 
 
 def test_flip_mirrors_the_same_crop() -> None:

@@ -142,6 +142,31 @@ def test_payload_that_does_not_decode(built: Path) -> None:
             reader[2]
 
 
+@pytest.mark.parametrize(
+    ("damage", "error"),
+    [
+        (lambda size: (0, b"\x00\x00"), r"not a JPEG: it starts with"),  # the header: planned
+        (lambda size: (size // 2, b"\xff\xd9"), r".*premature end"),  # the scan: decoded
+    ],
+)
+def test_a_batch_names_the_sample_that_does_not_decode(
+    built: Path, damage: Callable[[int], tuple[int, bytes]], error: str
+) -> None:
+    index = Index(built / "index.fpx")
+    shard, offset, size = index.locate(2, "jpg", 1 << 40)
+    at, data = damage(size)
+    with (built / f"shards/{shard:06d}.tar").open("r+b") as f:
+        f.seek(offset + at)
+        f.write(data)
+    reader = Dataset(built, transform=RandomResizedCrop(16))
+    with pytest.raises(
+        ShardFormatError,
+        match=rf"{shard:06d}.tar: sample 2 \(key {index.key(2)}\) field 'jpg' at offset {offset} "
+        rf"does not decode: {error}",
+    ):
+        reader.__getitems__([0, 1, 2, 3])
+
+
 def test_missing_manifest(built: Path) -> None:
     (built / "fastpack.json").unlink()
     with pytest.raises(DatasetNotFoundError, match=r"fastpack\.json: no manifest"):
