@@ -43,14 +43,14 @@ import torch.multiprocessing
 from fastpack.reader import Dataset, RandomResizedCrop
 from fastpack.reader.image import crop_decode
 from fastpack.reader.image.decode import (
-    Box,
     _halve_to_within_2x,
     decode_scaled,
     jpeg_size,
-    pixel_window,
+    scaled_window,
     scratch,
 )
 from fastpack.reader.image.draws import sample_draws
+from fastpack.reader.image.transforms import WindowPlan
 from fastpack.reader.order.sampler import EpochBatch, EpochBatchSampler
 from fastpack.reader.torch_loader.batch_slots import BatchSlots
 
@@ -64,17 +64,17 @@ Clock = Callable[[], int]
 # the stages of one batch, in the order a worker runs them; per batch, then per image
 BATCH_STAGES = (
     ("allocate", "claim a batch slot, map its pages (`BatchSlots.allocate`)"),
-    ("index", "index rows, labels and payload views of the batch"),
+    ("index", "index rows, labels, payload views and shard numbers of the batch"),
     ("draws", "the batch's random draws (`sample_draws`, as lists)"),
 )
 IMAGE_STAGES = (
     ("header", "JPEG frame header and pixel budget (`jpeg_size`)"),
-    ("box", "crop box, DCT scale and flip (`RandomResizedCrop._plan`)"),
-    ("glue", "window arithmetic, scratch buffer, output checks, region view"),
+    ("box", "crop box, DCT scale, window and flip (`RandomResizedCrop.plan`)"),
+    ("glue", "output check, scratch buffer, region view"),
     ("decode", "window decode, the C call (`_jpeg_crop.decode_window`)"),
     ("resize", "halvings and `cv2.resize` INTER_LINEAR into the batch slot"),
     ("flip", "`cv2.flip` in place (half the images)"),
-    ("release", "shard pages unmapped after each image (`ShardReader.release`)"),
+    ("release", "the shard's pages unmapped after each image (`release_shard`)"),
 )
 SEND_STAGES = (
     ("index release", "index pages unmapped every 64 samples (`Opened.release`)"),
@@ -148,19 +148,21 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
     stages.mark("index")
     row_draws = sample_draws(dataset.seed, batch.epoch, rows, transform.draws).tolist()
     stages.mark("draws")
-    for k, data in enumerate(payloads):
+    plans = []
+    for k, data in enumerate(payloads):  # `ImageDecoding.plans`: every crop decided first
         size = jpeg_size(data, budget)
         stages.mark("header")
         box, flip, shift = transform._plan(size[0], size[1], row_draws[k])
+        plans.append(WindowPlan(size, shift, scaled_window(box, shift), flip))
         stages.mark("box")
+    shards = state.index.shard[rows].tolist()
+    stages.mark("index")
+    for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):  # then decoded
         out = images[k]
         if out.shape != (*shape, 3) or not out.flags.c_contiguous:
             raise ValueError("a batch slot of another shape")
-        f = 1 / (1 << shift)
-        top, left, bottom, right = pixel_window(
-            Box(box.top * f, box.left * f, box.height * f, box.width * f)
-        )
-        buffer = scratch((bottom - top + 2) * -(-size[1] >> shift) * 3)
+        (top, left, bottom, right), shift = plan.window, plan.shift
+        buffer = scratch((bottom - top + 2) * -(-plan.size[1] >> shift) * 3)
         stages.mark("glue")
         y0, x0, n_rows, n_columns = extension.decode_window(
             data,
@@ -180,10 +182,10 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
         region = _halve_to_within_2x(region, SIZE, SIZE)
         cv2.resize(region, shape, dst=out, interpolation=cv2.INTER_LINEAR)
         stages.mark("resize")
-        if flip:
+        if plan.flip:
             cv2.flip(out, 1, dst=out)
         stages.mark("flip")
-        state.shards.release()
+        state.shards.release_shard(shards[k])
         stages.mark("release")
     state.release(len(rows))  # its shard release is done (per image, above)
     stages.mark("index release")
@@ -224,10 +226,7 @@ def split_round(
         for k, data in enumerate(state.payloads(rows, dataset._image())):
             height, width = jpeg_size(data)
             box, _, shift = transform._plan(height, width, row_draws[k])
-            f = 1 / (1 << shift)
-            top, left, _, _ = pixel_window(
-                Box(box.top * f, box.left * f, box.height * f, box.width * f)
-            )
+            top, left, _, _ = scaled_window(box, shift)
             jobs.append((bytes(data), height, width, shift, top, left))
     buffer = scratch(4 * 1024 * 1024)
     totals: dict[str, float] = {}
@@ -300,8 +299,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     epochs = fastpack_peer.loader(
         workdir, args.batch_size, args.workers, args.seed, max_upscale=args.max_upscale
     )
-    for _ in epochs.epoch(0):  # workers start here, on every core
-        pass
+    # workers start here, on every core; no batch is kept (a batch held keeps its slot taken)
+    sum(len(labels) for _, labels in epochs.epoch(0))
     time.sleep(args.settle)
     pin(cpu)
     clock = time.thread_time_ns
