@@ -5,8 +5,10 @@ and drops connections. `ShapingProxy` listens on 127.0.0.1 (a free port), forwar
 connection to the upstream server over a connection of its own, and on the way back:
 
 - holds every response until `delay_s` has passed since its request arrived (time to first byte);
-- paces each connection's responses to `rate_bytes_per_s` (a token bucket of `burst_bytes`, taken
-  in pieces of `burst_bytes` or of `PACE_S` at the rate, whichever is larger);
+- paces each connection's responses to `rate_bytes_per_s` (a token bucket of `burst_bytes`) in
+  pieces: the first of a response at most `burst_bytes`, the next ones `burst_bytes` or `PACE_S`
+  at the rate, whichever is larger; a piece leaves once the bucket holds it all, so that no byte
+  arrives before the rate allows, nor more than a piece's time after;
 - answers requests chosen by `throttle` / `unavailable` itself with `503 Slow Down` and S3's XML
   error body (the request never reaches the server), and cuts those chosen by `reset` with a TCP
   reset (SO_LINGER 0, then close) after `after_bytes` bytes of their response.
@@ -46,8 +48,9 @@ from tests.s3_server import S3Server
 Fault = Literal["slowdown", "reset"]
 READ_BYTES = 1024 * 1024  # the most bytes of a response moved at a time
 HEAD_LIMIT = 64 * 1024
-PACE_S = 0.01  # a paced piece is at least this long at the rate
+PACE_S = 0.02  # a paced piece is at least this long at the rate
 _FLUSH_TIMEOUT_S = 2.0
+_SLEEP_S = 0.05  # shorter waits sleep (cheaper than an Event's), and look for the end after
 
 
 @dataclass(frozen=True)
@@ -194,8 +197,8 @@ class _SpliceRelay:
         self._size = fcntl.fcntl(self._in, fcntl.F_GETPIPE_SZ)
         self.held = 0
 
-    def fill(self) -> int:
-        n = os.splice(self._source, self._in, self._size)
+    def fill(self, most: int) -> int:
+        n = os.splice(self._source, self._in, min(most, self._size))
         self.held += n
         return n
 
@@ -218,8 +221,8 @@ class _CopyRelay:
         self._view = memoryview(bytearray(READ_BYTES))
         self._start = self.held = 0
 
-    def fill(self) -> int:
-        n = self._source.recv_into(self._view)
+    def fill(self, most: int) -> int:
+        n = self._source.recv_into(self._view, most)
         self._start, self.held = 0, n
         return n
 
@@ -368,7 +371,7 @@ class _Connection:
     def _responses(self, relay: _SpliceRelay | _CopyRelay) -> None:
         """Upstream's bytes to the client until upstream closes (or a reset cuts both)."""
         try:
-            while relay.fill():
+            while relay.fill(self._piece(READ_BYTES)):  # a paced piece at most
                 self._wait(self.release_at - time.monotonic())
                 with self._sending:
                     held, cut = relay.held, self.cut_after
@@ -385,18 +388,31 @@ class _Connection:
         """Write `n` bytes of the response with `write`, paced."""
         while n > 0:
             rate, burst = self.proxy.rate_bytes_per_s, self.proxy.burst_bytes
-            piece = n
+            piece = self._piece(n)
             if rate is not None:
-                piece = min(n, max(burst, int(rate * PACE_S)))
                 self._wait(self._pacer.delay(piece, rate, burst))
             write(piece)
             self.sent += piece
             self.proxy._count("bytes_to_clients", piece)
             n -= piece
 
+    def _piece(self, n: int) -> int:
+        """The most of `n` bytes to send at once: all of them unless paced."""
+        rate, burst = self.proxy.rate_bytes_per_s, self.proxy.burst_bytes
+        if rate is None:
+            return n
+        return min(n, burst if self.sent == 0 else max(burst, int(rate * PACE_S)))
+
     def _wait(self, seconds: float) -> None:
         """Sleep `seconds`, unless the connection ends first (`_Ended`)."""
-        if seconds > 0 and self._ended.wait(seconds):
+        if seconds <= 0:
+            return
+        if seconds >= _SLEEP_S:
+            if self._ended.wait(seconds):
+                raise _Ended
+            return
+        time.sleep(seconds)
+        if self._ended.is_set():
             raise _Ended
 
     def _cut(self) -> None:

