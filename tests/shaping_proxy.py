@@ -186,8 +186,9 @@ def _copy_exactly(reader: _Reader, size: int, sink: Callable[[bytes], None]) -> 
 
 
 class _SpliceRelay:
-    """The response bytes on their way: `fill()` moves what the server has sent (0 at its end)
-    into a pipe, `send(n)` moves `n` of them on to the client; they never enter Python."""
+    """The response bytes on their way: `fill(most)` moves up to `most` bytes that the server has
+    sent into a pipe (0 at its end), `send(n)` moves `n` of them on to the client; they never
+    enter Python."""
 
     def __init__(self, source: socket.socket, sink: socket.socket) -> None:
         self._source, self._sink = source.fileno(), sink.fileno()
@@ -309,22 +310,24 @@ class _Connection:
         for sock in (self.client, upstream):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        relay = _relay(upstream, self.client)
-        responses = threading.Thread(
-            target=self._responses, args=(relay,), name="shaping-proxy-responses", daemon=True
-        )
+        relay, responses = None, None
         try:
+            relay = _relay(upstream, self.client)
+            responses = threading.Thread(
+                target=self._responses, args=(relay,), name="shaping-proxy-responses", daemon=True
+            )
             if not self._ended.is_set():
                 responses.start()
                 with contextlib.suppress(OSError, ValueError, _Ended):
                     self._requests(upstream)
         finally:
             self.end()
-            if responses.ident is not None:  # started
+            if responses is not None and responses.ident is not None:  # started
                 responses.join()
             self.client.close()
             upstream.close()
-            relay.close()
+            if relay is not None:
+                relay.close()
             self.proxy._gone(self)
 
     def _requests(self, upstream: socket.socket) -> None:
