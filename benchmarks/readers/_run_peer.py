@@ -69,9 +69,9 @@ def run_load(args: argparse.Namespace) -> dict[str, Any]:
     first = next(warmup)
     startup = time.perf_counter() - start
     save_preview(first, args.workdir / f"preview-{args.peer}.png")
-    warmup_images = check_batch(first, args.batch_size) + sum(
-        check_batch(b, args.batch_size) for b in warmup
-    )
+    warmup_images = check_batch(first, args.batch_size)
+    del first  # a batch held pins its memory (a loader's slot) for every later epoch
+    warmup_images += sum(check_batch(b, args.batch_size) for b in warmup)
     warmup_seconds = time.perf_counter() - start
     timed = []
     for e in range(1, args.epochs + 1):

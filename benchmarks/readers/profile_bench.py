@@ -51,6 +51,7 @@ from fastpack.reader.image.decode import (
 )
 from fastpack.reader.image.draws import sample_draws
 from fastpack.reader.image.transforms import WindowPlan
+from fastpack.reader.map_style.image_label import _release_past
 from fastpack.reader.order.sampler import EpochBatch, EpochBatchSampler
 from fastpack.reader.torch_loader.batch_slots import BatchSlots
 
@@ -74,7 +75,7 @@ IMAGE_STAGES = (
     ("decode", "window decode, the C call (`_jpeg_crop.decode_window`)"),
     ("resize", "halvings and `cv2.resize` INTER_LINEAR into the batch slot"),
     ("flip", "`cv2.flip` in place (half the images)"),
-    ("release", "the shard's pages unmapped after each image (`release_shard`)"),
+    ("release", "the shard's pages unmapped per 8 MiB of payload (`image_label._release_past`)"),
 )
 SEND_STAGES = (
     ("index release", "index pages unmapped every 64 samples (`Opened.release`)"),
@@ -155,8 +156,7 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
         box, flip, shift = transform._plan(size[0], size[1], row_draws[k])
         plans.append(WindowPlan(size, shift, scaled_window(box, shift), flip))
         stages.mark("box")
-    shards = state.index.shard[rows].tolist()
-    stages.mark("index")
+    mapped = 0
     for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):  # then decoded
         out = images[k]
         if out.shape != (*shape, 3) or not out.flags.c_contiguous:
@@ -185,9 +185,9 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
         if plan.flip:
             cv2.flip(out, 1, dst=out)
         stages.mark("flip")
-        state.shards.release_shard(shards[k])
+        mapped = _release_past(state, mapped + len(data))
         stages.mark("release")
-    state.release(len(rows))  # its shard release is done (per image, above)
+    state.release(len(rows))  # the batch's shard pages, and every 64 samples the index's
     stages.mark("index release")
     return send_batch(slots, images, labels, stages, keep=keep)
 

@@ -22,6 +22,22 @@ from ..image.guard import named_decode_error, naming, needs_name
 from ..image.transforms import PlannedTransform, Transform, WindowPlan
 from .opened import Opened, member_name
 
+# Payload bytes a batch decodes before its shard pages are unmapped from this process (the
+# caller unmaps the rest after the batch, `Opened.release`): unmapping costs a pass over the
+# shard's page tables, about as much per call as the Python of a sample, so a batch of small
+# images unmaps once, while large images are unmapped as they go. The kernel maps up to 64
+# KiB around each payload as it reads it (fault-around), so the bound is on what is read.
+RELEASE_BYTES = 8 << 20
+
+
+def _release_past(state: Opened, mapped: int) -> int:
+    """Unmap the shard pages read so far once `mapped` payload bytes were decoded since the
+    last time; the bytes still counted."""
+    if mapped < RELEASE_BYTES:
+        return mapped
+    state.shards.release()
+    return 0
+
 
 def draws(
     transform: Transform | None, seed: int, rows: list[int], epoch: int
@@ -78,7 +94,7 @@ class ImageDecoding:
         if isinstance(transform, PlannedTransform):
             payloads = list(state.payloads(rows, self.image))
             plans = self.plans(state, rows, payloads, row_draws, transform)
-            shards = state.index.shard[rows].tolist()
+            mapped = 0
             for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):
                 try:
                     transform.render(data, plan, images[k])
@@ -86,8 +102,9 @@ class ImageDecoding:
                     if not needs_name(e):
                         raise
                     raise self.error(state, rows[k], e) from e
-                state.shards.release_shard(shards[k])  # keep shard pages out of this PSS
+                mapped = _release_past(state, mapped + len(data))
             return images
+        mapped = 0
         for k, data in enumerate(state.payloads(rows, self.image)):
             try:  # `naming` inline: a context manager per sample costs more
                 if self.check_header:
@@ -97,7 +114,7 @@ class ImageDecoding:
                 if not needs_name(e):
                     raise
                 raise self.error(state, rows[k], e) from e
-            state.shards.release()  # keep shard pages out of this process's PSS
+            mapped = _release_past(state, mapped + len(data))
         return images
 
     def plans(

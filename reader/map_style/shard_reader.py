@@ -80,15 +80,6 @@ class ShardReader:
             self._open[shard].release()
         self._touched.clear()
 
-    def release_shard(self, shard: int) -> None:
-        """Unmap the pages of shard `shard` from this process, whenever they were read (a
-        payload read earlier and used now: `release` unmaps only the shards read since its last
-        call)."""
-        opened = self._open.get(shard)
-        if opened is not None:
-            opened.release()
-        self._touched.discard(shard)
-
     @property
     def open_count(self) -> int:
         return len(self._open)
