@@ -35,7 +35,7 @@ def _release_past(state: Opened, mapped: int) -> int:
     last time; the bytes still counted."""
     if mapped < RELEASE_BYTES:
         return mapped
-    state.shards.release()
+    state.shards.release(again=True)  # the batch's later views fault their pages in again
     return 0
 
 

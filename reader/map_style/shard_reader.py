@@ -74,11 +74,14 @@ class ShardReader:
         self._ranges.load(requests, ahead)
         recorder.current().timed(block.READ_NS, perf_counter_ns() - start)
 
-    def release(self) -> None:
-        """Unmap the pages read since the last call from this process."""
+    def release(self, *, again: bool = False) -> None:
+        """Unmap the pages read since the last call from this process. `again`: the views
+        read so far are still in use (a batch half decoded), so their shards are unmapped
+        once more at the next call, whatever is read before it."""
         for shard in self._touched:
             self._open[shard].release()
-        self._touched.clear()
+        if not again:
+            self._touched.clear()
 
     @property
     def open_count(self) -> int:
