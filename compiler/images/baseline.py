@@ -33,7 +33,7 @@ PROGRESSIVE_FRAMES = frozenset({0xC2, 0xCA})
 DEFAULT_MAX_MEMORY = 1 << 30  # the extension's own default, in bytes
 MAX_RESTART_WIDTH = 65535  # pixels: the extension's bound
 # restart intervals of `--restart-markers`, in pixels: chosen by benchmarks/readers/RESTART.md
-RESTART_WIDTH = 128
+RESTART_WIDTH = 64
 MISSING = (
     "--baseline and --restart-markers need fastpack's JPEG transcoder, the C extension "
     "fastpack.compiler.images._jpeg_baseline, which is not built in this installation: install "

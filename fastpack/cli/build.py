@@ -115,7 +115,7 @@ def add_build(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--restart-markers",
         action="store_true",
         help="store every JPEG transcoded, losslessly (the same pixels), with restart markers "
-        "that split each row of blocks into intervals of about 128 pixels, so that a crop "
+        "that split each row of blocks into intervals of at most 64 pixels, so that a crop "
         "decodes only the intervals around it; implies --baseline; needs the C extension "
         "built with libjpeg-turbo",
     )

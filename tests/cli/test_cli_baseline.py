@@ -67,8 +67,8 @@ def test_build_restart_markers_flag(tmp_path: Path, run: Run) -> None:
     code, out, _ = run("build", source, tmp_path / "ds", "--restart-markers", "--no-progress")
     assert code == 0
     assert f"{SAMPLES + 1} samples" in out
-    assert read_manifest(tmp_path / "ds" / "fastpack.json").build["restart_width"] == 128
+    assert read_manifest(tmp_path / "ds" / "fastpack.json").build["restart_width"] == 64
     for path, data in {s.source: s.jpg for s in read_dataset(tmp_path / "ds")}.items():
         original = progressive if path.endswith("progressive.jpg") else (source / path).read_bytes()
-        assert data == extension.to_baseline(original, restart_width=128), path
+        assert data == extension.to_baseline(original, restart_width=64), path
         assert b"\xff\xdd" in data  # a DRI segment
