@@ -155,7 +155,7 @@ class _Reader:
         return data
 
     def _fill(self) -> None:
-        data = self._sock.recv(READ_BYTES)
+        data = self._sock.recv(HEAD_LIMIT)  # requests are small: no 1 MiB buffer each
         if not data:
             raise _Ended
         self._buffer += data
