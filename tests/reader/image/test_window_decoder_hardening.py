@@ -63,10 +63,14 @@ def exactly(message: str) -> str:
     return f"^{re.escape(message)}$"
 
 
-def window(data: bytes, shift: int = 0, **limits: int) -> tuple[int, ...]:
+# y0, x0, rows, columns, scaled height and width, where the decoded region starts
+Result = tuple[int, int, int, int, int, int, tuple[int, int]]
+
+
+def window(data: bytes, shift: int = 0, **limits: int) -> Result:
     height, width, _, _ = simplejpeg.decode_jpeg_header(data)
     buffer = np.empty((height + 2) * (width + 16) * 3, np.uint8)
-    result: tuple[int, ...] = extension.decode_window(
+    result: Result = extension.decode_window(
         data, shift, 0, 0, height, width, buffer, **limits
     )
     return result
