@@ -70,9 +70,7 @@ Result = tuple[int, int, int, int, int, int, tuple[int, int]]
 def window(data: bytes, shift: int = 0, **limits: int) -> Result:
     height, width, _, _ = simplejpeg.decode_jpeg_header(data)
     buffer = np.empty((height + 2) * (width + 16) * 3, np.uint8)
-    result: Result = extension.decode_window(
-        data, shift, 0, 0, height, width, buffer, **limits
-    )
+    result: Result = extension.decode_window(data, shift, 0, 0, height, width, buffer, **limits)
     return result
 
 
