@@ -97,7 +97,8 @@ def base_jpegs() -> dict[str, bytes]:
         "baseline-422": simple(57, 83, 3, "422"),
         "baseline-grey": simple(72, 64, 4, "Gray"),
         "baseline-420-segments": _with_segments(simple(64, 64, 5, "420")),
-        "baseline-420-restart": encode(textured(200, 264, 6), progressive=False, restart=3),
+        # restart markers on a grid (16 MCUs a row, intervals of 4): the window decoder cuts
+        "baseline-420-restart": encode(textured(200, 256, 6), progressive=False, restart=4),
         "progressive-420": encode(textured(96, 128, 7)),
         "progressive-444-restart": encode(textured(80, 80, 8), "4:4:4", restart=1),
         "progressive-grey": encode(textured(64, 48, 9), grey=True),
