@@ -67,7 +67,8 @@ def versions(names: tuple[str, ...] = DISTRIBUTIONS) -> dict[str, str]:
 
 
 def fastpack_commit(repo: Path) -> str:
-    """`git describe`-like: the commit, and whether the package's sources differ from it."""
+    """`git describe`-like: the commit, and whether any tracked file differs from it (the
+    package's sources, the benchmarks, the storage layer alike)."""
 
     def git(*args: str) -> str:
         command = ["git", "-C", str(repo), *args]
@@ -75,7 +76,7 @@ def fastpack_commit(repo: Path) -> str:
         return done.stdout.strip() if done.returncode == 0 else "?"
 
     commit = git("rev-parse", "--short", "HEAD")
-    dirty = git("status", "--porcelain", "--", "compiler", "reader", "formats", "fastpack")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
     return commit + (" with uncommitted changes" if dirty and dirty != "?" else "")
 
 
