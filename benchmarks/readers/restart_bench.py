@@ -86,7 +86,67 @@ def region_start(blobs: Sequence[bytes], crops: Crops) -> tuple[float, float]:
     return float(mean[0]), float(mean[1])
 
 
-def main() -> None:  # noqa: PLR0915 -- one measurement, in order
+Timings = dict[str, list[tuple[float, float]]]  # (wall, CPU) ms per image, per round
+
+
+def transcoded_kinds(
+    stored: list[bytes], widths: list[int], rounds: int
+) -> tuple[dict[str, list[bytes]], Timings]:
+    """The stored files and their transcodes at every width, and each transcode's timings."""
+    files = {STORED: stored}
+    build: Timings = {}
+    for width in widths:
+        name = kind_name(width)
+        build[name] = []
+        for _ in range(rounds):
+
+            def transcode(n: str = name, w: int = width) -> None:
+                files[n] = transcodes(stored, w)
+
+            build[name].append(timed(transcode, len(stored)))
+    return files, build
+
+
+def same_crops(files: dict[str, list[bytes]], crops: dict[float, Crops]) -> dict[str, str]:
+    """How many crops of each kind equal the stored files' crops."""
+    checks: dict[str, str] = {}
+    for u, crop in crops.items():
+        reference = crop.outputs(files[STORED], True)
+        for name, blobs in files.items():
+            outputs = crop.outputs(blobs, True)
+            same = sum(np.array_equal(a, b) for a, b in zip(outputs, reference, strict=True))
+            checks[f"u={u:g} {name} == stored"] = f"{same}/{len(blobs)}"
+    return checks
+
+
+def time_routes(
+    files: dict[str, list[bytes]], crops: dict[float, Crops], rounds: int
+) -> tuple[Timings, list[tuple[float, float]]]:
+    """Every kind's crops at every `max_upscale`, in turns; and the load around each round."""
+    routes: dict[str, Route] = {}
+    for name, blobs in files.items():
+        for u, crop in crops.items():
+
+            def run(c: Crops = crop, b: Sequence[bytes] = blobs) -> None:
+                c.run(b, True)
+
+            routes[f"{name}|u={u:g}"] = run
+    for route in routes.values():  # warm-up
+        route()
+    samples: Timings = {name: [] for name in routes}
+    loads = []
+    order = list(routes)
+    count = len(files[STORED])
+    for r in range(rounds):
+        before = os.getloadavg()[0]
+        for name in order if r % 2 == 0 else order[::-1]:
+            samples[name].append(timed(routes[name], count))
+        loads.append((before, os.getloadavg()[0]))
+        print(f"round {r}: load {loads[-1]}", flush=True)
+    return samples, loads
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/photo-corpus"))
     parser.add_argument("--images", type=int, default=600)
@@ -99,7 +159,7 @@ def main() -> None:  # noqa: PLR0915 -- one measurement, in order
         "--json", type=Path, default=Path("benchmarks/readers/restart_results.json")
     )
     parser.add_argument("--render", action="store_true", help="only re-render --json to --out")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.render:
         args.out.write_text(page(json.loads(args.json.read_text())))
         return
@@ -110,51 +170,13 @@ def main() -> None:  # noqa: PLR0915 -- one measurement, in order
     stored = [p.read_bytes() for p in pick(args.corpus, args.images)]
     count = len(stored)
     widths = [0, *(int(w) for w in args.widths.split(","))]
-    files = {STORED: stored}
-    build: dict[str, list[tuple[float, float]]] = {}
-    for width in widths:
-        name = kind_name(width)
-        build[name] = []
-        for _ in range(args.build_rounds):
-
-            def transcode(n: str = name, w: int = width) -> None:
-                files[n] = transcodes(stored, w)
-
-            build[name].append(timed(transcode, count))
+    files, build = transcoded_kinds(stored, widths, args.build_rounds)
     sizes = {name: sum(map(len, blobs)) for name, blobs in files.items()}
-
     crops = {u: Crops(u, count) for u in (1.0, 2.0)}
-    checks: dict[str, str] = {}
-    for u, crop in crops.items():
-        reference = crop.outputs(stored, True)
-        for name, blobs in files.items():
-            same = sum(
-                np.array_equal(a, b)
-                for a, b in zip(crop.outputs(blobs, True), reference, strict=True)
-            )
-            checks[f"u={u:g} {name} == stored"] = f"{same}/{count}"
+    checks = same_crops(files, crops)
     print(json.dumps(checks, indent=1), flush=True)
     cut = {name: region_start(blobs, crops[1.0]) for name, blobs in files.items()}
-
-    routes: dict[str, Route] = {}
-    for name, blobs in files.items():
-        for u, crop in crops.items():
-
-            def run(c: Crops = crop, b: Sequence[bytes] = blobs) -> None:
-                c.run(b, True)
-
-            routes[f"{name}|u={u:g}"] = run
-    for route in routes.values():  # warm-up
-        route()
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in routes}
-    loads = []
-    order = list(routes)
-    for r in range(args.rounds):
-        before = os.getloadavg()[0]
-        for name in order if r % 2 == 0 else order[::-1]:
-            samples[name].append(timed(routes[name], count))
-        loads.append((before, os.getloadavg()[0]))
-        print(f"round {r}: load {loads[-1]}", flush=True)
+    samples, loads = time_routes(files, crops, args.rounds)
     libs = versions()
     raw = {
         "date": started,
