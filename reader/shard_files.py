@@ -24,6 +24,9 @@ IoMethod = Literal["mmap", "pread"]
 IoChoice = Literal["auto", "mmap", "pread"]
 IO_METHODS: tuple[IoMethod, ...] = ("mmap", "pread")
 IO_CHOICES: tuple[IoChoice, ...] = ("auto", *IO_METHODS)
+# The blocks `release_range` unmaps: a PMD's worth (2 MiB on x86-64 and arm64 with 4 KiB pages),
+# the largest folio a read of a page-cache file maps at once, and a multiple of every page size
+RELEASE_ALIGNMENT = 2 << 20
 
 
 class ShardFile(Protocol):
@@ -39,6 +42,10 @@ class ShardFile(Protocol):
     def release(self) -> None:
         """Drop the pages read so far from this process's page tables (the page cache keeps
         them; views handed out stay valid)."""
+        ...
+
+    def release_range(self, offset: int, size: int) -> None:
+        """`release` for the pages a read of `size` bytes at `offset` mapped only."""
         ...
 
     def close(self) -> None: ...
@@ -97,6 +104,16 @@ class MappedShard:
     def release(self) -> None:
         self._map.madvise(mmap.MADV_DONTNEED)
 
+    def release_range(self, offset: int, size: int) -> None:
+        """Unmap the aligned `RELEASE_ALIGNMENT` blocks around `size` bytes at `offset`: every
+        page a read of them can have mapped, the kernel's fault-around and large folios
+        included, and few others. A pass over those blocks' page tables only, where `release`
+        walks the whole file's."""
+        start = offset // RELEASE_ALIGNMENT * RELEASE_ALIGNMENT
+        end = min(-(-(offset + max(size, 1)) // RELEASE_ALIGNMENT) * RELEASE_ALIGNMENT, self.size)
+        if end > start:
+            self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
+
     def close(self) -> None:
         """Unmap the file; a view handed out keeps the map alive until it is released."""
         self._view.release()
@@ -137,6 +154,9 @@ class PreadShard:
             return 0  # closed under a reader ahead: its data is no longer wanted
 
     def release(self) -> None:
+        """Nothing is mapped."""
+
+    def release_range(self, offset: int, size: int) -> None:
         """Nothing is mapped."""
 
     _fd = -1  # until opened: a constructor that raised leaves nothing to close

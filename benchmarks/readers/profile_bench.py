@@ -51,7 +51,6 @@ from fastpack.reader.image.decode import (
 )
 from fastpack.reader.image.draws import sample_draws
 from fastpack.reader.image.transforms import WindowPlan
-from fastpack.reader.map_style.image_label import _release_past
 from fastpack.reader.order.sampler import EpochBatch, EpochBatchSampler
 from fastpack.reader.torch_loader.batch_slots import BatchSlots
 
@@ -75,7 +74,7 @@ IMAGE_STAGES = (
     ("decode", "window decode, the C call (`_jpeg_crop.decode_window`)"),
     ("resize", "halvings and `cv2.resize` INTER_LINEAR into the batch slot"),
     ("flip", "`cv2.flip` in place (half the images)"),
-    ("release", "the shard's pages unmapped per 8 MiB of payload (`image_label._release_past`)"),
+    ("release", "the pages around the payload unmapped after each image (`release_range`)"),
 )
 SEND_STAGES = (
     ("index release", "index pages unmapped every 64 samples (`Opened.release`)"),
@@ -149,15 +148,13 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
     stages.mark("index")
     row_draws = sample_draws(dataset.seed, batch.epoch, rows, transform.draws).tolist()
     stages.mark("draws")
-    plans = []
-    for k, data in enumerate(payloads):  # `ImageDecoding.plans`: every crop decided first
+    places = state.places(rows, dataset._image())
+    for k, data in enumerate(payloads):  # `ImageDecoding.batch`: each crop planned, decoded
         size = jpeg_size(data, budget)
         stages.mark("header")
         box, flip, shift = transform._plan(size[0], size[1], row_draws[k])
-        plans.append(WindowPlan(size, shift, scaled_window(box, shift), flip))
+        plan = WindowPlan(size, shift, scaled_window(box, shift), flip)
         stages.mark("box")
-    mapped = 0
-    for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):  # then decoded
         out = images[k]
         if out.shape != (*shape, 3) or not out.flags.c_contiguous:
             raise ValueError("a batch slot of another shape")
@@ -185,7 +182,7 @@ def replica_batch(  # noqa: PLR0913 -- keyword inputs
         if plan.flip:
             cv2.flip(out, 1, dst=out)
         stages.mark("flip")
-        mapped = _release_past(state, mapped + len(data))
+        state.shards.release_range(*places[k])
         stages.mark("release")
     state.release(len(rows))  # the batch's shard pages, and every 64 samples the index's
     stages.mark("index release")

@@ -19,24 +19,8 @@ from ..image.batch import decode_same_size
 from ..image.decode import DecodeOptions, Image, decode, jpeg_size
 from ..image.draws import sample_draws
 from ..image.guard import named_decode_error, naming, needs_name
-from ..image.transforms import PlannedTransform, Transform, WindowPlan
+from ..image.transforms import Transform
 from .opened import Opened, member_name
-
-# Payload bytes a batch decodes before its shard pages are unmapped from this process (the
-# caller unmaps the rest after the batch, `Opened.release`): unmapping costs a pass over the
-# shard's page tables, about as much per call as the Python of a sample, so a batch of small
-# images unmaps once, while large images are unmapped as they go. The kernel maps up to 64
-# KiB around each payload as it reads it (fault-around), so the bound is on what is read.
-RELEASE_BYTES = 8 << 20
-
-
-def _release_past(state: Opened, mapped: int) -> int:
-    """Unmap the shard pages read so far once `mapped` payload bytes were decoded since the
-    last time; the bytes still counted."""
-    if mapped < RELEASE_BYTES:
-        return mapped
-    state.shards.release(again=True)  # the batch's later views fault their pages in again
-    return 0
 
 
 def draws(
@@ -91,20 +75,7 @@ class ImageDecoding:
             )
         images = self.new_batch((len(rows), *transform.output_shape, 3))
         row_draws = draws(transform, self.seed, rows, epoch)
-        if isinstance(transform, PlannedTransform):
-            payloads = list(state.payloads(rows, self.image))
-            plans = self.plans(state, rows, payloads, row_draws, transform)
-            mapped = 0
-            for k, (data, plan) in enumerate(zip(payloads, plans, strict=True)):
-                try:
-                    transform.render(data, plan, images[k])
-                except ValueError as e:
-                    if not needs_name(e):
-                        raise
-                    raise self.error(state, rows[k], e) from e
-                mapped = _release_past(state, mapped + len(data))
-            return images
-        mapped = 0
+        places = state.places(rows, self.image)
         for k, data in enumerate(state.payloads(rows, self.image)):
             try:  # `naming` inline: a context manager per sample costs more
                 if self.check_header:
@@ -114,31 +85,8 @@ class ImageDecoding:
                 if not needs_name(e):
                     raise
                 raise self.error(state, rows[k], e) from e
-            mapped = _release_past(state, mapped + len(data))
+            state.shards.release_range(*places[k])  # keep shard pages out of this PSS
         return images
-
-    def plans(
-        self,
-        state: Opened,
-        rows: list[int],
-        payloads: list[memoryview | bytes],
-        row_draws: list[list[float]] | list[None],
-        transform: PlannedTransform,
-    ) -> list[WindowPlan]:
-        """Every crop of a batch, decided before any is decoded: the headers and boxes of a
-        batch in one loop keep its Python in the CPU's caches, where a decode between two would
-        evict it (benchmarks/readers/PROFILE.md)."""
-        plans = []
-        for k, data in enumerate(payloads):
-            try:
-                if self.check_header:
-                    jpeg_size(data, self.pixel_budget)
-                plans.append(transform.plan(data, row_draws[k]))
-            except ValueError as e:
-                if not needs_name(e):
-                    raise
-                raise self.error(state, rows[k], e) from e
-        return plans
 
     def encoded(self, state: Opened, rows: list[int]) -> EncodedImages:
         """The members of `rows` as stored, joined into one array, each header checked

@@ -87,6 +87,13 @@ class Opened:
             else:
                 yield self.payload(i, field)  # raises the error that names what is wrong
 
+    def places(self, rows: list[int], field: str) -> list[tuple[int, int, int]]:
+        """`(shard, offset, size)` of the members of `field` of `rows` (read already, so
+        checked), for `ShardReader.release_range`."""
+        index = self.index
+        columns = (index.shard[rows], index.offsets(field)[rows], index.sizes(field)[rows])
+        return list(zip(*(c.tolist() for c in columns), strict=True))
+
     def load(self, rows: list[int], batch: Sequence[int], fields: Sequence[str]) -> None:
         """With `io="pread"`: read the members of `fields` of `rows` all at once, and start on
         those of the batch this process reads next (`batch.ahead`, from `make_loader`'s

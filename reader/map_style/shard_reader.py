@@ -74,14 +74,19 @@ class ShardReader:
         self._ranges.load(requests, ahead)
         recorder.current().timed(block.READ_NS, perf_counter_ns() - start)
 
-    def release(self, *, again: bool = False) -> None:
-        """Unmap the pages read since the last call from this process. `again`: the views
-        read so far are still in use (a batch half decoded), so their shards are unmapped
-        once more at the next call, whatever is read before it."""
+    def release(self) -> None:
+        """Unmap the pages read since the last call from this process."""
         for shard in self._touched:
             self._open[shard].release()
-        if not again:
-            self._touched.clear()
+        self._touched.clear()
+
+    def release_range(self, shard: int, offset: int, size: int) -> None:
+        """Unmap the pages a read of `size` bytes at `offset` of shard `shard` mapped (and
+        those around them: `ShardFile.release_range`), wherever the shard is among those read;
+        `release` still unmaps the rest of what was read."""
+        opened = self._open.get(shard)
+        if opened is not None:
+            opened.release_range(offset, size)
 
     @property
     def open_count(self) -> int:

@@ -12,7 +12,6 @@ import simplejpeg
 from fastpack.formats import DatasetNotFoundError
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.errors import MissingFieldError
-from fastpack.reader.map_style import image_label
 
 from ..conftest import Built
 
@@ -153,32 +152,36 @@ def test_reads_leave_no_shard_pages_mapped(build_dataset: Callable[..., Built]) 
     assert views == [bytes(ds.read_bytes(i)) for i in rows]  # a released map reads again
 
 
-def test_a_batch_unmaps_its_shard_pages_per_release_bytes(
+def test_a_batch_unmaps_each_images_pages_and_then_its_shards(
     build_dataset: Callable[..., Built], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch of small images unmaps its shard pages once, after the batch; past
-    `RELEASE_BYTES` of payload it unmaps as it goes, so large images never pile up."""
+    """Each image's pages are unmapped after its decode (the blocks around its payload only),
+    and every shard the batch read once after the batch; none stays mapped."""
     path = build_dataset(classes=2, per_class=20).path
     ds = Dataset(path, transform=RandomResizedCrop(24))
     rows = list(range(len(ds)))
     shards = ds._opened().shards
-    calls: list[int] = []
-    release = shards.release
+    ranges: list[tuple[int, int, int]] = []
+    wholes: list[int] = []
+    release_range, release = shards.release_range, shards.release
 
-    def counted(*, again: bool = False) -> None:
-        calls.append(_mapped_kib(path))
-        release(again=again)
+    def counted_range(shard: int, offset: int, size: int) -> None:
+        ranges.append((shard, offset, size))
+        release_range(shard, offset, size)
 
+    def counted() -> None:
+        wholes.append(_mapped_kib(path))
+        release()
+
+    monkeypatch.setattr(shards, "release_range", counted_range)
     monkeypatch.setattr(shards, "release", counted)
     ds.__getitems__(rows)
-    assert len(calls) == 1  # after the batch (Opened.release)
-    payload = sum(len(ds.read_bytes(i)) for i in rows)
-    shards.release()
-    calls.clear()
-    monkeypatch.setattr(image_label, "RELEASE_BYTES", payload // 4)
-    ds.__getitems__(rows)
-    assert 4 <= len(calls) <= 5  # about every quarter of the batch, and after it
+    assert len(ranges) == len(rows)
+    assert len(wholes) == 1  # after the batch (Opened.release)
+    assert wholes == [0]  # the ranges had unmapped everything already
     assert _mapped_kib(path) == 0
+    state = ds._opened()
+    assert ranges == state.places(rows, "jpg")
 
 
 def test_index_pages_are_released_once_per_batch(build_dataset: Callable[..., Built]) -> None:
