@@ -40,7 +40,7 @@ from fastpack.compiler.images.baseline import to_baseline_lossless
 from fastpack.reader.image import crop_decode
 from fastpack.reader.image.transforms import random_resized_box
 
-from benchmarks.readers.crop_decode_bench import Crops, pick
+from benchmarks.readers.crop_decode_bench import Crops, _stat, pick
 from benchmarks.sysinfo import fastpack_commit, machine, versions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -198,11 +198,6 @@ def main(argv: list[str] | None = None) -> None:
     args.json.write_text(json.dumps(raw, indent=1) + "\n")
     args.out.write_text(page(raw))
     print(page(raw))
-
-
-def _stat(values: Sequence[float], digits: int = 3) -> str:
-    median, low, high = float(np.median(values)), min(values), max(values)
-    return f"{median:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
 
 
 def page(raw: dict[str, Any]) -> str:

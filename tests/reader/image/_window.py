@@ -12,7 +12,9 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import simplejpeg
 from fastpack.reader.image import Transform, crop_decode
+from fastpack.reader.image.decode import DecodeOptions
 
 
 def load_window_decoder() -> ModuleType:
@@ -57,3 +59,32 @@ def outcome(call: Callable[[], object]) -> object:
         return call()
     except Exception as e:
         return e
+
+
+def decode_window(
+    extension: ModuleType,
+    data: bytes,
+    shift: int,
+    window: tuple[int, int, int, int],
+    options: DecodeOptions,
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The extension's decode of `window` (top, left, bottom, right) at `1 / 2**shift`, cut to
+    it, and where the region it entropy-decoded starts (full-size rows and columns left out
+    above and left of it)."""
+    top, left, bottom, right = window
+    width = simplejpeg.decode_jpeg_header(data)[1]
+    buffer = np.empty((bottom - top + 2) * (width + 16) * 3, np.uint8)
+    y0, x0, rows, columns, _, _, start = extension.decode_window(
+        data,
+        shift,
+        top,
+        left,
+        bottom - top,
+        right - left,
+        buffer,
+        fastdct=options.fastdct,
+        fastupsample=options.fastupsample,
+    )
+    block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
+    region = block[top - y0 : bottom - y0, left - x0 : right - x0]
+    return region, (int(start[0]), int(start[1]))

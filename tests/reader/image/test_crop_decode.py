@@ -20,7 +20,7 @@ from fastpack.reader.image.decode import DecodeOptions, decode_scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ._window import assert_same_crops, load_window_decoder
+from ._window import assert_same_crops, decode_window, load_window_decoder
 
 extension = load_window_decoder()
 
@@ -94,21 +94,7 @@ def window_of(
     data: bytes, shift: int, window: tuple[int, int, int, int], options: DecodeOptions
 ) -> np.ndarray:
     """The extension's decode of `window` (top, left, bottom, right), cut to it."""
-    top, left, bottom, right = window
-    buffer = np.empty((bottom - top + 2) * (header_size(data)[1] + 16) * 3, np.uint8)
-    y0, x0, rows, columns, _, _, _ = extension.decode_window(
-        data,
-        shift,
-        top,
-        left,
-        bottom - top,
-        right - left,
-        buffer,
-        fastdct=options.fastdct,
-        fastupsample=options.fastupsample,
-    )
-    block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
-    return block[top - y0 : bottom - y0, left - x0 : right - x0]
+    return decode_window(extension, data, shift, window, options)[0]
 
 
 OPTIONS = [

@@ -21,7 +21,7 @@ from fastpack.reader.image.guard import ImageDecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ._window import load_window_decoder
+from ._window import decode_window, load_window_decoder
 
 extension = load_window_decoder()
 
@@ -108,22 +108,7 @@ def window_of(
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """The extension's decode of `window` (top, left, bottom, right) cut to it, and where the
     region it decoded starts (full-size rows and columns cut off above and to the left)."""
-    top, left, bottom, right = window
-    width = simplejpeg.decode_jpeg_header(data)[1]
-    buffer = np.empty((bottom - top + 2) * (width + 16) * 3, np.uint8)
-    y0, x0, rows, columns, _, _, cut = extension.decode_window(
-        data,
-        shift,
-        top,
-        left,
-        bottom - top,
-        right - left,
-        buffer,
-        fastdct=options.fastdct,
-        fastupsample=options.fastupsample,
-    )
-    block = buffer[: rows * columns * 3].reshape(rows, columns, 3)
-    return block[top - y0 : bottom - y0, left - x0 : right - x0], (int(cut[0]), int(cut[1]))
+    return decode_window(extension, data, shift, window, options)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
