@@ -19,14 +19,15 @@ BATCH = 4
 DaliRead = tuple[list[StoredSample], list[npt.NDArray[np.uint8]], list[bytes]]
 
 
-@pytest.fixture(scope="module")
-def dali_read(tmp_path_factory: pytest.TempPathFactory) -> DaliRead:
-    """The dataset's samples, and the images and cls bytes DALI's webdataset reader gives."""
+@pytest.fixture(scope="module", params=[0, 64], ids=["as stored", "restart markers"])
+def dali_read(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> DaliRead:
+    """The dataset's samples, and the images and cls bytes DALI's webdataset reader gives: of
+    a plain build, and of one whose JPEGs carry restart markers (`restart_width`)."""
     from nvidia.dali import fn, types  # noqa: PLC0415 -- optional: DALI
     from nvidia.dali.data_node import DataNode  # noqa: PLC0415 -- optional: DALI
     from nvidia.dali.pipeline import pipeline_def  # noqa: PLC0415 -- optional: DALI
 
-    out = build_mixed(tmp_path_factory.mktemp("dali"))
+    out = build_mixed(tmp_path_factory.mktemp("dali"), restart_width=request.param)
     files = DatasetFiles(out)
     shards = [i for i, s in enumerate(files.manifest.shards) if s.samples]  # DALI skips nothing
     paths = [str(files.shard_path(i)) for i in shards]

@@ -14,14 +14,22 @@ from tests.compiler.test_rejects import hostile_folder
 from tests.conftest import jpeg_bytes
 
 
-def build_mixed(root: Path) -> Path:
-    """A shuffled dataset of several shards with kept, converted and rejected inputs."""
+def build_mixed(root: Path, restart_width: int = 0) -> Path:
+    """A shuffled dataset of several shards with kept, converted and rejected inputs (stored
+    with restart markers `restart_width` px apart where it is not 0)."""
     source = hostile_folder(root / "src")
     for i in range(14):
         (source / f"k{i % 2}").mkdir(exist_ok=True)
         (source / f"k{i % 2}" / f"{i}.jpg").write_bytes(jpeg_bytes(30 + 3 * i, 70, seed=50 + i))
     out = root / "out"
-    options = BuildOptions(workers=2, shard_size=6000, shuffle_seed=3, max_side=60, progress=False)
+    options = BuildOptions(
+        workers=2,
+        shard_size=6000,
+        shuffle_seed=3,
+        max_side=60,
+        restart_width=restart_width,
+        progress=False,
+    )
     build(source, out, options)
     return out
 
