@@ -2,11 +2,11 @@
 RandomResizedCrop's decode, on one core; and which interval width to choose.
 
 `--images` photos of the corpus (evenly spaced in its sorted listing) are read into memory and
-transcoded as a build with `restart_width=W` stores them (`to_baseline_lossless`: the same
-coefficients, optimized Huffman tables, restart markers splitting each MCU row into intervals
-of at most W pixels, or whole rows; its pixel check included), for W in `--widths` (65535: a
-marker every MCU row); and once with W = 0 (the same transcode without markers), which
-separates what the optimized tables do from what the markers do. Every file kind sees the same
+stored as a build with `restart_width=W` stores them (`prepare_image`: the same coefficients,
+optimized Huffman tables, restart markers splitting each MCU row into intervals of at most W
+pixels, or whole rows), for W in `--widths` (65535: a marker every MCU row); and transcoded
+once without markers (`to_baseline`), which separates what the optimized tables do from what
+the markers do. Every file kind sees the same
 boxes: one `RandomResizedCrop(224, max_upscale=u)` draw per image (`sample_draws(0, 0, i)`),
 for u = 1 (full quality, the default) and u = 2, rendered through the window decoder into one
 output array. Every crop of every kind is checked equal to the stored file's.
@@ -36,7 +36,8 @@ import cv2
 import numpy as np
 import simplejpeg
 from fastpack.compiler.images.baseline import MAX_RESTART_WIDTH as MAX_WIDTH
-from fastpack.compiler.images.baseline import to_baseline_lossless
+from fastpack.compiler.images.baseline import to_baseline
+from fastpack.compiler.images.policy import PreparedImage, prepare_image
 from fastpack.reader.image import crop_decode
 from fastpack.reader.image.transforms import random_resized_box
 
@@ -55,7 +56,16 @@ def kind_name(width: int) -> str:
 
 
 def transcodes(stored: Sequence[bytes], width: int) -> list[bytes]:
-    return [to_baseline_lossless(data, restart_width=width) for data in stored]
+    """The files as a build with `restart_width=width` stores them; without markers for 0."""
+    if width == 0:
+        return [to_baseline(data) for data in stored]
+    out = []
+    for data in stored:
+        prepared = prepare_image(data, restart_width=width)
+        if not isinstance(prepared, PreparedImage) or prepared.note is not None:
+            raise ValueError(f"a photo was not stored with restart markers: {prepared}")
+        out.append(prepared.data)
+    return out
 
 
 def timed(route: Route, count: int) -> tuple[float, float]:

@@ -17,8 +17,9 @@
 - With `restart_width` (pixels, > 0), every JPEG kept as it is, progressive or not, is
   transcoded so, with restart markers that split each MCU row into intervals about that wide
   (the reader's window decode then decodes only the intervals around a crop), under the same
-  rule; a JPEG the policy encodes itself is transcoded likewise (its own baseline
-  coefficients: no pixel check needed).
+  rule for a progressive file; a sequential file's transcode, and that of a JPEG the policy
+  encodes itself, holds exactly the coefficients read, so it is stored without the pixel
+  check.
 - Before any decoder allocates, the size the header declares (a JPEG's frame header, the
   others' by `input_header`) is checked against `pixel_budget` (samples: width x height x
   components, `fastpack.formats.image_header`): an image over it is a `Reject` with the numbers.
@@ -157,7 +158,7 @@ def _prepare_jpeg(data: bytes, policy: _Policy) -> PreparedImage | Reject:
         progressive = structure.frame.marker in PROGRESSIVE_FRAMES
         if policy.restart_width or (policy.baseline and progressive):
             failure = _NOT_RESTARTED if policy.restart_width else _NOT_TRANSCODED
-            transcoded = guarded(failure, _transcode, data, policy)
+            transcoded = guarded(failure, _transcode, data, policy, progressive)
             if isinstance(transcoded, bytes):
                 return PreparedImage(transcoded, False, size, size)
             wanted = "with restart markers" if policy.restart_width else "to baseline"
@@ -194,14 +195,18 @@ def _transcode_memory(policy: _Policy) -> int:
     return max(DEFAULT_MAX_MEMORY, _TRANSCODE_BYTES_PER_SAMPLE * policy.pixel_budget)
 
 
-def _transcode(data: bytes, policy: _Policy) -> bytes | str:
+def _transcode(data: bytes, policy: _Policy, progressive: bool) -> bytes | str:
     """The lossless baseline transcode of `data` (with the policy's restart markers), or why
     there is none (the pixels would differ); the transcoder's other errors (data it cannot
-    read) raise."""
+    read) raise. Only a progressive file's transcode is decoded against the input: a
+    sequential file's holds exactly the coefficients the transcoder read, all of them (a
+    warning is an error), and no decoder smooths a sequential file, so its pixels are the
+    input's (SPEC section 6)."""
+    memory = _transcode_memory(policy)
+    if not progressive:
+        return to_baseline(data, restart_width=policy.restart_width, max_memory=memory)
     try:
-        return to_baseline_lossless(
-            data, restart_width=policy.restart_width, max_memory=_transcode_memory(policy)
-        )
+        return to_baseline_lossless(data, restart_width=policy.restart_width, max_memory=memory)
     except TranscodeNotLosslessError as e:
         return str(e)
 

@@ -6,6 +6,7 @@ of range and where the transcoder is not built."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -179,3 +180,20 @@ def test_an_append_stores_its_jpegs_with_the_datasets_markers(tmp_path: Path) ->
     stored = {s.source: s.jpg for s in read_dataset(out)}
     assert restart_interval(stored["c/new.jpg"]) == expected_interval(stored["c/new.jpg"], 64)
     assert read_manifest(out / "fastpack.json").build["restart_width"] == 64
+
+
+def test_a_sequential_file_the_transcoder_cannot_read_is_a_named_reject(tmp_path: Path) -> None:
+    files = mixed_folder(tmp_path / "src")
+    whole = files["a/0_baseline.jpg"]
+    scan = whole.index(b"\xff\xda")
+    broken = whole[: scan + (len(whole) - scan) // 2] + b"\xff\xd9"  # half its scan, then EOI
+    (tmp_path / "src/a/0_baseline.jpg").write_bytes(broken)
+    out = tmp_path / "out"
+    summary = build(tmp_path / "src", out, BuildOptions(workers=1, restart_width=64, **QUIET))
+    assert (summary.samples, summary.rejected) == (len(files) - 1, 1)
+    (reject,) = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert reject["path"] == "a/0_baseline.jpg"
+    assert reject["reason"].startswith("JPEG not transcoded with restart markers: ")
+    # without the option the same file passes the default structure check, as stored bytes
+    plain = build(tmp_path / "src", tmp_path / "plain", BuildOptions(workers=1, **QUIET))
+    assert plain.rejected == 0
