@@ -22,14 +22,11 @@ import simplejpeg
 
 from .decode import (
     DEFAULT_OPTIONS,
-    Box,
     DecodeOptions,
     Image,
     JpegData,
-    dct_shift,
     decode_scaled,
     resize_region,
-    scaled_window,
     scratch,
 )
 
@@ -133,18 +130,14 @@ def decode_window(
 def render(  # noqa: PLR0913 -- keyword inputs
     data: JpegData,
     size: tuple[int, int],
-    box: Box,
+    shift: int,
+    window: Window,
     out: Image,
     *,
     flip: bool = False,
     options: DecodeOptions = DEFAULT_OPTIONS,
-    max_upscale: float = 1.0,
-    shift: int | None = None,
 ) -> None:
-    """Decode the JPEG `data` of full size `size` at the cheapest scale that covers `box` once
-    enlarged by `max_upscale` (or at `1 / 2**shift` when given), and write the box, resized to
-    `out`'s shape and optionally mirrored, into `out`."""
-    if shift is None:
-        shift = dct_shift(box.height, box.width, out.shape[0], out.shape[1], max_upscale)
-    window = scaled_window(box, shift)
+    """Decode `window` of the JPEG `data` (full size `size`) at `1 / 2**shift` (`decode_window`;
+    the window of a box: `decode.scaled_window`), and write it, resized to `out`'s shape and
+    optionally mirrored, into `out`."""
     resize_region(decode_window(data, size, shift, window, options), out, flip=flip)

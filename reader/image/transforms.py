@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from fastpack.formats.image_header import DEFAULT_PIXEL_BUDGET, check_budget_value
 
-from .crop_decode import decode_window
+from .crop_decode import render
 from .decode import (
     Box,
     DecodeOptions,
@@ -30,7 +30,6 @@ from .decode import (
     JpegData,
     dct_shift,
     jpeg_size,
-    resize_region,
     sampled_region,
     scaled_window,
     snap_to_scale,
@@ -86,9 +85,9 @@ class WindowPlan(NamedTuple):
 
 @runtime_checkable
 class PlannedTransform(Transform, Protocol):
-    """A transform in two steps, so that a batch can decide every crop before it decodes any
-    (`map_style.image_label`): `plan` reads the header and draws the crop, `render` decodes it;
-    `render(data, plan(data, draws), out)` is `__call__(data, draws, out)`."""
+    """A transform in two steps: `plan` reads the header and draws the crop (what it will
+    decode, without decoding), `render` decodes it; `render(data, plan(data, draws), out)` is
+    `__call__(data, draws, out)`."""
 
     def plan(self, data: JpegData, draws: Sequence[float] | None = None) -> WindowPlan:
         """The crop of the JPEG `data` with `draws`, its header checked (pixel budget)."""
@@ -101,8 +100,7 @@ class PlannedTransform(Transform, Protocol):
 
 def _render(data: JpegData, plan: WindowPlan, out: Image, options: DecodeOptions) -> None:
     """`plan`'s window of `data` decoded, resized into `out` and mirrored if it says so."""
-    region = decode_window(data, plan.size, plan.shift, plan.window, options)
-    resize_region(region, out, flip=plan.flip)
+    render(data, plan.size, plan.shift, plan.window, out, flip=plan.flip, options=options)
 
 
 def _pair(size: Size) -> tuple[int, int]:

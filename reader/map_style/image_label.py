@@ -76,7 +76,7 @@ class ImageDecoding:
         images = self.new_batch((len(rows), *transform.output_shape, 3))
         row_draws = draws(transform, self.seed, rows, epoch)
         places = state.places(rows, self.image)
-        for k, data in enumerate(state.payloads(rows, self.image)):
+        for k, data in enumerate(state.payloads(rows, self.image, places)):
             try:  # `naming` inline: a context manager per sample costs more
                 if self.check_header:
                     jpeg_size(data, self.pixel_budget)

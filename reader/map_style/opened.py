@@ -75,21 +75,23 @@ class Opened:
             raise OffsetOutOfRangeError(f"{e} ({self.files.shard_path(shard)})") from e
         return self.shards.read(shard, offset, size)
 
-    def payloads(self, rows: list[int], field: str) -> Iterator[memoryview | bytes]:
+    def payloads(
+        self, rows: list[int], field: str, places: list[tuple[int, int, int]] | None = None
+    ) -> Iterator[memoryview | bytes]:
         """The members of `field` of `rows` in order, located with one index lookup per
-        column."""
-        index, shards = self.index, self.shards
-        columns = (index.shard[rows], index.offsets(field)[rows], index.sizes(field)[rows])
+        column (`places`, where the caller has them already)."""
+        shards = self.shards
+        places = self.places(rows, field) if places is None else places
         num_shards = len(self.files.manifest.shards)
-        for i, shard, offset, size in zip(rows, *(c.tolist() for c in columns), strict=True):
+        for i, (shard, offset, size) in zip(rows, places, strict=True):
             if shard < num_shards and offset + size <= shards.size(shard):
                 yield shards.read(shard, offset, size)
             else:
                 yield self.payload(i, field)  # raises the error that names what is wrong
 
     def places(self, rows: list[int], field: str) -> list[tuple[int, int, int]]:
-        """`(shard, offset, size)` of the members of `field` of `rows` (read already, so
-        checked), for `ShardReader.release_range`."""
+        """`(shard, offset, size)` of the members of `field` of `rows`, as the index holds them
+        (`payloads` checks them against the shards)."""
         index = self.index
         columns = (index.shard[rows], index.offsets(field)[rows], index.sizes(field)[rows])
         return list(zip(*(c.tolist() for c in columns), strict=True))

@@ -36,7 +36,7 @@ from fastpack.formats import (
 )
 from fastpack.reader import CenterCrop, Dataset, RandomResizedCrop
 from fastpack.reader.image import crop_decode
-from fastpack.reader.image.decode import Box, DecodeOptions, dct_shift, jpeg_size, pixel_window
+from fastpack.reader.image.decode import Box, DecodeOptions, dct_shift, jpeg_size, scaled_window
 
 from .datasets import VIEW_NAME, write_one_sample
 from .jpeg_segments import frame_size
@@ -180,7 +180,9 @@ def _render(payload: Payload, window: bool) -> Result:
     try:
         size = jpeg_size(data)
         box = _box(payload, size)
-        crop_decode.render(data, size, box, out, flip=payload["flip"], options=options)
+        shift = dct_shift(box.height, box.width, out.shape[0], out.shape[1])
+        pixels = scaled_window(box, shift)
+        crop_decode.render(data, size, shift, pixels, out, flip=payload["flip"], options=options)
         if window and crop_decode.window_decode_enabled():
             _compare_window(data, size, box, out.shape[:2], options)
     finally:
@@ -195,8 +197,7 @@ def _compare_window(
     if size[0] * size[1] > COMPARE_PIXELS:
         return
     shift = dct_shift(box.height, box.width, out[0], out[1])
-    f = 1 / (1 << shift)
-    window = pixel_window(Box(box.top * f, box.left * f, box.height * f, box.width * f))
+    window = scaled_window(box, shift)
     windowed = crop_decode.decode_window(data, size, shift, window, options).copy()
     crop_decode.use_window_decode(False)
     try:

@@ -20,7 +20,7 @@ from fastpack.reader.image.crop_decode import (
     use_window_decode,
     window_decode_enabled,
 )
-from fastpack.reader.image.decode import Box, DecodeOptions, decode, jpeg_size
+from fastpack.reader.image.decode import DecodeOptions, decode, jpeg_size
 from fastpack.reader.image.guard import guarded
 
 from tests.conftest import jpeg_bytes, png_bytes
@@ -93,7 +93,7 @@ def test_the_simplejpeg_fallback_checks_the_budget_itself() -> None:
         data = huge_claim()
         out = np.empty((8, 8, 3), np.uint8)
         with pytest.raises(PixelBudgetError, match=rf"^{re.escape(OVER_HUGE)}$"):
-            render(data, (HUGE, HUGE), Box(0, 0, 64, 64), out)
+            render(data, (HUGE, HUGE), 0, (0, 0, 64, 64), out)
     finally:
         use_window_decode(previous)
 
