@@ -1,6 +1,7 @@
 """The checksums the manifest records (formats/SPEC.md section 2): SHA-256 of whole files, and
 CRC-32C (Castagnoli, unmasked) of each shard, what downloads check (google-crc32c: hardware
-accelerated, about a fifth of SHA-256's CPU per byte)."""
+accelerated, about a fifth of SHA-256's CPU per byte: 0.14 against 0.71 ms per MiB,
+benchmarks/streaming/STREAMING.md)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ The pixel budget counts samples: width x height x components, as the header decl
 decoders' memory follows it: libjpeg keeps 2 bytes per sample for the coefficient buffer of a
 whole progressive image, and an RGB output takes 3 bytes per pixel. `DEFAULT_PIXEL_BUDGET`, 2**28
 samples, admits 16384 x 16384 gray or about 89 megapixels of color (9459 x 9459 x 3). At it, a
-progressive 4:4:4 image peaks at 0.63 GiB in a crop and 0.87 GiB in a full decode, and a build
-worker converting the largest gray image at 1.4 GiB (benchmarks/readers/PIXEL_BUDGET.md).
+progressive 4:4:4 image peaks at 632-636 MiB in a crop and 887 MiB in a full decode, and a build
+worker converting the largest gray image at 1,420 MiB (benchmarks/readers/PIXEL_BUDGET.md).
 
 Nothing here imports a decoder: the checks run before one is called.
 """

@@ -3,8 +3,9 @@
 Two clients behind one interface. Every scheme has its fsspec filesystem. For S3, downloads of
 whole objects (a dataset's shards) may go through obstore (Rust `object_store`) instead: a GET's
 body arrives in buffers that Python never copies, read without the GIL; measured on 2 cores
-against SeaweedFS (benchmarks/streaming/s3_clients_bench.py), 0.86 ms of CPU per MiB straight
-and 1.45 through a shaping proxy, where s3fs (aiohttp) took 1.84 and 2.34 and pyarrow 1.48 and 1.68.
+against SeaweedFS (benchmarks/streaming/STREAMING.md, by s3_clients_bench.py), 0.86 ms of CPU
+per MiB straight and 1.45 through a shaping proxy, where s3fs (aiohttp) took 1.84 and 2.34 and
+pyarrow 1.48 and 1.68.
 
 obstore's runtime (tokio) does not survive a fork: a process forked from one that has used it
 hangs on its first request. So it is used only in a process none of whose ancestors used it

@@ -1,7 +1,7 @@
 """Cold start of `StreamingDataset` over S3 at 10 million samples: time and index bytes to the
 first sample.
 
-    python -m benchmarks.startup.startup_stream_bench  # from the repository root, about 10 min
+    python -m benchmarks.startup.startup_stream_bench  # from the repository root; a long run
 
 Makes an ImageFolder of `--per-shard` tiny real JPEGs (16x16, 10 classes), builds it into a real
 one-shard dataset, and from it a synthetic dataset of `--samples` samples in shards of

@@ -61,8 +61,8 @@ class HashingReader(io.RawIOBase):
         if not size:
             return 0
         self._sha.update(view[:size])
-        # google_crc32c takes read-only bytes only: its C loop over a copy costs a tenth of
-        # SHA-256's
+        # google_crc32c takes read-only bytes only: a copy of the chunk, cheap beside the
+        # SHA-256 of the same bytes
         self._crc = google_crc32c.extend(self._crc, bytes(view[:size]))
         self.position += size
         return size

@@ -152,7 +152,7 @@ def render_mask(
         )
     masks = _mask_module()
     # pycocotools decodes column-major (H, W) arrays: painting their transposes, which are
-    # row-major, into a transposed map is about four times faster than painting them as they are
+    # row-major, into a transposed map walks memory in order, faster than painting them as they are
     painted: npt.NDArray[np.uint8] | npt.NDArray[np.uint16] = np.zeros((width, height), np.uint8)
     for k, (value, segmentation) in enumerate(instances):
         try:

@@ -32,10 +32,11 @@ normalize):
   `fn.external_source` (feed.py) by the torch loader's `EpochBatchSampler` with the same seed,
   shuffle, drop_last and ranks, so DALI reads the torch loader's batches sample for sample,
   honours the Dataset's view (a class-balanced one too), follows `set_epoch`, and resumes from
-  either loader's `state_dict()` with any ranks, threads and batch size. The feed costs about
-  5 us of CPU per sample, DALI's CPU path about 4.5 ms per image either way: the same images/s
-  on the CPU (benchmarks/gpu/DALI.md). A path keeps DALI's reader because the GPU figures were
-  measured with it, where the feed's Python work per sample has not been measured yet.
+  either loader's `state_dict()` with any ranks, threads and batch size. The feed's work per
+  sample is small beside DALI's CPU decode of the image: the fed path runs at 0.96x the
+  reader's images/s on the CPU, with 2% more CPU per image (benchmarks/gpu/DALI.md). A path
+  keeps DALI's reader because the GPU figures were measured with it, where the feed's Python
+  work per sample has not been measured yet.
 
     loader = make_loader(Dataset("data/train", transform=RandomResizedCrop(224)),
                          batch_size=256, loader="dali")

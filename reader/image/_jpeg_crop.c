@@ -29,8 +29,9 @@
  * after the other, restart markers renumbered from RST0 between them (see cut_to_region()).
  * The region keeps one MCU of context beyond the window's pixel of context on every side:
  * chroma upsampling reads the chroma sample beyond a window's edge. A file without such markers
- * decodes as before. The markers cost libjpeg-turbo its fast Huffman path (about 5% of a whole
- * decode); the region saves more wherever a crop leaves whole intervals out.
+ * decodes as before. The markers take libjpeg-turbo off its fast Huffman path, which slows the
+ * whole decode a little; the region saves more wherever a crop leaves whole intervals out
+ * (benchmarks/readers/RESTART.md).
  *
  * The GIL is released for the whole decode.
  */

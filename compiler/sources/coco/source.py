@@ -32,9 +32,9 @@ names no image entry belong to no sample: they are left out, with one `LeftOutWa
 
 Masks are rendered while the scan runs (pycocotools, then a PNG encode) into a spill file in the
 build directory that the shard jobs read by offset. That keeps the shard jobs plain readers, at a
-cost paid in the one scanning process: about 3.5 ms and 4.6 KB of PNG per 640 x 480 image of 7
-polygons (measured on a shared 2-core machine; pycocotools' RLE decode is two thirds of it), so
-some 7 minutes and 0.5 GB of build-directory disk for train2017's 118k images.
+cost paid in the one scanning process: it renders and encodes every image's mask in turn (most of
+that time in pycocotools' RLE decode), and the spill file takes build-directory disk for a PNG
+per image.
 """
 
 from __future__ import annotations
