@@ -64,7 +64,7 @@ def blocks(page: Path) -> list[Block]:
         body: list[str] = []
         j = i + 1
         while j < len(lines) and not lines[j].strip().startswith(fence):
-            body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j].lstrip())
+            body.append(lines[j][indent:] if not lines[j][:indent].strip() else lines[j].lstrip())
             j += 1
         if j == len(lines):
             raise ValueError(f"{page}:{i + 1}: a code fence that is never closed")

@@ -68,7 +68,9 @@ def test_a_block_left_to_ci_is_in_ci() -> None:
     [p for p in pages() if any(b.runs or b.file for b in blocks(p))],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_page_runs(page: Path, scratch: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_page_runs(
+    page: Path, scratch: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     where = tmp_path / "page"
     shutil.copytree(scratch, where)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

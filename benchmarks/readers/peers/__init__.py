@@ -27,7 +27,8 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "fastpack-fast": PeerInfo(
         "fastpack_fast_peer", "fastpack", "processes", "build, {workers} processes",
-        "fastpack as above with max_upscale=2 (the faster setting)",
+        "fastpack Dataset + make_loader, RandomResizedCrop(max_upscale=2): a crop may decode at "
+        "a smaller DCT scale and be enlarged up to 2x (the faster setting)",
     ),
     "fastpack-simplejpeg-fast": PeerInfo(
         "fastpack_simplejpeg_peer", "fastpack", "processes", "build, {workers} processes",
@@ -36,13 +37,13 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "fastpack-restart": PeerInfo(
         "fastpack_restart_peer", "fastpack-restart", "processes", "build, {workers} processes",
-        "fastpack as `fastpack` (full quality), from a build with --restart-markers: a crop "
-        "entropy-decodes only the restart intervals around it",
+        "fastpack Dataset + make_loader, full quality, from a build with --restart-markers: a "
+        "crop entropy-decodes only the restart intervals around its window",
     ),
     "fastpack-restart-fast": PeerInfo(
         "fastpack_restart_fast_peer", "fastpack-restart", "processes",
         "build, {workers} processes",
-        "fastpack-restart with max_upscale=2",
+        "fastpack from a build with --restart-markers, RandomResizedCrop(max_upscale=2)",
     ),
     "fastpack-tfrecord": PeerInfo(
         "fastpack_tfrecord_peer", "fastpack-tfrecord", "processes", "build, {workers} processes",
@@ -72,11 +73,14 @@ PEERS: dict[str, PeerInfo] = {
     ),
     "ffcv": PeerInfo(
         "ffcv_peer", "ffcv", "threads", "DatasetWriter, {workers} processes, re-encodes",
-        "FFCV .beton, RandomResizedCropRGBImageDecoder + flip, numba threads",
+        "FFCV .beton (its writer re-encodes the JPEGs), Loader with OrderOption.RANDOM and "
+        "os_cache=True (its guide's choice for a dataset that fits in memory), "
+        "RandomResizedCropRGBImageDecoder + flip, numba threads",
     ),
     "dali-cpu": PeerInfo(
         "dali_peer", "webdataset-dali", "threads", "ShardWriter + wds2idx, 1 process",
-        "DALI CPU: webdataset reader + image_random_crop decoder + resize + flip",
+        "DALI on the CPU: its webdataset reader over the same tars (wds2idx indexes), "
+        "fn.decoders.image_random_crop (decodes only the crop's region) + resize + flip",
     ),
     "mosaic": PeerInfo(
         "mosaic_peer", "mosaic", "processes", "MDSWriter, 1 process",
