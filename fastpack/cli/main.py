@@ -5,6 +5,7 @@ command's arguments and call live in one module: `build`, `datasets` (info, veri
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -17,6 +18,9 @@ from .index import add_index
 from .tools import add_bench, add_demo
 
 Handler = Callable[[argparse.Namespace], int]
+# A command whose reader went away (`fastpack info D | head`) exits as a shell reports it: 128 +
+# SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,3 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fastpack: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout has gone: say nothing more, and keep Python's flush at exit from
+        # failing again on the same pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from fastpack.compiler import BuildOptions
@@ -181,3 +184,29 @@ def test_build_check_flag(tmp_path: Path, run: Run) -> None:
     code, _, err = run("build", source, tmp_path / "decode", "--check", "structure", "--resume")
     assert code == 1
     assert "made with check='decode' (now 'structure')" in error_line(err)
+
+
+def test_info_into_a_closed_pipe_ends_quietly(built: tuple[Path, Path]) -> None:
+    """`fastpack info D | head`: a reader that went away is no traceback, and exits 141."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, fastpack.cli; sys.exit(fastpack.cli.main())",
+                "info",
+                str(built[1]),
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "BrokenPipeError" not in done.stderr, done.stderr
