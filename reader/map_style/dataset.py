@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fastpack.formats import AbsentFieldError, Manifest
+from fastpack.formats import AbsentFieldError, DatasetNotFoundError, Manifest
+from fastpack.storage import is_url
 
 from ..closing import ClosesOnExit
 from ..errors import MissingFieldError
@@ -133,6 +134,12 @@ class Dataset(ClosesOnExit):
     ) -> None:
         if seed < 0:
             raise ValueError(f"seed must be >= 0, got {seed}")
+        if is_url(path):
+            raise DatasetNotFoundError(
+                f"{os.fspath(path)}: a URL; Dataset reads a directory on a local disk or a "
+                "mount. Read a dataset at a URL with StreamingDataset(url, cache_dir=...), or "
+                "copy it to a directory first with fetch_dataset(url, directory)"
+            )
         self.path = Path(path)
         self.io: IoMethod = resolve_io(io, self.path)
         self.transform = transform

@@ -108,6 +108,14 @@ def test_bad_arguments(build_dataset: Callable[..., Built], tmp_path: Path) -> N
         Dataset(tmp_path / "nowhere")
 
 
+def test_a_url_is_told_where_to_go() -> None:
+    """`Dataset("s3://...")` names the URL whole and the readers that take one."""
+    with pytest.raises(
+        DatasetNotFoundError, match=r"^s3://bucket/train: a URL; .*StreamingDataset"
+    ):
+        Dataset("s3://bucket/train")
+
+
 def test_pread_reads_what_mmap_reads(build_dataset: Callable[..., Built]) -> None:
     built = build_dataset(classes=2, per_class=4)
     mapped = Dataset(built.path, transform=RandomResizedCrop(24), seed=5)
