@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DIRTY_SUFFIX = " with uncommitted changes"
 UNKNOWN = "?"
 
 
@@ -30,15 +29,38 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _recorded(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dictionaries that record a run: the report itself, or each part's `meta` where a
+    benchmark runs in parts (the start-up benchmark)."""
+    if "fastpack_commit" in report or "commit" in report:
+        return [report]
+    return [v["meta"] for v in report.values() if isinstance(v, dict) and "meta" in v]
+
+
+def _commit_and_clean(recorded: str) -> tuple[str, bool]:
+    """`abc1234`, `abc1234 with uncommitted changes` or `abc1234 (no tracked file modified;
+    ...)`: the forms the benchmarks have written."""
+    words = recorded.split()
+    commit = words[0] if words else UNKNOWN
+    rest = recorded[len(commit) :].strip()
+    clean = commit != UNKNOWN and (not rest or rest.startswith("(no tracked file modified"))
+    return commit, clean
+
+
 def provenance(report: dict[str, Any]) -> Provenance:
     """Read from the keys the benchmarks write (`fastpack_commit` or `commit`)."""
-    recorded = str(report.get("fastpack_commit", report.get("commit", UNKNOWN)))
-    commit = recorded.removesuffix(DIRTY_SUFFIX).strip() or UNKNOWN
-    m = report.get("machine", {})
+    runs = _recorded(report) or [{}]
+    found = {
+        _commit_and_clean(str(r.get("fastpack_commit", r.get("commit", UNKNOWN)))) for r in runs
+    }
+    if len({commit for commit, _ in found}) > 1:
+        raise ValueError(f"the parts of one report record different commits: {sorted(found)}")
+    commit = next(iter(found))[0]
+    m = runs[0].get("machine", {})
     machine = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('ram_gib', '?')} GiB"
     return Provenance(
         commit=commit,
-        clean=commit != UNKNOWN and not recorded.endswith(DIRTY_SUFFIX),
-        date=str(report.get("date", "?"))[:10],
+        clean=all(clean for _, clean in found),
+        date=str(runs[0].get("date", "?"))[:10],
         machine=machine,
     )

@@ -88,7 +88,8 @@ def setting(report: dict[str, Any], raw: str) -> str:
     tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
         f"{p.machine}; commit `{p.commit}` ({tree}), {p.date}; the 1-minute load was "
-        f"{_loads(report)} during the runs, so compare ratios, not absolute rates, across runs. "
+        f"{_loads(report)} during the runs (their own processes included), so compare ratios, not "
+        "absolute rates, across runs. "
         f"{c['images']:,} photos of about {width} x {height} px ({c['mean_kb']:.0f} KB), "
         f"RandomResizedCrop 224 + flip, batches of {a['batch_size']}, {a['workers']} workers, "
         f"page cache warm; medians of {a['rounds']} rounds x {a['epochs']} epochs, with their "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import picture, readers, training
+from benchmarks.figures import picture, readers, startup, training
 from benchmarks.figures.history import ROOT, commits_between
 from benchmarks.figures.provenance import load_json, provenance
 
@@ -24,6 +24,8 @@ CODE = (
     "pyproject.toml",
 )
 READER_JSON = "benchmarks/readers/reader_results.json"
+READER_LARGE_JSON = "benchmarks/readers/reader_results_1600.json"
+STARTUP_JSON = "benchmarks/startup/startup_results.json"
 TRAINING_JSON = "benchmarks/training/training_results.json"
 GPU_JSON = "benchmarks/gpu/gpu_results.json"
 PICTURE = "docs/img/loaders.png"
@@ -98,27 +100,23 @@ def _gpu_block(page_dir: Path) -> str:
     )
 
 
+def _table(name: str, source: str, table: Callable[[dict[str, Any], str], str]) -> Figure:
+    """A figure that is one JSON's table: `table(report, link to the JSON)`; it ages with the
+    code and with its benchmark's folder."""
+    folder = str(Path(source).parent)
+    return Figure(
+        name, (source,), lambda d: table(_report(source), _link(source, d)), (*CODE, folder)
+    )
+
+
 FIGURES: dict[str, Figure] = {
     f.name: f
     for f in (
-        Figure(
-            "readers-headline",
-            (READER_JSON,),
-            lambda d: readers.headline(_report(READER_JSON), _link(READER_JSON, d)),
-            (*CODE, "benchmarks/readers"),
-        ),
-        Figure(
-            "readers-full",
-            (READER_JSON,),
-            lambda d: readers.full(_report(READER_JSON), _link(READER_JSON, d)),
-            (*CODE, "benchmarks/readers"),
-        ),
-        Figure(
-            "training-waits",
-            (TRAINING_JSON,),
-            lambda d: training.table(_report(TRAINING_JSON), _link(TRAINING_JSON, d)),
-            (*CODE, "benchmarks/training"),
-        ),
+        _table("readers-headline", READER_JSON, readers.headline),
+        _table("readers-full", READER_JSON, readers.full),
+        _table("readers-large", READER_LARGE_JSON, readers.headline),
+        _table("startup", STARTUP_JSON, startup.table),
+        _table("training-waits", TRAINING_JSON, training.table),
         Figure(
             "loaders-picture",
             (READER_JSON, TRAINING_JSON),
