@@ -43,8 +43,8 @@ def table(report: dict[str, Any], raw: str) -> str:
     summary = summarize(report)
     lines = [
         "| loader | trainer waits, long epochs | trainer waits, short epochs | first batch "
-        "of a short epoch waits, ms | other batches' p99, ms | images/s trained, x data on "
-        "the device |",
+        "of a short epoch waits, ms | other batches' p99, ms | images/s trained (long), x data "
+        "on the device |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     base = summary.get((MODEL, LONG, BASELINE), {}).get("images_per_s")
