@@ -86,7 +86,6 @@ def draw(data: dict[str, Any], out: Path, caption: str) -> None:
     for y, (_, share) in enumerate(waits):
         right.text(share * 100, y, f" {share * 100:.1f}%", va="center", fontsize=8)
     right.set_xlim(0, max(10.0, max((share * 100 for _, share in waits), default=0) * 1.3))
-    figure.get_layout_engine().set(h_pad=0.1)  # type: ignore[union-attr]
     figure.supxlabel(caption, fontsize=7, color="#555555")
     out.parent.mkdir(parents=True, exist_ok=True)
     metadata = {DIGEST_KEY: digest(data), "Software": None}
