@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import picture, readers, startup, training
+from benchmarks.figures import builds, picture, readers, shared_fs, startup, training
 from benchmarks.figures.history import ROOT, commits_between
 from benchmarks.figures.provenance import load_json, provenance
 
@@ -26,6 +26,8 @@ CODE = (
 READER_JSON = "benchmarks/readers/reader_results.json"
 READER_LARGE_JSON = "benchmarks/readers/reader_results_1600.json"
 STARTUP_JSON = "benchmarks/startup/startup_results.json"
+BUILD_JSON = "benchmarks/builds/build_compare_results.json"
+SHARED_FS_JSON = "benchmarks/streaming/shared_fs_results.json"
 TRAINING_JSON = "benchmarks/training/training_results.json"
 GPU_JSON = "benchmarks/gpu/gpu_results.json"
 PICTURE = "docs/img/loaders.png"
@@ -116,6 +118,8 @@ FIGURES: dict[str, Figure] = {
         _table("readers-full", READER_JSON, readers.full),
         _table("readers-large", READER_LARGE_JSON, readers.headline),
         _table("startup", STARTUP_JSON, startup.table),
+        _table("builds", BUILD_JSON, builds.table),
+        _table("shared-fs", SHARED_FS_JSON, shared_fs.table),
         _table("training-waits", TRAINING_JSON, training.table),
         Figure(
             "loaders-picture",
