@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import builds, picture, readers, shared_fs, startup, training
+from benchmarks.figures import builds, picture, readers, shared_fs, startup, streaming, training
 from benchmarks.figures.history import ROOT, commits_between
 from benchmarks.figures.provenance import load_json, provenance
 
@@ -28,6 +28,7 @@ READER_LARGE_JSON = "benchmarks/readers/reader_results_1600.json"
 STARTUP_JSON = "benchmarks/startup/startup_results.json"
 BUILD_JSON = "benchmarks/builds/build_compare_results.json"
 SHARED_FS_JSON = "benchmarks/streaming/shared_fs_results.json"
+STREAM_JSON = "benchmarks/streaming/stream_results.json"
 TRAINING_JSON = "benchmarks/training/training_results.json"
 GPU_JSON = "benchmarks/gpu/gpu_results.json"
 PICTURE = "docs/img/loaders.png"
@@ -120,6 +121,7 @@ FIGURES: dict[str, Figure] = {
         _table("startup", STARTUP_JSON, startup.table),
         _table("builds", BUILD_JSON, builds.table),
         _table("shared-fs", SHARED_FS_JSON, shared_fs.table),
+        _table("streaming-s3", STREAM_JSON, streaming.table),
         _table("training-waits", TRAINING_JSON, training.table),
         Figure(
             "loaders-picture",
