@@ -42,9 +42,8 @@ GIB = 1 << 30
 
 
 def _commit() -> str:
-    command = ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]
-    done = subprocess.run(command, check=False, capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else "?"
+    """HEAD, and whether any tracked file differs from it."""
+    return _sysinfo.fastpack_commit(REPO)
 
 
 def has_scheduler_flag() -> bool:

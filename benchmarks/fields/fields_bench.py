@@ -633,13 +633,8 @@ def report(results: dict[str, Any]) -> str:
 
 
 def _git_commit(root: Path) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip() or "?"
+    """HEAD, and whether any tracked file differs from it (`sysinfo.fastpack_commit`)."""
+    return _sysinfo.fastpack_commit(root)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

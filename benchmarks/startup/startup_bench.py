@@ -37,7 +37,6 @@ from benchmarks.startup._report import render
 
 PARTS = ("startup", "costs", "memory", "peers")
 DEFAULT_PARTS = ("startup", "costs", "memory")
-SOURCES = ("compiler", "reader", "formats", "fastpack")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -156,8 +155,8 @@ def describe(args: argparse.Namespace, paths: dict[int, Path]) -> dict[str, Any]
 
 
 def code_version() -> str:
-    """The commit of the fastpack sources this process imports, and whether tracked files of
-    them differ from it (a checkout other than this one may be on the path)."""
+    """The commit of the fastpack sources this process imports, and whether any tracked file of
+    that checkout differs from it (a checkout other than this one may be on the path)."""
 
     repo = Path(fastpack.formats.__file__).resolve().parents[1]
 
@@ -166,7 +165,7 @@ def code_version() -> str:
         done = subprocess.run(command, check=False, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else "?"
 
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", *SOURCES)
+    changed = git("status", "--porcelain", "--untracked-files=no")  # every tracked file
     state = "tracked files modified" if changed else "no tracked file modified"
     return f"{git('rev-parse', '--short', 'HEAD')} ({state}; imported from {repo})"
 

@@ -19,7 +19,6 @@ import functools
 import json
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -53,7 +52,6 @@ SOURCE_WIDTH = len("n00000042/n00000042_000123456.JPEG")
 REPO = Path(__file__).resolve().parent.parent
 DISTRIBUTIONS = ("fastpack", "numpy", "zstandard", "google-crc32c")
 TARGET_S = 2.0
-TIMED_CODE = ("formats", "storage", "fastpack/view_build", "benchmarks/startup/view_bench.py")
 
 # case -> the arguments of `build_views` (beside the dataset)
 CASES: dict[str, dict[str, Any]] = {
@@ -158,17 +156,8 @@ def write_dataset(root: Path, samples: int) -> Path:
 
 
 def commit() -> str:
-    """HEAD, and whether the code a view is built with (formats, storage, the builder, this
-    script) differs from it."""
-
-    def git(*args: str) -> str:
-        command = ["git", "-C", str(REPO), *args]
-        done = subprocess.run(command, check=False, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else "?"
-
-    dirty = git("status", "--porcelain", "--", *TIMED_CODE)
-    state = "with uncommitted changes to them" if dirty else "as committed"
-    return f"{git('rev-parse', '--short', 'HEAD')} ({', '.join(TIMED_CODE)} {state})"
+    """HEAD, and whether any tracked file differs from it (`sysinfo.fastpack_commit`)."""
+    return _sysinfo.fastpack_commit(REPO)
 
 
 def timed(call: Callable[[], Any], runs: int) -> tuple[list[float], Any]:

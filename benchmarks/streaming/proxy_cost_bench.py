@@ -31,7 +31,6 @@ import datetime as dt
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,28 +42,11 @@ from benchmarks.procmem import cpu_ticks
 from benchmarks.sysinfo import fastpack_commit, load, machine, versions
 
 _MIB = 2**20
-_OWN_FILES = (
-    "tests/shaping_proxy.py",
-    "tests/latency_proxy.py",
-    "benchmarks/streaming/_proxy_process.py",
-)
 
 
 def proxy_commit(repo: Path) -> str:
-    """The commit, and whether the proxy's own files differ from it."""
-    head = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-        check=False,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(repo), "status", "--porcelain", "--", *_OWN_FILES],
-        check=False,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return head + (" with uncommitted changes to the proxy" if dirty else "")
+    """The commit, and whether any tracked file differs from it (`sysinfo.fastpack_commit`)."""
+    return fastpack_commit(repo)
 
 
 def cpu_s(pid: int) -> float:
