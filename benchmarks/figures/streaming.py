@@ -17,6 +17,11 @@ def _spread(values: list[float], digits: int) -> str:
     )
 
 
+def _date(date: str) -> str:
+    """The run's date where its JSON has one (runs at 08bb690 and before recorded none)."""
+    return "" if date == "?" else f", {date}"
+
+
 def table(report: dict[str, Any], raw: str) -> str:
     dataset, shaping = report["dataset"], report["shaping"]
     lines = [
@@ -35,7 +40,8 @@ def table(report: dict[str, Any], raw: str) -> str:
     tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
         "\n".join(lines)
-        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}); 1-minute load {min(loads):.1f} to "
+        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}){_date(p.date)}; 1-minute load "
+        f"{min(loads):.1f} to "
         f"{max(loads):.1f}. {dataset['samples']:,} photos in {dataset['shards']} shards "
         f"({dataset['bytes'] / 2**20:.0f} MiB), `make_loader` with {report['workers']} workers, "
         f"batches of {report['batch']}, RandomResizedCrop 224; S3 is a SeaweedFS server on the "

@@ -231,6 +231,7 @@ def run(args: argparse.Namespace, local: Path, server: Any) -> dict[str, Any]:
                     print(f"fetch only, {client}: {fetch_only[client][-1]}", file=sys.stderr)
             loads.append(load())
     return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
         "machine": machine(),
         "versions": versions(),
         "commit": fastpack_commit(Path.cwd()),
