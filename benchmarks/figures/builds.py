@@ -38,10 +38,8 @@ def table(report: dict[str, Any], raw: str) -> str:
         )
     p, c = provenance(report), report["corpus"]
     loads = report["load_before_and_after_each_round"]
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
-        "\n".join(lines)
-        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}), {p.date}; 1-minute load "
+        "\n".join(lines) + f"\n\n{p.stamp()}; 1-minute load "
         f"{loads[0].split(',')[0]} before the first round and {loads[-1].split(',')[0]} after "
         f"the last. {c['images']:,} photos of {c['mean_kb']:.0f} KB from the page cache; each "
         f"row in turn in every round, medians of {report['repeats']} rounds after an untimed "

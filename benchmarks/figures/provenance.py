@@ -21,6 +21,18 @@ class Provenance:
     def known(self) -> bool:
         return self.commit != UNKNOWN
 
+    def stamp(self) -> str:
+        """`machine; commit `abc1234` (clean tree), date`: what every figure says it came from."""
+        tree = "clean tree" if self.clean else "UNCOMMITTED CHANGES"
+        date = "" if self.date == UNKNOWN else f", {self.date}"
+        return f"{self.machine}; commit `{self.commit}` ({tree}){date}"
+
+
+def load_range(loads: list[str]) -> str:
+    """`low to high` of the 1-minute figure of `uptime`-style load strings."""
+    ones = [float(load.split(",")[0]) for load in loads]
+    return f"{min(ones):.1f} to {max(ones):.1f}"
+
 
 def load_json(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text("utf-8"))

@@ -85,9 +85,8 @@ def setting(report: dict[str, Any], raw: str) -> str:
     """One paragraph: what ran, where, at which commit, and the machine's state."""
     p, c, a = provenance(report), report["corpus"], report["args"]
     height, width = c["mean_hw"]
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
-        f"{p.machine}; commit `{p.commit}` ({tree}), {p.date}; the 1-minute load was "
+        f"{p.stamp()}; the 1-minute load was "
         f"{_loads(report)} during the runs (their own processes included), so compare ratios, not "
         "absolute rates, across runs. "
         f"{c['images']:,} photos of about {width} x {height} px ({c['mean_kb']:.0f} KB), "

@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures.provenance import provenance
+from benchmarks.figures.provenance import load_range, provenance
 
 LABELS = {
     "fastpack-auto": '`Dataset` + `make_loader` (`io="auto"`: reads, not a memory map, on a mount)',
@@ -41,12 +41,9 @@ def table(report: dict[str, Any], raw: str) -> str:
             cells.append(f"{_cell(rates)}, {statistics.median(rates) / local:.2f}x")
         lines.append(f"| {LABELS.get(config, config)} | {' | '.join(cells)} |")
     p, d = provenance(report), report["dataset"]
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
         "\n".join(lines)
-        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}), {p.date}; 1-minute load "
-        f"{min(float(x.split(',')[0]) for x in report['loads']):.1f} to "
-        f"{max(float(x.split(',')[0]) for x in report['loads']):.1f} during the runs. A "
+        + f"\n\n{p.stamp()}; 1-minute load {load_range(report['loads'])} during the runs. A "
         f"dataset of {d['samples']:,} photos in {d['shards']} shards, read over sshfs from "
         "an sshd on the same machine, through a proxy that adds the delay to each round trip; "
         "each run a fresh process on a fresh mount (a cold client cache). RandomResizedCrop 224 + "

@@ -23,11 +23,9 @@ def table(report: dict[str, Any], raw: str) -> str:
             f"{statistics.median(seconds):.3f} ({min(seconds):.3f}-{max(seconds):.3f}) |"
         )
     meta, p = report["startup"]["meta"], provenance(report)
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     count = min(len(v) for v in runs.values())
     return (
-        "\n".join(lines)
-        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}), {p.date}; load (1, 5, 15 min) "
+        "\n".join(lines) + f"\n\n{p.stamp()}; load (1, 5, 15 min) "
         f"{meta['load_before']} before, {meta['load_after']} after. From "
         "`Dataset(path, transform=RandomResizedCrop(224))` through `make_loader(..., "
         "batch_size=64, num_workers=2)` to `next(iter(loader))`, each run in a fresh process "

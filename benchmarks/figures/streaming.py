@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures.provenance import provenance
+from benchmarks.figures.provenance import load_range, provenance
 
 
 def _spread(values: list[float], digits: int) -> str:
@@ -15,11 +15,6 @@ def _spread(values: list[float], digits: int) -> str:
         f"{statistics.median(values):,.{digits}f} "
         f"({min(values):,.{digits}f}-{max(values):,.{digits}f})"
     )
-
-
-def _date(date: str) -> str:
-    """The run's date where its JSON has one (runs at 08bb690 and before recorded none)."""
-    return "" if date == "?" else f", {date}"
 
 
 def table(report: dict[str, Any], raw: str) -> str:
@@ -35,14 +30,10 @@ def table(report: dict[str, Any], raw: str) -> str:
             f"| {row['name']} | {_spread(row['rates'], 0)} | {_spread(row['ratios'], 2)} | "
             f"{statistics.median(fetched):.2f} | {_spread(row['first_batch_s'], 2)} |"
         )
-    p = provenance(report)
-    loads = [float(load.split(",")[0]) for load in report["loads"]]
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     return (
         "\n".join(lines)
-        + f"\n\n{p.machine}; commit `{p.commit}` ({tree}){_date(p.date)}; 1-minute load "
-        f"{min(loads):.1f} to "
-        f"{max(loads):.1f}. {dataset['samples']:,} photos in {dataset['shards']} shards "
+        + f"\n\n{provenance(report).stamp()}; 1-minute load {load_range(report['loads'])}. "
+        f"{dataset['samples']:,} photos in {dataset['shards']} shards "
         f"({dataset['bytes'] / 2**20:.0f} MiB), `make_loader` with {report['workers']} workers, "
         f"batches of {report['batch']}, RandomResizedCrop 224; S3 is a SeaweedFS server on the "
         "same machine behind a proxy that holds each response's first byte for the delay and "

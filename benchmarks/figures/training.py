@@ -60,13 +60,12 @@ def table(report: dict[str, Any], raw: str) -> str:
             f"{first} | {p99} | {ratio} |"
         )
     p, s, c = provenance(report), report["settings"], report["corpus"]
-    tree = "clean tree" if p.clean else "UNCOMMITTED CHANGES"
     gpu = (
         report.get("gpu")
         or "no GPU: a small CNN trains on the CPU, on the same cores as the workers"
     )
     setting = (
-        f"{p.machine}, {gpu}; commit `{p.commit}` ({tree}), {p.date}; load (1, 5, 15 min) "
+        f"{p.stamp()}; {gpu}; load (1, 5, 15 min) "
         f"{report['load_before']} before, {report['load_after']} after. {c['images']:,} photos of "
         f"{c['mean_kb']:.0f} KB, RandomResizedCrop 224 + flip, batches of {s['batch_size']}, "
         f"{s['workers']} workers; a long epoch is the whole corpus, a short one 4 batches; "
