@@ -96,7 +96,7 @@ def _gpu_block(page_dir: Path) -> str:
         "\n".join(lines) + "\n\n**A GPU figure, older than the others**: "
         f"{report['gpu']['nvidia_smi'].split(',')[0]}, "
         f"{p.machine}, DALI {report['gpu']['dali']} for CUDA 13; commit `{p.commit}`, {p.date}: "
-        f"{behind} commits before `{newest}`, the commit of the CPU figures above. "
+        f"{behind} commits before `{newest}`, the commit of the loaders side by side above. "
         f"{c['images']:,} photos of {c['mean_kb']:.0f} KB; medians of "
         f"{report['train_gpu']['epochs']} epochs, with their range. "
         f"Raw: [{Path(GPU_JSON).name}]({_link(GPU_JSON, page_dir)}).\n"
