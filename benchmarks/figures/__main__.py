@@ -8,7 +8,7 @@ import sys
 
 from benchmarks.figures.history import ROOT, commits_between
 from benchmarks.figures.pages import pages, rendered, used
-from benchmarks.figures.picture import digest, embedded_digest
+from benchmarks.figures.picture import shows
 from benchmarks.figures.provenance import load_json, provenance
 from benchmarks.figures.registry import FIGURES, PICTURES, draw_picture
 
@@ -24,7 +24,7 @@ def check() -> int:
                 difflib.unified_diff(now.splitlines(True), want.splitlines(True), name, name)
             )
     for name, (path, data) in PICTURES.items():
-        if (ROOT / path).exists() and embedded_digest(ROOT / path) == digest(data()):
+        if shows(ROOT / path, data()):
             continue
         differences += 1
         print(f"{path}: does not show what its JSON holds now ({name})")
@@ -38,8 +38,7 @@ def write(redraw: bool) -> None:
             page.write_text(text, "utf-8")
             print(f"rendered {page.relative_to(ROOT)}")
     for name, (path, data) in PICTURES.items():
-        target = ROOT / path
-        if redraw or not target.exists() or embedded_digest(target) != digest(data()):
+        if redraw or not shows(ROOT / path, data()):
             draw_picture()
             print(f"drew {path} ({name})")
 

@@ -59,6 +59,11 @@ def embedded_digest(png: Path) -> str | None:
     return None
 
 
+def shows(png: Path, data: dict[str, Any]) -> bool:
+    """Whether `png` exists and was drawn from exactly `data`."""
+    return png.exists() and embedded_digest(png) == digest(data)
+
+
 def draw(data: dict[str, Any], out: Path, caption: str) -> None:
     """Two panels: images/s over the fastest peer; the trainer's wait share, long epochs."""
     import matplotlib  # noqa: PLC0415 -- optional: matplotlib

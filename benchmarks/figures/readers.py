@@ -72,10 +72,6 @@ def rows(report: dict[str, Any]) -> list[Row]:
     return sorted(found, key=lambda r: -r.median)
 
 
-def fastest_peer(report: dict[str, Any]) -> str:
-    return next(r.peer for r in rows(report) if not r.peer.startswith(FASTPACK_PREFIX))
-
-
 def _loads(report: dict[str, Any]) -> str:
     loads = [load for _, _, load in report.get("load_per_run", [])]
     return f"{min(loads):.1f} to {max(loads):.1f}" if loads else "not recorded"

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchmarks.figures.history import ROOT
+
 RUN_LANGUAGES = ("python", "bash")
 NOT_CODE = ("text",)
 NOT_RUN_REASONS = ("needs a GPU", "needs a cluster", ".ci/run runs it")
@@ -43,11 +44,6 @@ class Block:
     @property
     def runs(self) -> bool:
         return self.language in RUN_LANGUAGES and self.not_run is None and self.file is None
-
-
-def pages() -> list[Path]:
-    """The README and every page of the guide."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def blocks(page: Path) -> list[Block]:

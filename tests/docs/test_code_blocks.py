@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import fastpack
+from benchmarks.figures.history import ROOT
+from benchmarks.figures.pages import pages
 from tests.conftest import jpeg_bytes
-from tests.docs.code_blocks import ROOT, Block, blocks, pages, problem
+from tests.docs.code_blocks import Block, blocks, problem
 
 CLASSES = ("cat", "dog", "fox")
 PER_CLASS = 12

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.code_blocks import ROOT, pages
+from benchmarks.figures.history import ROOT
+from benchmarks.figures.pages import pages
 
 _LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 
