@@ -11,9 +11,9 @@ import pytest
 from benchmarks.figures import markers
 from benchmarks.figures.history import ROOT, commits_between, is_ancestor
 from benchmarks.figures.pages import UnknownFigureError, pages, rendered, used
-from benchmarks.figures.picture import digest, embedded_digest
+from benchmarks.figures.picture import digest, draw, embedded_digest, shows
 from benchmarks.figures.provenance import load_json, provenance
-from benchmarks.figures.registry import FIGURES, PICTURES
+from benchmarks.figures.registry import FIGURES, PICTURES, picture_data
 
 # A CPU figure may trail HEAD by this many commits that change the code it measures; then it is
 # measured again (`python -m benchmarks.figures --status` tells each one's age).
@@ -55,6 +55,16 @@ def test_the_readme_is_a_front_door() -> None:
 def test_picture_shows_what_its_json_holds(name: str) -> None:
     path, data = PICTURES[name]
     assert embedded_digest(ROOT / path) == digest(data()), f"{path}: draw it again"
+
+
+def test_the_picture_is_drawn_from_its_json_and_carries_its_digest(tmp_path: Path) -> None:
+    data = picture_data()
+    out = tmp_path / "loaders.png"
+    draw(data, out, "caption")
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert shows(out, data)
+    changed = {**data, "speed": [(name, ratio + 0.01) for name, ratio in data["speed"]]}
+    assert not shows(out, changed)
 
 
 @pytest.mark.parametrize(("name", "source"), _sources())
