@@ -44,8 +44,8 @@ class DatasetInfo:
     path: str
     manifest: Manifest
     versions: tuple[VersionRow, ...] = ()
-    file_system: str = ""  # the type of the file system of a local path ("" for a URL)
-    io: str = ""  # how `Dataset(path)` reads its shards there ("" for a URL)
+    file_system: str = ""  # the type of the file system the shards lie on ("" for a URL)
+    io: str = ""  # how `Dataset(path)` reads its shards there ("" for shards at a URL)
     views: tuple[str, ...] = ()  # the views beside a local dataset (formats/SPEC.md section 8)
     decoder: str = ""  # the JPEG decoder this installation's crops use (crop_decode.decoder())
 
@@ -243,12 +243,13 @@ def dataset_info(path: str | os.PathLike[str], *, version: int | None = None) ->
     manifest, versions = _versions(
         text, lambda name: (root / name).read_bytes(), lambda name: str(root / name), version
     )
+    shards = resolve_shard_root(str(root), manifest.shard_root)  # adopted ones may lie elsewhere
     return DatasetInfo(
         path=str(root),
         manifest=manifest,
         versions=versions,
-        file_system=file_system_type(root),
-        io=resolve_io("auto", root),
+        file_system="" if is_url(shards) else file_system_type(shards),
+        io="" if is_url(shards) else resolve_io("auto", shards),
         views=tuple(list_views(root)),
         decoder=str(decoder()),
     )

@@ -20,6 +20,7 @@ from .errors import (
 )
 from .layout import (
     EXTENDED_VERSION,
+    MANIFEST_NAME,
     SHARD_FORMATS,
     SUPPORTED_VERSIONS,
     VERSION,
@@ -469,8 +470,11 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
 
 
 def read_manifest_text(path: str | os.PathLike[str]) -> tuple[Manifest, bytes]:
-    """The manifest at `path` and the bytes of its file."""
+    """The manifest at `path` (its file, or the dataset directory that holds it) and the bytes of
+    its file."""
     path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
     try:
         text = path.read_bytes()
     except FileNotFoundError as e:

@@ -17,7 +17,13 @@ import os
 from pathlib import Path
 from typing import Literal, Protocol
 
-from fastpack.formats import ChecksumMismatchError, DatasetNotFoundError, TruncatedFileError
+from fastpack.formats import (
+    ChecksumMismatchError,
+    DatasetFiles,
+    DatasetNotFoundError,
+    TruncatedFileError,
+)
+from fastpack.storage import is_url
 from fastpack.storage.file_system import on_remote_file_system
 
 IoMethod = Literal["mmap", "pread"]
@@ -67,12 +73,23 @@ def resolve_io(io: str, path: str | os.PathLike[str]) -> IoMethod:
     return "pread" if on_remote_file_system(path) else "mmap"
 
 
+def resolve_dataset_io(io: str, files: DatasetFiles) -> IoMethod:
+    """`resolve_io` for the dataset `files`, judged where its shards lie: adopted shards
+    (formats/SPEC.md section 10) may be on a mount the index is not on."""
+    shards = files.shard_root
+    return resolve_io(io, files.root if is_url(shards) else shards)
+
+
 def _open(path: Path, expected_size: int, what: str) -> tuple[int, int]:
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError as e:
         raise DatasetNotFoundError(f"{path}: {what} not found") from e
-    size = os.fstat(fd).st_size
+    try:
+        size = os.fstat(fd).st_size
+    except OSError:
+        os.close(fd)
+        raise
     if size < expected_size or size == 0:
         os.close(fd)
         raise TruncatedFileError(
@@ -162,9 +179,12 @@ class PreadShard:
     _fd = -1  # until opened: a constructor that raised leaves nothing to close
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fd, self._fd = self._fd, -1  # forgotten first: a failed close must not close it again
+        if fd >= 0:
+            # A read-only descriptor is released even when close reports an error (a network
+            # mount gone, ENOTCONN): nothing is lost, and the shards after it still close.
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def __del__(self) -> None:
         self.close()

@@ -74,7 +74,7 @@ from ..image.transforms import Transform
 from ..map_style.dataset import Dataset
 from ..order.sampler import EpochBatchSampler
 from ..ranks import local_device_id, resolve_rank
-from ..shard_files import IoChoice, resolve_io
+from ..shard_files import IoChoice, resolve_dataset_io
 from ..versions import check_version
 from .checks import check_fields, check_seed, check_split, check_threads, label_field, shard_files
 from .feed import SampleFeed
@@ -293,7 +293,7 @@ def _members(source: _Source, read: _Read, io: IoChoice | None) -> _Members:
     extra = plan_fields(schema, read.fields, read.field, source.root, label=label, records=records)
     paths, index_paths = shard_files(ds) if fed is None else ((), ())
     features = [(f, feature_name(schema, f)) for f in (read.field, *(e.name for e in extra))]
-    method = resolve_io(io or "auto", ds.root) if fed is None else fed.io
+    method = resolve_dataset_io(io or "auto", ds) if fed is None else fed.io
     return _Members(
         paths=paths,
         index_paths=index_paths,

@@ -49,7 +49,7 @@ from ..order.balance import balanced_order
 from ..order.epoch_order import EpochOrder, PermutedOrder
 from ..order.identity import dataset_identity
 from ..order.schema import INT64_MAX
-from ..shard_files import IoChoice, IoMethod, resolve_io
+from ..shard_files import IoChoice, IoMethod, check_io
 from ..stats.recorder import records_batches
 from ..versions import check_version
 from ..views import ViewSpec
@@ -90,7 +90,8 @@ class Dataset(ClosesOnExit):
     and starts on the next batch that `make_loader`'s sampler will give this worker before it
     decodes this one (`map_style.range_reads`): a network file system's round trips then
     overlap each other and the decoding. `io="auto"` (default) is `pread` on a network or FUSE
-    file system (NFS, Lustre, sshfs, ...) and `mmap` elsewhere; `self.io` is the method chosen.
+    file system (NFS, Lustre, sshfs, ...) and `mmap` elsewhere, judged where the shards lie
+    (adopted shards may lie on a mount the index is not on); `self.io` is the method chosen.
 
     Random transforms draw from `sample_draws(seed, epoch, [index], n)`. Call `set_epoch(e)`
     before each epoch. DataLoader workers copy the dataset when they start; with
@@ -141,7 +142,7 @@ class Dataset(ClosesOnExit):
                 "copy it to a directory first with fetch_dataset(url, directory)"
             )
         self.path = Path(path)
-        self.io: IoMethod = resolve_io(io, self.path)
+        self._io: IoChoice = check_io(io)  # "auto": chosen where the shards lie, on opening
         self.transform = transform
         self.pixel_budget = resolve_budget(pixel_budget, transform)
         # a transform that does not check a budget of its own gets the header checked first
@@ -155,7 +156,11 @@ class Dataset(ClosesOnExit):
         self._state: Opened | None = None
         self._finalizer: weakref.finalize[[], Dataset] | None = None
         self._version = check_version(version, str(path))  # None: the latest
-        files = self._opened().files  # fail early on a malformed dataset
+        opened = self._opened()  # fail early on a malformed dataset
+        files = opened.files
+        # The method chosen; workers open with it rather than look again.
+        self.io: IoMethod = opened.io
+        self._io = self.io
         self._version = files.version  # every later open reads this version
         schema = files.manifest.schema
         where = str(self.path)
@@ -193,7 +198,7 @@ class Dataset(ClosesOnExit):
 
     def _opened(self) -> Opened:
         if self._state is None:
-            state = self._state = Opened(self.path, self.io, self.view, self._version)
+            state = self._state = Opened(self.path, self._io, self.view, self._version)
             # Holds the state, never the dataset: collecting the dataset closes its shard files.
             self._finalizer = weakref.finalize(self, state.close)
             self._finalizer.atexit = False  # the process's exit closes them anyway

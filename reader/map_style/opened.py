@@ -22,7 +22,7 @@ from fastpack.formats import (
 )
 
 from ..fields import SampleDecoder
-from ..shard_files import IoMethod
+from ..shard_files import IoChoice, IoMethod, resolve_dataset_io
 from ..views import ViewSpec, open_view
 from .range_reads import Request
 from .shard_reader import ShardReader
@@ -37,12 +37,12 @@ class Opened:
     first use)."""
 
     def __init__(
-        self, root: Path, io: IoMethod, view: ViewSpec | None, version: int | None = None
+        self, root: Path, io: IoChoice, view: ViewSpec | None, version: int | None = None
     ) -> None:
         self.files = DatasetFiles(root, version=version)
         self.index = self.files.index
-        self.io: IoMethod = io
-        self.shards = ShardReader(self.files, io)
+        self.io: IoMethod = resolve_dataset_io(io, self.files)
+        self.shards = ShardReader(self.files, self.io)
         self.labels: npt.NDArray[np.int64] = self.index.label.view(np.ndarray)
         self.view = None if view is None else open_view(root, self.files.manifest, view)
         self.rows = None if self.view is None else self.view.rows

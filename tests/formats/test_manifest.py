@@ -98,6 +98,15 @@ def test_bad_manifests(text: str, message: str) -> None:
 def test_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(DatasetNotFoundError, match="no manifest; not a fastpack dataset"):
         read_manifest(tmp_path / "fastpack.json")
+    # a directory reads the manifest it holds, and names it when it holds none
+    with pytest.raises(DatasetNotFoundError, match=f"{tmp_path / 'fastpack.json'}: no manifest"):
+        read_manifest(tmp_path)
+
+
+def test_a_dataset_directory_reads_its_manifest(tmp_path: Path) -> None:
+    manifest = _manifest()
+    write_manifest(tmp_path / "fastpack.json", manifest)
+    assert read_manifest(tmp_path) == read_manifest(tmp_path / "fastpack.json") == manifest
 
 
 def _v2_text(**changes: object) -> str:

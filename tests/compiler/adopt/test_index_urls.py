@@ -13,6 +13,7 @@ from fastpack.formats import DatasetFiles, DatasetNotFoundError, read_manifest
 from fastpack.reader import Dataset, StreamingDataset, verify_dataset, verify_remote
 from fastpack.storage import Location
 
+from fastpack.info import dataset_info
 from tests.network_fs import NetworkFs
 from tests.s3_server import S3Server
 
@@ -78,6 +79,9 @@ def test_a_local_index_over_tars_at_a_url(
     assert read_manifest(out / "fastpack.json").shard_root == url
     with pytest.raises(DatasetNotFoundError, match="read the dataset with StreamingDataset"):
         Dataset(out)[0]
+    info = dataset_info(out)  # the index is on a local disk; what counts is where shards lie
+    assert (info.file_system, info.io) == ("", "")
+    assert "object store: StreamingDataset fetches" in info.format()
     with StreamingDataset(out, storage_options=options, cache_dir=tmp_path / "cache") as ds:
         assert sorted(int(label) for _, label in ds) == list(range(6))
 
@@ -91,7 +95,11 @@ def test_tars_on_a_network_file_system(network_fs: NetworkFs, tmp_path: Path) ->
     assert digests(src) == before
     members = tar_members(src)
     index = DatasetFiles(out).index
+    # The index is on a local disk, the shards on the mount: they are read as a mount's are.
+    info = dataset_info(out)
+    assert (info.file_system, info.io) == ("fuse.sshfs", "pread")
     with Dataset(out) as ds:
+        assert ds.io == "pread"
         for i in range(len(ds)):
             image, label = ds[i]
             member = members[index.key(i)]
